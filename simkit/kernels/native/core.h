@@ -1,0 +1,197 @@
+// simkit native core: macros, scalar types, and the layout of every value type.
+// Valid as host C++17 and as CUDA device code (NVRTC). Every other header
+// includes this one. Operations live in their own headers (scalar.h, vec.h,
+// mat.h, quat.h, transform.h, spatial.h, array.h, atomic.h, rand.h).
+#pragma once
+
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define SK_CUDA 1
+#define CUDA_CALLABLE __host__ __device__
+#define SK_FORCEINLINE __forceinline__
+#else
+#define SK_CUDA 0
+#define CUDA_CALLABLE
+#define SK_FORCEINLINE inline __attribute__((always_inline))
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#endif
+
+#define SK_INLINE CUDA_CALLABLE inline
+
+#if SK_CUDA && defined(__CUDACC_RTC__)
+// NVRTC has no system headers: declare the fixed-width integer types.
+typedef signed char int8_t;
+typedef unsigned char uint8_t;
+typedef short int16_t;
+typedef unsigned short uint16_t;
+typedef int int32_t;
+typedef unsigned int uint32_t;
+typedef long long int64_t;
+typedef unsigned long long uint64_t;
+#endif
+
+namespace sk {
+
+typedef bool bool_t;
+typedef int8_t int8;
+typedef uint8_t uint8;
+typedef int16_t int16;
+typedef uint16_t uint16;
+typedef int32_t int32;
+typedef uint32_t uint32;
+typedef int64_t int64;
+typedef uint64_t uint64;
+typedef float float32;
+typedef double float64;
+
+// ---------------------------------------------------------------------------
+// float16: stored as IEEE binary16 bits; arithmetic happens in float32.
+struct half {
+    uint16 bits;
+    SK_INLINE half() : bits(0) {}
+    SK_INLINE half(float f);
+    SK_INLINE half(double d) : half(float(d)) {}
+    SK_INLINE half(int i) : half(float(i)) {}
+    SK_INLINE operator float() const;
+};
+
+SK_INLINE uint16 float_to_half_bits(float f) {
+    uint32 x;
+    memcpy(&x, &f, 4);
+    uint32 sign = (x >> 16) & 0x8000u;
+    int32 exp = int32((x >> 23) & 0xffu) - 127 + 15;
+    uint32 mant = x & 0x7fffffu;
+    if (((x >> 23) & 0xffu) == 0xffu)  // inf / nan
+        return uint16(sign | 0x7c00u | (mant ? 0x200u : 0u));
+    if (exp >= 31) return uint16(sign | 0x7c00u);  // overflow -> inf
+    if (exp <= 0) {                                // subnormal or zero
+        if (exp < -10) return uint16(sign);
+        mant |= 0x800000u;
+        uint32 shift = uint32(14 - exp);
+        uint32 h = mant >> shift;
+        uint32 rem = mant & ((1u << shift) - 1u);
+        uint32 halfway = 1u << (shift - 1);
+        if (rem > halfway || (rem == halfway && (h & 1u))) h++;
+        return uint16(sign | h);
+    }
+    uint32 h = sign | (uint32(exp) << 10) | (mant >> 13);
+    uint32 rem = mant & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;  // round to nearest even
+    return uint16(h);
+}
+
+SK_INLINE float half_bits_to_float(uint16 h) {
+    uint32 sign = uint32(h & 0x8000u) << 16;
+    uint32 exp = (h >> 10) & 0x1fu;
+    uint32 mant = h & 0x3ffu;
+    uint32 x;
+    if (exp == 0) {
+        if (mant == 0) {
+            x = sign;
+        } else {  // subnormal: normalise
+            int32 e = -1;
+            do { mant <<= 1; e++; } while ((mant & 0x400u) == 0);
+            x = sign | (uint32(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+        }
+    } else if (exp == 31) {
+        x = sign | 0x7f800000u | (mant << 13);
+    } else {
+        x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+    }
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+SK_INLINE half::half(float f) : bits(float_to_half_bits(f)) {}
+SK_INLINE half::operator float() const { return half_bits_to_float(bits); }
+SK_INLINE half& operator+=(half& a, float b) { a = half(float(a) + b); return a; }
+SK_INLINE half& operator-=(half& a, float b) { a = half(float(a) - b); return a; }
+SK_INLINE half& operator*=(half& a, float b) { a = half(float(a) * b); return a; }
+SK_INLINE half& operator/=(half& a, float b) { a = half(float(a) / b); return a; }
+typedef half float16;
+
+// ---------------------------------------------------------------------------
+// Value types. Layouts are fixed: Python packs arguments with the same layout.
+
+template <unsigned N, typename T>
+struct vec_t {
+    T c[N];
+    SK_INLINE T& operator[](int i) { return c[i]; }
+    SK_INLINE const T& operator[](int i) const { return c[i]; }
+};
+
+// Row-major: data[i][j] is row i, column j.
+template <unsigned R, unsigned C, typename T>
+struct mat_t {
+    T data[R][C];
+};
+
+// (x, y, z, w), w is the real part.
+template <typename T>
+struct quat_t {
+    T x, y, z, w;
+};
+
+// p: translation, q: rotation.
+template <typename T>
+struct transform_t {
+    vec_t<3, T> p;
+    quat_t<T> q;
+};
+
+// Traits: scalar type and component count of every value type.
+template <typename T> struct value_traits { typedef T scalar; static const unsigned length = 1; };
+template <unsigned N, typename T> struct value_traits<vec_t<N, T>> { typedef T scalar; static const unsigned length = N; };
+template <unsigned R, unsigned C, typename T> struct value_traits<mat_t<R, C, T>> { typedef T scalar; static const unsigned length = R * C; };
+template <typename T> struct value_traits<quat_t<T>> { typedef T scalar; static const unsigned length = 4; };
+template <typename T> struct value_traits<transform_t<T>> { typedef T scalar; static const unsigned length = 7; };
+
+// A value as a flat array of its scalars (all value types are unpadded aggregates).
+template <typename V> SK_INLINE typename value_traits<V>::scalar* flat(V& v) {
+    return reinterpret_cast<typename value_traits<V>::scalar*>(&v);
+}
+template <typename V> SK_INLINE const typename value_traits<V>::scalar* flat(const V& v) {
+    return reinterpret_cast<const typename value_traits<V>::scalar*>(&v);
+}
+
+// Build a value from all of its scalar components, in flat order: make<vec_t<3,float>>(x, y, z).
+template <typename R, typename... Args> SK_INLINE R make(Args... args) {
+    typedef typename value_traits<R>::scalar S;
+    R r;
+    const S vals[] = {S(args)...};
+    S* out = flat(r);
+    for (unsigned i = 0; i < sizeof...(Args); ++i) out[i] = vals[i];
+    return r;
+}
+// Adjoint of one component of make(): adj_arg += adj_ret[i].
+template <typename R, typename S> SK_INLINE void adj_make_component(S& adj_arg, const R& adj_ret, int i) {
+    adj_arg += S(flat(adj_ret)[i]);
+}
+
+// Zero value of any type.
+template <typename T> SK_INLINE T zero() {
+    T r;
+    memset(&r, 0, sizeof(T));
+    return r;
+}
+
+// Launch bounds: the shape of the launch grid (1 to 4 dims) and its size.
+struct launch_bounds_t {
+    int32 shape[4];
+    int32 ndim;
+    int32 pad_;
+    int64 size;
+};
+
+// Decompose a linear thread index into up to 4 launch indices (row-major).
+SK_INLINE void tid_decompose(const launch_bounds_t& b, int64 index, int32* out) {
+    for (int d = b.ndim - 1; d >= 0; --d) {
+        out[d] = int32(index % b.shape[d]);
+        index /= b.shape[d];
+    }
+}
+
+}  // namespace sk

@@ -1,0 +1,465 @@
+"""Kernel value types: scalars, vectors, matrices, quaternions, transforms.
+
+Every type is a Python class. Scalar classes construct numpy scalars; vector
+and matrix classes are small ``numpy.ndarray`` subclasses, so they work in
+Python code as well as in kernels::
+
+    >>> import simkit as sk
+    >>> v = sk.vec3(1.0, 2.0, 3.0)
+    >>> float(v.y)
+    2.0
+    >>> sk.vector(3, float) is sk.vec3
+    True
+
+Generic markers (``Any``, ``Scalar``, ``Float``, ``Int``) and generic
+vector/matrix specs (``vector(length=Any, dtype=Float)``) describe builtin
+overloads and generic ``@func`` arguments.
+"""
+from __future__ import annotations
+
+import builtins as _py
+import ctypes
+from typing import Any as _PyAny
+
+import numpy as np
+
+# ---------------------------------------------------------------------------
+# Generic markers
+
+
+class _Generic:
+    """A type pattern; never a concrete type."""
+
+    _name = "generic"
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+class _AnyType(_Generic):
+    _name = "Any"
+
+
+class _ScalarMarker(_Generic):
+    _name = "Scalar"
+
+
+class _FloatMarker(_Generic):
+    _name = "Float"
+
+
+class _IntMarker(_Generic):
+    _name = "Int"
+
+
+Any = _AnyType()
+Scalar = _ScalarMarker()
+Float = _FloatMarker()
+Int = _IntMarker()
+
+# ---------------------------------------------------------------------------
+# Scalars
+
+
+class scalar_base:
+    """Base of the scalar type classes; ``float32(1.5)`` gives ``np.float32(1.5)``."""
+
+    _type_name = ""
+    _ctype = ""
+    _np: np.dtype
+    _ctypes_type = None
+    _size = 0
+    _kind = ""  # 'f', 'i', 'u', 'b'
+
+    def __new__(cls, value=0):
+        return cls._np.type(value)
+
+
+def _scalar(name, np_dtype, ctypes_type, kind, cname=None):
+    dt = np.dtype(np_dtype)
+    cls = type(
+        name,
+        (scalar_base,),
+        {
+            "_type_name": name,
+            "_ctype": "sk::" + (cname or name),
+            "_np": dt,
+            "_ctypes_type": ctypes_type,
+            "_size": dt.itemsize,
+            "_kind": kind,
+            "__doc__": f"{name} scalar type.",
+        },
+    )
+    return cls
+
+
+bool = _scalar("bool", np.bool_, ctypes.c_bool, "b", cname="bool_t")  # noqa: A001
+int8 = _scalar("int8", np.int8, ctypes.c_int8, "i")
+uint8 = _scalar("uint8", np.uint8, ctypes.c_uint8, "u")
+int16 = _scalar("int16", np.int16, ctypes.c_int16, "i")
+uint16 = _scalar("uint16", np.uint16, ctypes.c_uint16, "u")
+int32 = _scalar("int32", np.int32, ctypes.c_int32, "i")
+uint32 = _scalar("uint32", np.uint32, ctypes.c_uint32, "u")
+int64 = _scalar("int64", np.int64, ctypes.c_int64, "i")
+uint64 = _scalar("uint64", np.uint64, ctypes.c_uint64, "u")
+float16 = _scalar("float16", np.float16, ctypes.c_uint16, "f")
+float32 = _scalar("float32", np.float32, ctypes.c_float, "f")
+float64 = _scalar("float64", np.float64, ctypes.c_double, "f")
+
+float_types = (float16, float32, float64)
+int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
+scalar_types = (bool,) + int_types + float_types
+_np_to_scalar = {t._np: t for t in scalar_types}
+
+
+def is_scalar(t) -> _py.bool:
+    return isinstance(t, type) and issubclass(t, scalar_base) and t is not scalar_base
+
+
+def is_float(t) -> _py.bool:
+    return t in float_types
+
+
+def is_int(t) -> _py.bool:
+    return t in int_types
+
+
+def scalar_from_numpy(dtype) -> type:
+    """The scalar type of a numpy dtype (``np.float32`` -> ``float32``)."""
+    try:
+        return _np_to_scalar[np.dtype(dtype)]
+    except KeyError:
+        raise TypeError(f"numpy dtype {np.dtype(dtype)} has no simkit scalar type") from None
+
+
+# ---------------------------------------------------------------------------
+# Vectors, matrices, quaternions, transforms
+
+
+def normalize_dtype(dtype):
+    """Map Python annotations to simkit types: float -> float32, int -> int32, bool -> bool."""
+    if dtype is _py.float:
+        return float32
+    if dtype is _py.int:
+        return int32
+    if dtype is _py.bool:
+        return bool
+    if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+        return scalar_from_numpy(dtype)
+    return dtype
+
+
+class value_base(np.ndarray):
+    """Base of vector/matrix/quaternion/transform classes (fixed-shape numpy arrays)."""
+
+    _kind = ""  # 'vector', 'matrix', 'quaternion', 'transformation'
+    _shape: tuple = ()
+    _dtype = float32
+    _length = 0
+    _generic = False
+
+    def __new__(cls, *args):
+        if cls._generic:
+            raise TypeError(f"cannot construct a value of generic type {cls.__name__}")
+        n = cls._length
+        np_dt = cls._dtype._np
+        if len(args) == 0:
+            flat = np.zeros(n, dtype=np_dt)
+        elif len(args) == 1 and np.ndim(args[0]) == 0:
+            flat = np.full(n, args[0], dtype=np_dt)
+        else:
+            parts = [np.asarray(a, dtype=np_dt).reshape(-1) for a in args]
+            flat = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
+            if flat.size != n:
+                raise ValueError(f"{cls.__name__} needs {n} values, got {flat.size}")
+        return flat.reshape(cls._shape).view(cls)
+
+    def __array_finalize__(self, obj):
+        pass
+
+    def __array_wrap__(self, out, context=None, return_scalar=False):
+        # results of numpy ufuncs keep the class only when the shape still fits
+        if out.shape == type(self)._shape:
+            return out.view(type(self))
+        return out.view(np.ndarray)
+
+    def __reduce__(self):
+        return (type(self), (np.asarray(self).reshape(-1).tolist(),))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({', '.join(repr(x) for x in np.asarray(self).reshape(-1).tolist())})"
+
+    __str__ = __repr__
+
+    # component names
+    def _comp(i):  # noqa: N805
+        def get(self):
+            return self[i]
+
+        def set(self, v):
+            self[i] = v
+
+        return property(get, set)
+
+    x = _comp(0)
+    y = _comp(1)
+    z = _comp(2)
+    w = _comp(3)
+    del _comp
+
+
+_value_cache: dict = {}
+
+
+def _value_type(kind, shape, dtype, name=None):
+    dtype = normalize_dtype(dtype)
+    key = (kind, shape, dtype)
+    cls = _value_cache.get(key)
+    if cls is not None:
+        return cls
+    generic = isinstance(dtype, _Generic) or any(isinstance(s, _Generic) for s in shape)
+    length = 1
+    if not generic:
+        for s in shape:
+            length *= s
+    if name is None:
+        dn = dtype._type_name if not isinstance(dtype, _Generic) else repr(dtype)
+        sn = "x".join(repr(s) if isinstance(s, _Generic) else str(s) for s in shape)
+        name = f"{kind}_{sn}_{dn}"
+    cls = type(
+        name,
+        (value_base,),
+        {"_kind": kind, "_shape": shape, "_dtype": dtype, "_length": length, "_generic": generic},
+    )
+    _value_cache[key] = cls
+    return cls
+
+
+def vector(length=Any, dtype=Float):
+    """The vector type of ``length`` components of ``dtype`` (cached: same args, same class)."""
+    return _value_type("vector", (length,), dtype)
+
+
+def matrix(shape=(Any, Any), dtype=Float):
+    """The row-major matrix type of ``shape`` = (rows, cols)."""
+    return _value_type("matrix", tuple(shape), dtype)
+
+
+def quaternion(dtype=Float):
+    """Quaternion type (x, y, z, w)."""
+    return _value_type("quaternion", (4,), dtype)
+
+
+def transformation(dtype=Float):
+    """Rigid transform type: translation p (3) then rotation q (4)."""
+    return _value_type("transformation", (7,), dtype)
+
+
+def is_value(t) -> _py.bool:
+    return isinstance(t, type) and issubclass(t, value_base) and t is not value_base
+
+
+def is_vector(t) -> _py.bool:
+    return is_value(t) and t._kind == "vector"
+
+
+def is_matrix(t) -> _py.bool:
+    return is_value(t) and t._kind == "matrix"
+
+
+def is_quat(t) -> _py.bool:
+    return is_value(t) and t._kind == "quaternion"
+
+
+def is_transform(t) -> _py.bool:
+    return is_value(t) and t._kind == "transformation"
+
+
+_suffix = {"h": float16, "f": float32, "d": float64, "b": int8, "ub": uint8, "s": int16,
+           "us": uint16, "i": int32, "ui": uint32, "l": int64, "ul": uint64}
+_aliases: dict[str, type] = {}
+for _n in (2, 3, 4):
+    _aliases[f"vec{_n}"] = vector(_n, float32)
+    for _s, _t in _suffix.items():
+        _aliases[f"vec{_n}{_s}"] = vector(_n, _t)
+    _aliases[f"mat{_n}{_n}"] = matrix((_n, _n), float32)
+    for _s in ("h", "f", "d"):
+        _aliases[f"mat{_n}{_n}{_s}"] = matrix((_n, _n), _suffix[_s])
+for _s in ("h", "f", "d"):
+    _aliases[f"quat{_s}"] = quaternion(_suffix[_s])
+    _aliases[f"transform{_s}"] = transformation(_suffix[_s])
+    _aliases[f"spatial_vector{_s}"] = vector(6, _suffix[_s])
+    _aliases[f"spatial_matrix{_s}"] = matrix((6, 6), _suffix[_s])
+_aliases["quat"] = quaternion(float32)
+_aliases["transform"] = transformation(float32)
+_aliases["spatial_vector"] = vector(6, float32)
+_aliases["spatial_matrix"] = matrix((6, 6), float32)
+for _n in (5, 6):
+    _aliases[f"vec{_n}"] = vector(_n, float32)
+_aliases["mat66"] = matrix((6, 6), float32)
+globals().update(_aliases)
+for _name, _cls in _aliases.items():
+    # the first alias registered for a class gives it its display name
+    if _cls.__name__.startswith(("vector_", "matrix_", "quaternion_", "transformation_")):
+        _cls.__name__ = _cls.__qualname__ = _name
+
+vec2, vec3, vec4 = _aliases["vec2"], _aliases["vec3"], _aliases["vec4"]
+mat22, mat33, mat44 = _aliases["mat22"], _aliases["mat33"], _aliases["mat44"]
+quat, transform = _aliases["quat"], _aliases["transform"]
+spatial_vector, spatial_matrix = _aliases["spatial_vector"], _aliases["spatial_matrix"]
+
+
+# ---------------------------------------------------------------------------
+# Arrays (as kernel parameter types) and structs live in their own modules;
+# here only the protocol the compiler uses to recognise them.
+
+
+class ArrayType:
+    """The kernel-side type of an array parameter: element dtype and ndim."""
+
+    __slots__ = ("dtype", "ndim")
+
+    def __init__(self, dtype, ndim: int = 1):
+        self.dtype = normalize_dtype(dtype)
+        self.ndim = ndim
+
+    def __eq__(self, other):
+        return isinstance(other, ArrayType) and other.dtype is self.dtype and other.ndim == self.ndim
+
+    def __hash__(self):
+        return hash((ArrayType, id(self.dtype), self.ndim))
+
+    def __repr__(self):
+        return f"array(dtype={type_name(self.dtype)}, ndim={self.ndim})"
+
+    @property
+    def generic(self) -> _py.bool:
+        return isinstance(self.dtype, _Generic) or is_generic(self.dtype)
+
+
+def as_kernel_type(annotation):
+    """Normalise a Python annotation to a compiler type (or raise TypeError)."""
+    t = getattr(annotation, "__simkit_type__", None)
+    if t is not None:
+        return t() if callable(t) else t
+    t = normalize_dtype(annotation)
+    if is_scalar(t) or is_value(t) or isinstance(t, (ArrayType, _Generic)) or is_struct(t):
+        return t
+    raise TypeError(f"{annotation!r} is not a simkit type")
+
+
+def is_struct(t) -> _py.bool:
+    return getattr(t, "_simkit_struct", None) is not None
+
+
+def is_generic(t) -> _py.bool:
+    if isinstance(t, _Generic):
+        return True
+    if is_value(t):
+        return t._generic
+    if isinstance(t, ArrayType):
+        return t.generic
+    return False
+
+
+def type_name(t) -> str:
+    """A readable name for error messages: 'float32', 'vec3', 'array(dtype=float32, ndim=1)'."""
+    if t is None:
+        return "None"
+    if isinstance(t, (_Generic, ArrayType)):
+        return repr(t)
+    if is_scalar(t):
+        return t._type_name
+    if isinstance(t, type):
+        return t.__name__
+    if isinstance(t, tuple):
+        return "tuple(" + ", ".join(type_name(x) for x in t) + ")"
+    return repr(t)
+
+
+def scalar_of(t):
+    """The scalar type of a scalar, vector, matrix, quaternion or transform type."""
+    if is_scalar(t):
+        return t
+    if is_value(t):
+        return t._dtype
+    raise TypeError(f"{type_name(t)} has no scalar type")
+
+
+def types_match(spec, t) -> _py.bool:
+    """Does concrete type ``t`` match the (possibly generic) type spec?"""
+    if spec is t or spec is Any:
+        return True
+    if spec is Scalar:
+        return is_scalar(t) and t is not bool
+    if spec is Float:
+        return t in float_types
+    if spec is Int:
+        return t in int_types
+    if is_value(spec) and spec._generic:
+        if not is_value(t) or t._kind != spec._kind or len(t._shape) != len(spec._shape):
+            return False
+        for a, b in zip(spec._shape, t._shape):
+            if not (a is Any or a == b):
+                return False
+        return types_match(spec._dtype, t._dtype)
+    if isinstance(spec, ArrayType) and isinstance(t, ArrayType):
+        return spec.ndim == t.ndim and types_match(spec.dtype, t.dtype)
+    return False
+
+
+def sizeof(t) -> int:
+    """Size in bytes of a value of type ``t`` in native code."""
+    if is_scalar(t):
+        return t._size
+    if is_value(t):
+        return t._length * t._dtype._size
+    if isinstance(t, ArrayType):
+        return ARRAY_DESCRIPTOR_SIZE
+    if is_struct(t):
+        return t._simkit_struct.size
+    raise TypeError(f"{type_name(t)} has no size")
+
+
+def alignof(t) -> int:
+    if is_scalar(t):
+        return t._size
+    if is_value(t):
+        return t._dtype._size
+    if isinstance(t, ArrayType):
+        return 8
+    if is_struct(t):
+        return t._simkit_struct.align
+    raise TypeError(f"{type_name(t)} has no alignment")
+
+
+# array_t<T>: data, grad (pointers), shape[4] int32, strides[4] int64 (bytes), ndim int32, pad
+ARRAY_DESCRIPTOR_SIZE = 8 + 8 + 16 + 32 + 8
+
+
+def pack_value(t, value) -> bytes:
+    """Bytes of ``value`` laid out as native type ``t`` (kernel arguments, struct fields)."""
+    if is_scalar(t):
+        if t is float16:
+            return np.float16(value).tobytes()
+        return t._np.type(value).tobytes()
+    if is_value(t):
+        arr = np.asarray(value, dtype=t._dtype._np)
+        if arr.size != t._length:
+            raise TypeError(f"expected {type_name(t)} ({t._length} values), got {arr.size} values")
+        return arr.tobytes()
+    if isinstance(t, ArrayType):
+        if value is None:
+            return bytes(ARRAY_DESCRIPTOR_SIZE)
+        return value._descriptor()
+    if is_struct(t):
+        return t._simkit_struct.pack(value)
+    raise TypeError(f"cannot pack {type_name(t)}")
+
+
+__all__ = [
+    "Any", "Scalar", "Float", "Int", "bool", "int8", "uint8", "int16", "uint16", "int32",
+    "uint32", "int64", "uint64", "float16", "float32", "float64", "vector", "matrix",
+    "quaternion", "transformation", "ArrayType", *sorted(_aliases),
+]
+_ = _PyAny
