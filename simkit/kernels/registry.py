@@ -43,12 +43,14 @@ class Builtin:
     doc: str = ""
     group: str = ""
     variadic: bool = False  # any number of arguments (each must match the first spec)
-    side_effects: bool = False  # never removed, never replayed in the adjoint
+    side_effects: bool = False  # never removed by dead-code elimination (store, atomics, random, print)
     defaults: dict = field(default_factory=dict)
     hidden: bool = False  # not listed in generated docs (internal operators)
     match: Callable | None = None  # optional extra predicate(CallInfo) -> bool
     constructor: bool = False  # called through a type object (vec3(...))
-    replay: bool = True  # re-executed in the adjoint's forward replay
+    replay: bool = True  # re-executed in the adjoint's forward replay (False for stores, prints)
+    checked: bool = False  # array access: in debug mode calls <native>_checked(line, args...)
+    needs_line: bool = False  # always called as native(line, args...)
 
     def callee(self, info: CallInfo, ret_ctype: str) -> str:
         return self.native(info, ret_ctype) if callable(self.native) else self.native
@@ -119,6 +121,8 @@ def add_builtin(
     match: Callable | None = None,
     constructor: bool = False,
     replay: bool = True,
+    checked: bool = False,
+    needs_line: bool = False,
 ) -> Builtin:
     """Declare one overload of builtin ``key``. Returns the registered entry."""
     b = Builtin(
@@ -135,7 +139,9 @@ def add_builtin(
         hidden=hidden,
         match=match,
         constructor=constructor,
-        replay=replay and not side_effects,
+        replay=replay,
+        checked=checked,
+        needs_line=needs_line,
     )
     _builtins.setdefault(key, []).append(b)
     return b

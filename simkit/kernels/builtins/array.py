@@ -1,1 +1,36 @@
-"""array builtins."""
+"""Array builtins: element load/store, sub-array views, shape queries.
+
+The compiler maps ``a[i, j]`` to ``load``, ``a[i, j] = v`` to ``store`` and
+``a[i]`` on a 2D array to ``view``. ``SKC`` is the generated code's template
+flag for contiguous arrays (see native/array.h).
+"""
+from ..registry import add_builtin
+from ..types import Any, ArrayType, Int, int32
+
+
+def _dtype(info):
+    return info.arg_types[0].dtype
+
+
+def _value_matches(info):
+    return info.arg_types[-1] is info.arg_types[0].dtype
+
+
+def _view_type(info):
+    a = info.arg_types[0]
+    return ArrayType(a.dtype, a.ndim - (len(info.arg_types) - 1))
+
+
+for _nd in (1, 2, 3, 4):
+    _idx = {"ijkl"[d]: Int for d in range(_nd)}
+    add_builtin("load", {"a": ArrayType(Any, _nd), **_idx}, _dtype, native="sk::load<SKC>", checked=True,
+                doc="Read an array element (``a[i, j]``).", group="array", hidden=True)
+    add_builtin("store", {"a": ArrayType(Any, _nd), **_idx, "value": Any}, None, native="sk::store<SKC>",
+                checked=True, side_effects=True, replay=False, match=_value_matches,
+                doc="Write an array element (``a[i, j] = value``).", group="array", hidden=True)
+    for _k in range(1, _nd):
+        add_builtin("view", {"a": ArrayType(Any, _nd), **{"ijkl"[d]: Int for d in range(_k)}}, _view_type,
+                    native="sk::view<SKC>", checked=True,
+                    doc="Sub-array ``a[i]`` of an n-D array (shares memory).", group="array", hidden=True)
+    add_builtin("array_shape", {"a": ArrayType(Any, _nd), "dim": Int}, int32, native="sk::array_shape",
+                differentiable=False, doc="``a.shape[dim]``.", group="array", hidden=True)

@@ -1,1 +1,36 @@
-"""atomic builtins."""
+"""Atomic read-modify-write on array elements. Each returns the element's old value.
+
+``arr[i] += v`` in a kernel is ``atomic_add(arr, i, v)`` (Warp semantics).
+"""
+from ..registry import add_builtin
+from ..types import Any, ArrayType, Int
+
+
+def _dtype(info):
+    return info.arg_types[0].dtype
+
+
+def _value_matches(info):
+    return all(t is info.arg_types[0].dtype for t in info.arg_types[1 + info.arg_types[0].ndim:])
+
+
+_DOCS = {
+    "atomic_add": "Atomically add value to a[i...]; returns the old value.",
+    "atomic_sub": "Atomically subtract value from a[i...]; returns the old value.",
+    "atomic_min": "Atomically store min(a[i...], value); returns the old value.",
+    "atomic_max": "Atomically store max(a[i...], value); returns the old value.",
+    "atomic_exch": "Atomically replace a[i...] with value; returns the old value.",
+}
+
+for _nd in (1, 2, 3, 4):
+    _idx = {"ijkl"[d]: Int for d in range(_nd)}
+    for _key, _doc in _DOCS.items():
+        add_builtin(_key, {"a": ArrayType(Any, _nd), **_idx, "value": Any}, _dtype, native=f"sk::{_key}<SKC>",
+                    checked=True, side_effects=True, replay=False, match=_value_matches, doc=_doc,
+                    group="atomic")
+    if _nd <= 3:
+        add_builtin("atomic_cas", {"a": ArrayType(Any, _nd), **_idx, "compare": Any, "value": Any}, _dtype,
+                    native="sk::atomic_cas<SKC>", checked=True, side_effects=True, replay=False,
+                    differentiable=False, match=_value_matches,
+                    doc="Atomically set a[i...] = value if it equals compare; returns the old value.",
+                    group="atomic")

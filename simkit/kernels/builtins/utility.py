@@ -1,1 +1,30 @@
-"""utility builtins."""
+"""Logical operators, printing, expectations."""
+from ..registry import add_builtin
+from ..types import Any, Scalar, bool as bool_t
+
+
+def _same_types(info):
+    return len(set(info.arg_types[:2])) == 1
+
+
+add_builtin("logical_and", {"a": bool_t, "b": bool_t}, bool_t, differentiable=False, hidden=True,
+            doc="a and b", group="logic")
+add_builtin("logical_or", {"a": bool_t, "b": bool_t}, bool_t, differentiable=False, hidden=True,
+            doc="a or b", group="logic")
+add_builtin("logical_not", {"a": bool_t}, bool_t, differentiable=False, hidden=True, doc="not a", group="logic")
+add_builtin("logical_not", {"a": Scalar}, bool_t, differentiable=False, hidden=True, doc="not a", group="logic")
+add_builtin("nonzero_bool", {"a": Scalar}, bool_t, differentiable=False, hidden=True,
+            doc="Truth value of a number (used for `if x:`).", group="logic")
+
+add_builtin("print", {"value": Any}, None, side_effects=True, replay=False, differentiable=False,
+            doc="Print a value from a kernel (one line per thread).", group="utility")
+add_builtin("expect_eq", {"a": Any, "b": Any}, None, native="sk::expect_eq", side_effects=True, replay=False,
+            differentiable=False, match=_same_types, needs_line=True,
+            doc="Report an error (raised after the launch) if a != b.", group="utility")
+add_builtin("expect_neq", {"a": Any, "b": Any}, None, native="sk::expect_neq", side_effects=True, replay=False,
+            differentiable=False, match=_same_types, needs_line=True,
+            doc="Report an error (raised after the launch) if a == b.", group="utility")
+add_builtin("expect_near", {"a": Any, "b": Any, "tolerance": Scalar}, None, native="sk::expect_near",
+            side_effects=True, replay=False, differentiable=False, match=_same_types, needs_line=True,
+            defaults={"tolerance": 1.0e-6},
+            doc="Report an error (raised after the launch) if |a - b| > tolerance.", group="utility")

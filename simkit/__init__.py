@@ -1,0 +1,43 @@
+"""simkit: differentiable physics simulation in Python, compiled to native CPU and CUDA code.
+
+    import simkit as sk
+
+    @sk.kernel
+    def saxpy(a: float, x: sk.array(dtype=float), y: sk.array(dtype=float)):
+        i = sk.tid()
+        y[i] = a * x[i] + y[i]
+
+    x = sk.ones(1024, device="cpu"); y = sk.zeros(1024, device="cpu")
+    sk.launch(saxpy, dim=1024, inputs=[2.0, x, y], device="cpu")
+"""
+from . import config
+from .kernels import (CompileError, CompilerNotFoundError, Function, Kernel, NativeCompileError, constant, func,
+                      func_grad, func_replay, kernel, static, struct)
+from .kernels.api import builtin_functions as _builtin_functions
+from .kernels.types import *  # noqa: F401,F403 - scalar/vector/matrix types and aliases
+from .kernels.types import __all__ as _types_all
+from .runtime import *  # noqa: F401,F403
+from .runtime import __all__ as _runtime_all
+from .version import __version__
+
+_bf = _builtin_functions()
+globals().update(_bf)
+
+
+def init():
+    """Initialise simkit (kept for Warp compatibility; everything is initialised lazily)."""
+
+
+def synchronize():
+    """Wait for all outstanding work on every device (CPU launches are synchronous)."""
+    from .runtime.device import cuda_devices
+
+    if cuda_devices():
+        from .kernels.backends.cuda import driver
+
+        driver.synchronize_all()
+
+
+__all__ = (["config", "CompileError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
+            "constant", "func", "func_grad", "func_replay", "kernel", "static", "struct", "init", "synchronize",
+            "__version__"] + list(_types_all) + list(_runtime_all) + sorted(_bf))

@@ -1,0 +1,32 @@
+"""Global settings. Change attributes directly: ``simkit.config.mode = "debug"``.
+
+This module imports nothing from simkit: every layer may read it.
+"""
+import os
+
+#: "release" or "debug" (debug adds array bounds checks that raise IndexError in Python).
+mode: str = os.environ.get("SIMKIT_MODE", "release")
+
+#: Print compiler commands and cache hits/misses.
+verbose: bool = bool(int(os.environ.get("SIMKIT_VERBOSE", "0")))
+
+#: Kernel cache directory (default: $SIMKIT_CACHE_DIR or ~/.cache/simkit/<version>).
+cache_dir: str | None = os.environ.get("SIMKIT_CACHE_DIR")
+
+#: Threads used by CPU kernels (None: every core available to this process).
+cpu_threads: int | None = int(os.environ["SIMKIT_CPU_THREADS"]) if os.environ.get("SIMKIT_CPU_THREADS") else None
+
+#: Launches smaller than this run on one CPU thread (thread start-up would cost more than it saves).
+cpu_parallel_min: int = 1024
+
+#: Also compile every CPU module for the GPU with NVRTC (checks CUDA code generation without a GPU).
+verify_cuda: bool = bool(int(os.environ.get("SIMKIT_VERIFY_CUDA", "0")))
+
+#: GPU architectures compiled by verify_cuda.
+verify_cuda_archs: tuple = ("sm_80", "sm_90")
+
+#: Static `for i in range(N)` loops with at most this many iterations are unrolled.
+max_unroll: int = 16
+
+#: Optimisation level for the CPU compiler.
+cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")

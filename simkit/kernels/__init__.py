@@ -1,0 +1,8 @@
+"""The kernel compiler: Python source -> typed IR -> C++/CUDA -> native code."""
+from . import types
+from .decorators import Function, Kernel, constant, func, func_grad, func_replay, kernel, static
+from .errors import CompileError, CompilerNotFoundError, NativeCompileError
+from .struct import struct
+
+__all__ = ["types", "Function", "Kernel", "constant", "func", "func_grad", "func_replay", "kernel", "static",
+           "CompileError", "CompilerNotFoundError", "NativeCompileError", "struct"]

@@ -1,0 +1,39 @@
+"""Python-side handles for kernel builtins: ``simkit.sin``, ``simkit.tid`` ...
+
+Each handle names a registry entry; the compiler recognises it in kernels.
+Calling one from plain Python raises a clear error.
+"""
+from __future__ import annotations
+
+from . import builtins as _builtins  # noqa: F401 - fills the registry
+from . import registry
+
+
+class BuiltinFunction:
+    """A kernel builtin, usable inside @kernel / @func code."""
+
+    def __init__(self, key: str, doc: str = ""):
+        self._simkit_builtin = key
+        self.__name__ = key
+        self.__doc__ = doc
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(f"simkit.{self.__name__}() can only be called inside a @kernel or @func")
+
+    def __repr__(self):
+        return f"<simkit builtin {self.__name__}>"
+
+
+# names that exist as types/factories in Python and must not be shadowed
+_RESERVED = {"vector", "matrix", "quaternion", "transformation", "cast", "bool", "int", "float"}
+
+
+def builtin_functions() -> dict:
+    out = {}
+    for key, ovs in registry.all_builtins().items():
+        if key in _RESERVED or all(b.hidden or b.constructor for b in ovs):
+            continue
+        out[key] = BuiltinFunction(key, ovs[0].doc)
+    out["tid"] = BuiltinFunction("tid", "Thread index: `i = tid()` (1D) or `i, j = tid()` (2D...).")
+    out["printf"] = BuiltinFunction("printf", "C-style formatted print from a kernel.")
+    return out

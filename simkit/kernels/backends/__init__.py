@@ -1,0 +1,1 @@
+"""Native backends: cpu (system C++ compiler), cuda (NVRTC + driver API)."""

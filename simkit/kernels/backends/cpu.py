@@ -1,0 +1,185 @@
+"""CPU backend: the system C++ compiler builds one shared library per compile unit.
+
+Compiler search order: ``$SIMKIT_CXX``, then ``c++``, ``g++``, ``clang++``.
+Libraries are optimised for the host CPU (``-march=native``); the CPU model is
+part of the cache key. Kernels run on all cores through OpenMP.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+
+from ... import config
+from ..errors import CompilerNotFoundError, NativeCompileError
+
+NATIVE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "native")
+
+_compiler: str | None = None
+_identity: str | None = None
+
+
+def find_compiler() -> str:
+    """Path of the C++ compiler, or raise CompilerNotFoundError saying how to get one."""
+    global _compiler
+    if _compiler is not None:
+        return _compiler
+    env = os.environ.get("SIMKIT_CXX")
+    if env:
+        path = shutil.which(env)
+        if path is None:
+            raise CompilerNotFoundError(f"SIMKIT_CXX={env!r} is not an executable C++ compiler")
+        _compiler = path
+        return path
+    for name in ("c++", "g++", "clang++"):
+        path = shutil.which(name)
+        if path:
+            _compiler = path
+            return path
+    raise CompilerNotFoundError(
+        "simkit's CPU backend needs a C++17 compiler and none was found (looked for $SIMKIT_CXX, c++, g++, "
+        "clang++). Install one, e.g. `apt-get install g++` (Debian/Ubuntu), `dnf install gcc-c++` (Fedora), "
+        "`xcode-select --install` (macOS), or set SIMKIT_CXX to its path.")
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read(65536)
+        model = flags = ""
+        for line in text.splitlines():
+            if line.startswith("model name") and not model:
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith(("flags", "Features")) and not flags:
+                flags = hashlib.sha256(line.encode()).hexdigest()[:16]
+            if model and flags:
+                break
+        return f"{model}|{flags}"
+    except OSError:
+        return platform.processor() or platform.machine()
+
+
+def identity() -> str:
+    """Compiler version + host CPU: a compile for another target never hits this cache entry."""
+    global _identity
+    if _identity is not None:
+        return _identity
+    cxx = find_compiler()
+    st = os.stat(cxx)
+    key = f"{cxx}|{st.st_mtime_ns}|{st.st_size}"
+    memo = os.path.join(cache_root(), "compilers.json")
+    known = {}
+    try:
+        with open(memo) as f:
+            known = json.load(f)
+    except (OSError, ValueError):
+        pass
+    version = known.get(key)
+    if version is None:
+        try:
+            out = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=30)
+            version = out.stdout.splitlines()[0] if out.stdout else "unknown"
+        except (OSError, subprocess.SubprocessError):
+            version = "unknown"
+        known[key] = version
+        _atomic_write(memo, json.dumps(known).encode())
+    _identity = f"{version}|{platform.machine()}|{_cpu_model()}|{config.cpu_opt}"
+    return _identity
+
+
+def cache_root() -> str:
+    from ...version import __version__
+
+    root = config.cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "simkit", __version__)
+    os.makedirs(root, exist_ok=True)
+    return root
+
+
+def _atomic_write(path: str, data: bytes):
+    d = os.path.dirname(path)
+    os.makedirs(d, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp_")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def compile_flags() -> list:
+    flags = [config.cpu_opt, "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fvisibility=hidden",
+             "-fno-math-errno", "-w", f"-I{NATIVE_DIR}"]
+    if platform.machine() in ("x86_64", "AMD64", "aarch64", "arm64"):
+        flags.append("-march=native" if platform.machine() in ("x86_64", "AMD64") else "-mcpu=native")
+    return flags
+
+
+def build(source: str, lib_path: str) -> None:
+    """Compile ``source`` into the shared library ``lib_path`` (atomically: temp file + rename).
+
+    A failed compile leaves nothing at ``lib_path``; the source and log are kept beside it
+    for inspection and the error carries the compiler's log.
+    """
+    cxx = find_compiler()
+    d = os.path.dirname(lib_path)
+    os.makedirs(d, exist_ok=True)
+    src_path = os.path.join(d, "module.cpp")
+    _atomic_write(src_path, source.encode())
+    fd, tmp_lib = tempfile.mkstemp(dir=d, prefix=".tmp_", suffix=".so")
+    os.close(fd)
+    cmd = [cxx, *compile_flags(), "-o", tmp_lib, src_path]
+    if config.verbose:
+        print("simkit: " + " ".join(cmd))
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            log = (proc.stderr or proc.stdout)[-20000:]
+            _atomic_write(os.path.join(d, "error.log"), log.encode())
+            raise NativeCompileError(f"C++ compilation failed for {src_path}:\n{log}")
+        os.replace(tmp_lib, lib_path)
+    finally:
+        if os.path.exists(tmp_lib):
+            os.unlink(tmp_lib)
+
+
+class Library:
+    """A loaded module library and its kernel entry points."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.lib = ctypes.CDLL(path)
+        self._get_error = self.lib.sk_get_error
+        self._get_error.argtypes = [ctypes.POINTER(ctypes.c_int64)]
+        self._get_error.restype = ctypes.c_int
+        self._err = (ctypes.c_int64 * 4)()
+
+    def entry(self, name: str):
+        fn = getattr(self.lib, name)
+        fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
+        fn.restype = None
+        return fn
+
+    def error(self):
+        """(code, line, a, b, c) of the first error reported since the last call, or None."""
+        code = self._get_error(self._err)
+        if code == 0:
+            return None
+        return (code, *list(self._err))
+
+
+def load_or_build(source: str, key: str, unit_name: str) -> Library:
+    d = os.path.join(cache_root(), "cpu", f"{unit_name[:60]}_{key[:20]}")
+    lib_path = os.path.join(d, "module.so")
+    if not os.path.exists(lib_path):
+        build(source, lib_path)
+    elif config.verbose:
+        print(f"simkit: cache hit {lib_path}")
+    return Library(lib_path)

@@ -1,0 +1,1 @@
+"""CUDA backend through cuda-python only: NVRTC compiles, the driver API loads and launches."""

@@ -1,0 +1,95 @@
+"""NVRTC: compile generated module source to CUBIN for a GPU architecture (no GPU needed).
+
+Results are cached on disk beside the CPU libraries, keyed by source, arch and
+NVRTC version, written atomically.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+
+from ...errors import NativeCompileError
+from ..cpu import NATIVE_DIR, _atomic_write, cache_root
+
+_version: str | None = None
+
+
+def _nvrtc():
+    try:
+        from cuda.bindings import nvrtc
+    except ImportError as e:  # pragma: no cover - depends on the install
+        raise RuntimeError("NVRTC is not available: pip install 'simkit[cuda]' (cuda-python[all])") from e
+    return nvrtc
+
+
+def is_available() -> bool:
+    try:
+        version()
+        return True
+    except Exception:
+        return False
+
+
+def _check(result, what: str):
+    err = result[0]
+    if int(err) != 0:
+        raise RuntimeError(f"NVRTC {what} failed: {err}")
+    return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
+
+
+def version() -> str:
+    global _version
+    if _version is None:
+        nv = _nvrtc()
+        major, minor = _check(nv.nvrtcVersion(), "version")
+        _version = f"{major}.{minor}"
+    return _version
+
+
+def options(arch: str, debug: bool = False) -> list:
+    opts = [f"--gpu-architecture={arch}", "--std=c++17", f"-I{NATIVE_DIR}", "-default-device",
+            "--use_fast_math" if False else "-ftz=false", "-DSK_NVRTC=1"]
+    if debug:
+        opts.append("-lineinfo")
+    return opts
+
+
+def compile_source(source: str, arch: str, name: str = "module") -> bytes:
+    """Compile with NVRTC; returns CUBIN bytes (``sm_XX``) or PTX (``compute_XX``)."""
+    nv = _nvrtc()
+    prog = _check(nv.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "create")
+    try:
+        opts = [o.encode() for o in options(arch)]
+        err = nv.nvrtcCompileProgram(prog, len(opts), opts)[0]
+        if int(err) != 0:
+            size = _check(nv.nvrtcGetProgramLogSize(prog), "log size")
+            log = b" " * size
+            nv.nvrtcGetProgramLog(prog, log)
+            raise NativeCompileError(f"NVRTC compilation for {arch} failed ({name}):\n"
+                                     f"{log.decode(errors='replace')[-20000:]}")
+        if arch.startswith("sm_"):
+            size = _check(nv.nvrtcGetCUBINSize(prog), "cubin size")
+            out = b" " * size
+            _check(nv.nvrtcGetCUBIN(prog, out) + (None,), "cubin")
+        else:
+            size = _check(nv.nvrtcGetPTXSize(prog), "ptx size")
+            out = b" " * size
+            _check(nv.nvrtcGetPTX(prog, out) + (None,), "ptx")
+        return out
+    finally:
+        nv.nvrtcDestroyProgram(prog)
+
+
+def compile_cached(source: str, arch: str, name: str = "module") -> str:
+    """Compile (or reuse) ``source`` for ``arch``; returns the path of the cached binary."""
+    key = hashlib.sha256("\0".join([source, arch, version(), " ".join(options(arch))]).encode()).hexdigest()
+    from ...module import generator_hash
+
+    key = hashlib.sha256((key + generator_hash()).encode()).hexdigest()
+    safe = "".join(c if c.isalnum() or c in "._-" else "_" for c in name)[:60]
+    ext = "cubin" if arch.startswith("sm_") else "ptx"
+    path = os.path.join(cache_root(), "cuda", f"{safe}_{key[:20]}", f"module.{arch}.{ext}")
+    if not os.path.exists(path):
+        data = compile_source(source, arch, name)
+        _atomic_write(path, data)
+    return path

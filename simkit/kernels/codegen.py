@@ -1,0 +1,314 @@
+"""Code generation: IR -> C++ source.
+
+One kernel body is emitted once, as ``template <bool SKC>`` function
+(``SKC``: every array argument is contiguous, so addressing is a plain index
+the C++ compiler can vectorize). It is wrapped by a CPU entry (a loop over
+the launch range, split across threads with OpenMP) and a CUDA ``__global__``
+entry (a grid-stride loop). Generated code keeps Python names and carries
+``// file.py:line`` comments.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from . import ir
+from . import registry as R
+from . import types as T
+
+CPP_KEYWORDS = {
+    "auto", "break", "case", "char", "class", "const", "continue", "default", "delete", "do", "double",
+    "else", "enum", "extern", "float", "for", "friend", "goto", "if", "inline", "int", "long", "new",
+    "operator", "private", "protected", "public", "register", "return", "short", "signed", "sizeof",
+    "static", "struct", "switch", "template", "this", "throw", "typedef", "union", "unsigned", "virtual",
+    "void", "volatile", "while", "bool", "true", "false", "namespace", "using", "try", "catch", "SKC",
+    "sk", "half", "printf", "main", "signed", "typename", "explicit", "mutable", "export", "asm",
+}
+
+
+def cname(name: str) -> str:
+    """A C++-safe identifier for a Python name."""
+    return name + "_" if name in CPP_KEYWORDS or name.startswith("_") else name
+
+
+def ctype(t) -> str:
+    """C++ spelling of a simkit type."""
+    if T.is_scalar(t):
+        return t._ctype
+    if T.is_value(t):
+        s = t._dtype._ctype
+        k = t._kind
+        if k == "vector":
+            return f"sk::vec_t<{t._shape[0]}, {s}>"
+        if k == "matrix":
+            return f"sk::mat_t<{t._shape[0]}, {t._shape[1]}, {s}>"
+        if k == "quaternion":
+            return f"sk::quat_t<{s}>"
+        if k == "transformation":
+            return f"sk::transform_t<{s}>"
+    if isinstance(t, T.ArrayType):
+        return f"sk::array_t<{ctype(t.dtype)}>"
+    if T.is_struct(t):
+        return t._simkit_struct.cname
+    raise TypeError(f"no C++ type for {T.type_name(t)}")
+
+
+def literal(v: ir.Var) -> str:
+    """C++ literal for a constant Var."""
+    t, c = v.type, v.const
+    if T.is_scalar(t):
+        if t is T.bool:
+            return "true" if c else "false"
+        if t is T.float32:
+            f = np.float32(c)
+            if np.isnan(f):
+                return "sk::float32(NAN)"
+            if np.isinf(f):
+                return "sk::float32(INFINITY)" if f > 0 else "sk::float32(-INFINITY)"
+            return f"{np.format_float_scientific(f, unique=True)}f"
+        if t is T.float64:
+            if np.isnan(c) or np.isinf(c):
+                return f"sk::float64({'NAN' if np.isnan(c) else ('INFINITY' if c > 0 else '-INFINITY')})"
+            return repr(float(c))
+        if t is T.float16:
+            return f"sk::half({np.format_float_scientific(np.float32(c), unique=True)}f)"
+        if t in (T.int64,):
+            return f"sk::int64({int(c)}LL)"
+        if t in (T.uint64,):
+            return f"sk::uint64({int(c)}ULL)"
+        if t in (T.uint32,):
+            return f"sk::uint32({int(c)}u)"
+        return f"{t._ctype}({int(c)})"
+    if T.is_value(t):
+        s = t._dtype
+        comps = ", ".join(literal(ir.Var("c", s, const=x, is_const=True)) for x in c)
+        return f"sk::make<{ctype(t)}>({comps})"
+    raise TypeError(f"no literal for {T.type_name(t)}")
+
+
+def ref(v: ir.Var) -> str:
+    return literal(v) if v.is_const else v.name
+
+
+class Emitter:
+    """Writes one function body as C++ statements."""
+
+    def __init__(self, fn: ir.Function, options: dict):
+        self.fn = fn
+        self.debug = options.get("mode") == "debug"
+        self.lines: list[str] = []
+        self.last_line = None
+        self.rel = os.path.basename(fn.filename)
+
+    def w(self, text: str, depth: int):
+        self.lines.append("    " * depth + text)
+
+    def comment(self, line: int, depth: int):
+        if line and line != self.last_line:
+            self.last_line = line
+            i = line - self.fn.first_line
+            src = self.fn.source_lines[i].strip() if 0 <= i < len(self.fn.source_lines) else ""
+            src = src.replace("*/", "* /").replace("\\", "\\\\")
+            self.w(f"// {self.rel}:{line}: {src}", depth)
+
+    def call_args(self, s: ir.Call) -> tuple[str, list[str]]:
+        args = [ref(a) for a in s.args if not (a.is_const and a.type is T.Any)]
+        callee = s.callee
+        b = s.builtin
+        if b is not None and (b.needs_line or (b.checked and self.debug)):
+            if b.checked and self.debug:
+                head, _, tmpl = callee.partition("<")
+                callee = head + "_checked" + ("<" + tmpl if tmpl else "")
+            args = [str(s.line)] + args
+        return callee, args
+
+    def block(self, stmts, depth: int):
+        for s in stmts:
+            self.stmt(s, depth)
+
+    def stmt(self, s, depth: int):
+        self.comment(s.line, depth)
+        if isinstance(s, ir.Call):
+            if s.kind == "printf":
+                fmt = s.callee
+                args = [f"double({ref(a)})" if T.is_float(a.type) else ref(a) for a in s.args]
+                self.w(f"printf({', '.join([fmt] + args)});", depth)
+                return
+            callee, args = self.call_args(s)
+            if s.kind == "func":
+                callee = f"{callee}<SKC>"
+            expr = f"{callee}({', '.join(args)})"
+            if s.outs:
+                tmp = f"_ret_{s.out.name}"
+                self.w(f"{{ auto {tmp} = {expr};", depth)
+                for k, o in enumerate([s.out] + s.outs):
+                    self.w(f"  {o.name} = {tmp}.r{k};", depth)
+                self.w("}", depth)
+            elif s.out is not None:
+                self.w(f"{s.out.name} = {expr};", depth)
+            else:
+                self.w(f"{expr};", depth)
+        elif isinstance(s, ir.Copy):
+            self.w(f"{s.out.name} = {ref(s.src)};", depth)
+        elif isinstance(s, ir.GetField):
+            self.w(f"{s.out.name} = {ref(s.src)}.{s.field};", depth)
+        elif isinstance(s, ir.SetField):
+            self.w(f"{s.out.name} = {ref(s.src)};", depth)
+            self.w(f"{s.out.name}.{s.field} = {ref(s.value)};", depth)
+        elif isinstance(s, ir.Tid):
+            if len(s.outs) == 1 and self.fn.uses_tid == 1:
+                self.w(f"{s.outs[0].name} = sk::int32(_idx);", depth)  # 1D: the linear index
+            else:
+                for k, o in enumerate(s.outs):
+                    self.w(f"{o.name} = _tid[{k}];", depth)
+        elif isinstance(s, ir.If):
+            self.w(f"if ({ref(s.cond)}) {{", depth)
+            self.block(s.body, depth + 1)
+            if s.orelse:
+                self.w("} else {", depth)
+                self.block(s.orelse, depth + 1)
+            self.w("}", depth)
+        elif isinstance(s, ir.For):
+            v, st = s.var.name, s.step
+            if st.is_const:
+                cond = f"{v} < {ref(s.end)}" if st.const > 0 else f"{v} > {ref(s.end)}"
+            else:
+                cond = f"({ref(st)} > 0) ? ({v} < {ref(s.end)}) : ({v} > {ref(s.end)})"
+            self.w(f"for ({v} = {ref(s.start)}; {cond}; {v} += {ref(st)}) {{", depth)
+            self.block(s.body, depth + 1)
+            self.w("}", depth)
+        elif isinstance(s, ir.While):
+            self.w("while (true) {", depth)
+            self.block(s.cond_block, depth + 1)
+            self.w(f"if (!({ref(s.cond)})) break;", depth + 1)
+            self.block(s.body, depth + 1)
+            self.w("}", depth)
+        elif isinstance(s, ir.Break):
+            self.w("break;", depth)
+        elif isinstance(s, ir.Continue):
+            self.w("continue;", depth)
+        elif isinstance(s, ir.Return):
+            if not s.values:
+                self.w("return;", depth)
+            elif len(s.values) == 1:
+                self.w(f"return {ref(s.values[0])};", depth)
+            else:
+                self.w(f"return {{{', '.join(ref(v) for v in s.values)}}};", depth)
+        else:  # pragma: no cover
+            raise TypeError(f"cannot emit {type(s).__name__}")
+
+    def declarations(self, depth: int):
+        for v in self.fn.vars:
+            self.w(f"{ctype(v.type)} {v.name}{{}};", depth)
+
+
+def return_ctype(fn: ir.Function) -> str:
+    if not fn.return_types:
+        return "void"
+    if len(fn.return_types) == 1:
+        return ctype(fn.return_types[0])
+    return f"{fn.name}_ret"
+
+
+def gen_func(fn: ir.Function, options: dict) -> str:
+    """A @func specialisation as a C++ function template on SKC."""
+    e = Emitter(fn, options)
+    out = []
+    if len(fn.return_types) > 1:
+        fields = " ".join(f"{ctype(t)} r{k};" for k, t in enumerate(fn.return_types))
+        out.append(f"struct {fn.name}_ret {{ {fields} }};")
+    params = ", ".join(f"{ctype(p.type)} {p.name}" for p in fn.params)
+    out.append(f"// {e.rel}:{fn.first_line}: @func {fn.name}")
+    out.append(f"template <bool SKC>\nstatic SK_INLINE {return_ctype(fn)} {fn.name}({params}) {{")
+    e.declarations(1)
+    e.block(fn.body, 1)
+    if fn.return_types:
+        e.w(f"return {sk_zero(return_ctype(fn))};", 1)  # unreachable, silences warnings
+    out.extend(e.lines)
+    out.append("}")
+    return "\n".join(out)
+
+
+def sk_zero(ct: str) -> str:
+    return f"sk::zero<{ct}>()"
+
+
+def gen_kernel(fn: ir.Function, options: dict) -> str:
+    """A kernel: argument struct, templated body, CPU entry and CUDA entry."""
+    e = Emitter(fn, options)
+    name = fn.name
+    out = [f"// {e.rel}:{fn.first_line}: @kernel {name}"]
+    fields = "\n".join(f"    {ctype(p.type)} {p.name};" for p in fn.params)
+    out.append(f"struct {name}_args {{\n{fields}\n    char _sk_empty;\n}};")
+    out.append("template <bool SKC>")
+    out.append(f"static SK_INLINE void {name}_fwd(const {name}_args& _args, const sk::launch_bounds_t& _bounds, "
+               f"sk::int64 _idx) {{")
+    for p in fn.params:
+        e.w(f"{ctype(p.type)} {p.name} = _args.{p.name};", 1)
+    if fn.uses_tid > 1:
+        e.w("sk::int32 _tid[4];", 1)
+        e.w("sk::tid_decompose(_bounds, _idx, _tid);", 1)
+    e.declarations(1)
+    e.block(fn.body, 1)
+    out.extend(e.lines)
+    out.append("}")
+    out.append(cpu_entry(name, "fwd"))
+    out.append(cuda_entry(name, "fwd"))
+    return "\n".join(out)
+
+
+def cpu_entry(name: str, which: str) -> str:
+    body = f"{name}_{which}"
+    return f"""#if !SK_CUDA
+extern "C" SK_EXPORT void {name}_cpu_{which}(const {name}_args* args, const sk::launch_bounds_t* bounds,
+                                             int nthreads, int contiguous) {{
+    const {name}_args a = *args;
+    const sk::launch_bounds_t b = *bounds;
+    if (contiguous) {{ SK_CPU_FOR(nthreads, b.size, {body}<true>(a, b, _i)); }}
+    else {{ SK_CPU_FOR(nthreads, b.size, {body}<false>(a, b, _i)); }}
+}}
+#endif"""
+
+
+def cuda_entry(name: str, which: str) -> str:
+    return f"""#if SK_CUDA
+extern "C" __global__ void {name}_cuda_{which}({name}_args a, sk::launch_bounds_t b) {{
+    for (sk::int64 _i = sk::int64(blockIdx.x) * blockDim.x + threadIdx.x; _i < b.size;
+         _i += sk::int64(blockDim.x) * gridDim.x)
+        {name}_{which}<false>(a, b, _i);
+}}
+#endif"""
+
+
+def gen_struct(t) -> str:
+    st = t._simkit_struct
+    fields = "\n".join(f"    {ctype(ft)} {fname};" for fname, ft in st.fields.items())
+    return f"struct {st.cname} {{\n{fields}\n}};"
+
+
+PRELUDE = """// Generated by simkit {version}. Do not edit: regenerated from Python sources.
+{defines}#include "simkit.h"
+{extra}
+#if !SK_CUDA
+#define SK_EXPORT __attribute__((visibility("default")))
+#define SK_CPU_FOR(nthreads, n, call)                                               \\
+    if ((nthreads) > 1) {{                                                            \\
+        _Pragma("omp parallel for num_threads(nthreads) schedule(static)")           \\
+        for (sk::int64 _i = 0; _i < (n); ++_i) {{ call; }}                           \\
+    }} else {{                                                                        \\
+        for (sk::int64 _i = 0; _i < (n); ++_i) {{ call; }}                           \\
+    }}
+#endif
+"""
+
+
+def gen_module(name: str, kernels: list, funcs: list, structs: list, options: dict, version: str) -> str:
+    """Source of one compile unit: structs, funcs (callees first), kernels."""
+    defines = "#define SK_DEBUG 1\n" if options.get("mode") == "debug" else ""
+    extra = "\n".join(f'#include "{h}"' for h in R.headers())
+    parts = [PRELUDE.format(version=version, defines=defines, extra=extra), f"// module: {name}"]
+    parts += [gen_struct(s) for s in structs]
+    parts += [gen_func(f, options) for f in funcs]
+    parts += [gen_kernel(k, options) for k in kernels]
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,355 @@
+"""User-facing decorators: ``@kernel``, ``@func``, ``constant``, ``static``.
+
+Example::
+
+    import simkit as sk
+
+    @sk.func
+    def square(x: float):
+        return x * x
+
+    @sk.kernel
+    def k(a: sk.array(dtype=float), out: sk.array(dtype=float)):
+        i = sk.tid()
+        out[i] = square(a[i])
+"""
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+
+from . import types as T
+from .frontend import SourceInfo, build
+from .frontend.builder import Py
+
+
+def _annotations(pyfunc) -> dict:
+    """Parameter annotations, evaluating string annotations in the function's scope."""
+    sig = inspect.signature(pyfunc)
+    scope = dict(pyfunc.__globals__)
+    if pyfunc.__closure__:
+        for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
+            try:
+                scope[name] = cell.cell_contents
+            except ValueError:
+                pass
+    out = {}
+    for name, p in sig.parameters.items():
+        ann = p.annotation
+        if ann is inspect.Parameter.empty:
+            out[name] = None
+            continue
+        if isinstance(ann, str):
+            try:
+                ann = eval(ann, scope)  # noqa: S307 - annotations are the user's own code
+            except Exception as e:
+                raise TypeError(f"cannot evaluate annotation of '{name}' in '{pyfunc.__qualname__}': {e}") from None
+        out[name] = ann
+    return out
+
+
+def _param_types(pyfunc, *, required: bool) -> dict:
+    types = {}
+    for name, ann in _annotations(pyfunc).items():
+        if ann is None:
+            if required:
+                from .errors import CompileError
+
+                src = SourceInfo(pyfunc)
+                raise CompileError(f"kernel parameter '{name}' needs a type annotation", src.filename,
+                                   src.first_line, 0, src.lines[0] if src.lines else "",
+                                   function=pyfunc.__qualname__)
+            types[name] = T.Any
+            continue
+        try:
+            types[name] = T.as_kernel_type(ann)
+        except TypeError as e:
+            from .errors import CompileError
+
+            src = SourceInfo(pyfunc)
+            raise CompileError(f"parameter '{name}': {e}", src.filename, src.first_line, 0,
+                               function=pyfunc.__qualname__) from None
+    return types
+
+
+_instances: dict = {}
+
+
+def instance_index(pyfunc) -> int:
+    """How many kernels/funcs with this module+qualname were created before (closures made in a loop).
+
+    Part of generated C++ names, so that two closures of one qualname never clash,
+    while names stay stable across processes that create them in the same order.
+    """
+    key = (pyfunc.__module__, pyfunc.__qualname__)
+    n = _instances.get(key, 0)
+    _instances[key] = n + 1
+    return n
+
+
+def stable_hash(*parts) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(repr(p).encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def _sanitize(name: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in name)
+
+
+# ---------------------------------------------------------------------------
+# Kernels
+
+
+class KernelSpec:
+    """One concrete specialisation of a kernel (fixed parameter types)."""
+
+    def __init__(self, kernel: Kernel, param_types: dict):
+        self.kernel = kernel
+        self.param_types = param_types
+        self.types = tuple(param_types.values())
+        tag = stable_hash(kernel.func.__module__, kernel.func.__qualname__, kernel.instance,
+                          [T.type_name(t) for t in self.types])[:8]
+        self.cname = f"{_sanitize(kernel.key)}_{tag}"
+        self.ir = None
+        self.unit = None  # the loaded compile unit (per device)
+        self.native = {}  # device alias -> native entry handles
+        self.layout = arg_layout(self.types)
+        self.has_arrays = any(_contains_array(t) for t in self.types)
+
+    def build_ir(self, options: dict):
+        if self.ir is None:
+            self.ir = build(self.kernel.func, self.param_types, is_kernel=True, name=self.cname,
+                            options=options, src=self.kernel.source())
+        return self.ir
+
+
+def _contains_array(t) -> bool:
+    if isinstance(t, T.ArrayType):
+        return True
+    if T.is_struct(t):
+        return any(_contains_array(f) for f in t._simkit_struct.fields.values())
+    return False
+
+
+def arg_layout(types) -> tuple:
+    """(offsets, total size) of a C++ struct holding these types in order."""
+    off, offsets, align_max = 0, [], 1
+    for t in types:
+        a = T.alignof(t)
+        align_max = max(align_max, a)
+        off = (off + a - 1) // a * a
+        offsets.append(off)
+        off += T.sizeof(t)
+    off += 1  # the trailing `char _sk_empty` member
+    size = (off + align_max - 1) // align_max * align_max
+    return tuple(offsets), size
+
+
+class Kernel:
+    """A compiled-on-demand kernel. Launch it with ``simkit.launch``."""
+
+    def __init__(self, pyfunc, *, key: str | None = None, module: str | None = None,
+                 enable_backward: bool | None = None):
+        from .module import get_module
+
+        self.func = pyfunc
+        self.key = key or pyfunc.__name__
+        self.__name__ = self.key
+        self.__doc__ = pyfunc.__doc__
+        self.enable_backward = enable_backward
+        self.instance = instance_index(pyfunc)
+        self.param_types = _param_types(pyfunc, required=True)
+        self.param_names = list(self.param_types)
+        self.generic = any(T.is_generic(t) for t in self.param_types.values())
+        self.specs: dict = {}
+        self._src = None
+        self.module = get_module(module or pyfunc.__module__)
+        self.module.add_kernel(self)
+        if not self.generic:
+            self.specs[None] = KernelSpec(self, self.param_types)
+
+    def source(self) -> SourceInfo:
+        if self._src is None:
+            self._src = SourceInfo(self.func)
+        return self._src
+
+    def spec_for(self, arg_types: tuple | None) -> KernelSpec:
+        """The specialisation for these concrete argument types (generic kernels)."""
+        if not self.generic:
+            return self.specs[None]
+        spec = self.specs.get(arg_types)
+        if spec is None:
+            types = dict(zip(self.param_names, arg_types))
+            spec = KernelSpec(self, types)
+            self.specs[arg_types] = spec
+            self.module.invalidate_pending()
+        return spec
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kernel '{self.key}' cannot be called directly; use simkit.launch({self.key}, dim, "
+                        f"inputs=[...])")
+
+    def __repr__(self):
+        return f"<simkit.Kernel {self.key}>"
+
+
+def kernel(f=None, *, key: str | None = None, module: str | None = None, enable_backward: bool | None = None):
+    """Decorate a Python function as a kernel (typed parameters, launched over a grid)."""
+    if f is None:
+        return lambda g: Kernel(g, key=key, module=module, enable_backward=enable_backward)
+    return Kernel(f, key=key, module=module, enable_backward=enable_backward)
+
+
+# ---------------------------------------------------------------------------
+# Functions
+
+
+class FuncSpec:
+    """One specialisation of a @func: IR plus the C++ name."""
+
+    def __init__(self, fn: Function, overload_index: int, param_types: dict, cname: str):
+        self.function = fn
+        self.param_types = param_types
+        self.cname = cname
+        self.ir = None
+        self.return_types: list = []
+
+
+class Function:
+    """A @func: callable from kernels, overloaded by parameter types, generic over ``Any``."""
+
+    def __init__(self, pyfunc):
+        self.key = pyfunc.__name__
+        self.__name__ = self.key
+        self.__doc__ = pyfunc.__doc__
+        self.qualname = pyfunc.__qualname__
+        self.overloads: list = []  # (pyfunc, param_types, SourceInfo|None)
+        self.specs: dict = {}
+        self.custom_grad = None
+        self.custom_replay = None
+        self.instance = instance_index(pyfunc)
+        self.add_overload(pyfunc)
+
+    def add_overload(self, pyfunc):
+        types = _param_types(pyfunc, required=False)
+        for i, (_, t, _) in enumerate(self.overloads):
+            if list(t.values()) == list(types.values()):
+                self.overloads[i] = (pyfunc, types, None)  # redefinition replaces
+                self.specs.clear()
+                return
+        self.overloads.append((pyfunc, types, None))
+
+    def _source(self, i):
+        pyfunc, types, src = self.overloads[i]
+        if src is None:
+            src = SourceInfo(pyfunc)
+            self.overloads[i] = (pyfunc, types, src)
+        return src
+
+    def specialize(self, args: list, builder):
+        """Pick the first overload matching the argument Vars; returns (FuncSpec, coerced args)."""
+        for i, (pyfunc, types, _) in enumerate(self.overloads):
+            if len(types) != len(args):
+                continue
+            coerced, concrete, ok = [], {}, True
+            for (pname, spec), a in zip(types.items(), args):
+                if a.weak and T.is_scalar(spec) and spec is not a.type:
+                    a = builder.const(a.const, spec)
+                if not T.types_match(spec, a.type):
+                    ok = False
+                    break
+                coerced.append(a)
+                concrete[pname] = a.type
+            if ok:
+                return self._spec(i, concrete), coerced
+        got = ", ".join(T.type_name(a.type) for a in args)
+        sigs = "; ".join(f"{self.key}(" + ", ".join(f"{n}: {T.type_name(t)}" for n, t in ty.items()) + ")"
+                         for _, ty, _ in self.overloads)
+        raise TypeError(f"no overload of @func '{self.key}' takes ({got}); candidates: {sigs}")
+
+    def _spec(self, i, concrete: dict) -> FuncSpec:
+        key = (i, tuple(concrete.values()))
+        spec = self.specs.get(key)
+        if spec is not None:
+            if spec.ir is None:
+                raise TypeError(f"@func '{self.key}' calls itself; recursion is not supported in kernels")
+            return spec
+        pyfunc = self.overloads[i][0]
+        tag = stable_hash(pyfunc.__module__, self.qualname, self.instance, i,
+                          [T.type_name(t) for t in concrete.values()])[:8]
+        spec = FuncSpec(self, i, concrete, f"{_sanitize(self.key)}_{tag}")
+        self.specs[key] = spec
+        try:
+            spec.ir = build(pyfunc, concrete, is_kernel=False, name=spec.cname, src=self._source(i))
+        except BaseException:
+            del self.specs[key]
+            raise
+        spec.return_types = spec.ir.return_types
+        return spec
+
+    def __call__(self, *args):
+        raise TypeError(f"@func '{self.key}' can only be called from kernels and other @funcs")
+
+    def __repr__(self):
+        return f"<simkit.Function {self.key}>"
+
+
+_functions: dict = {}
+
+
+def func(f):
+    """Decorate a Python function callable from kernels. Same-named @funcs in a module overload each other."""
+    key = (f.__module__, f.__qualname__)
+    if "<locals>" in f.__qualname__:  # a closure: each definition is its own function
+        return Function(f)
+    existing = _functions.get(key)
+    if existing is not None:
+        existing.add_overload(f)
+        return existing
+    fn = Function(f)
+    _functions[key] = fn
+    return fn
+
+
+def func_grad(forward: Function):
+    """Register a custom adjoint for ``forward``: ``@func_grad(f) def adj_f(args..., adj_ret)``."""
+
+    def deco(g):
+        forward.custom_grad = g
+        return g
+
+    return deco
+
+
+def func_replay(forward: Function):
+    """Register a function that replaces ``forward`` in the adjoint's forward replay."""
+
+    def deco(g):
+        forward.custom_replay = g
+        return g
+
+    return deco
+
+
+# ---------------------------------------------------------------------------
+# Compile-time helpers
+
+
+def constant(x):
+    """Mark a global as a compile-time constant (its value is baked into kernels that use it)."""
+    return x
+
+
+def static(expr):
+    """In a kernel, ``static(expr)`` evaluates ``expr`` in Python at compile time."""
+    return expr
+
+
+static._simkit_static = True
+
+__all__ = ["kernel", "func", "func_grad", "func_replay", "constant", "static", "Kernel", "Function", "Py"]
+_ = sys

@@ -1,0 +1,327 @@
+"""FunctionBuilder: the state of translating one Python function to IR.
+
+Holds the symbol table (Python name -> current SSA value), the statement
+list being filled, name resolution (locals, closure, globals), and the single
+place where calls are resolved against the builtin registry.
+"""
+from __future__ import annotations
+
+import ast
+import builtins as pybuiltins
+import inspect
+import textwrap
+
+import numpy as np
+
+from .. import ir
+from .. import registry as R
+from .. import types as T
+from ..errors import CompileError
+
+
+class Py:
+    """A compile-time Python object met while evaluating an expression (module, function, type)."""
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj):
+        self.obj = obj
+
+    def __repr__(self):
+        return f"Py({self.obj!r})"
+
+
+class TupleValue(tuple):
+    """Several values (a tuple expression or a tuple-returning function)."""
+
+
+class ShapeOf:
+    """``arr.shape`` in a kernel: only indexable with a constant."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+
+class SourceInfo:
+    """Source text, AST and scopes of one Python function."""
+
+    def __init__(self, pyfunc):
+        self.pyfunc = pyfunc
+        try:
+            lines, first = inspect.getsourcelines(pyfunc)
+        except (OSError, TypeError) as e:
+            raise CompileError(f"cannot read the source of '{pyfunc.__qualname__}': {e}") from None
+        self.filename = inspect.getsourcefile(pyfunc) or "<unknown>"
+        self.first_line = first
+        self.lines = lines
+        self.source = textwrap.dedent("".join(lines))
+        self.indent = len(lines[0]) - len(lines[0].lstrip())
+        tree = ast.parse(self.source)
+        node = tree.body[0]
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            raise CompileError(f"'{pyfunc.__qualname__}' is not a function definition")
+        self.node = node
+        self.globals = pyfunc.__globals__
+        self.closure = {}
+        if pyfunc.__closure__:
+            for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
+                try:
+                    self.closure[name] = cell.cell_contents
+                except ValueError:  # empty cell
+                    pass
+
+    def line_of(self, node) -> int:
+        return self.first_line + getattr(node, "lineno", 1) - 1
+
+    def text_of_line(self, abs_line: int) -> str:
+        i = abs_line - self.first_line
+        return self.lines[i] if 0 <= i < len(self.lines) else ""
+
+
+class FunctionBuilder:
+    """Translates one function (kernel body or @func specialisation) into ``ir.Function``."""
+
+    def __init__(self, src: SourceInfo, *, name: str, is_kernel: bool, param_types: dict,
+                 options: dict | None = None):
+        self.src = src
+        self.name = name
+        self.is_kernel = is_kernel
+        self.options = options or {}
+        self.symbols: dict = {}
+        self.blocks: list = [[]]
+        self.vars: list = []
+        self.params: list = []
+        self.return_types: list | None = None
+        self.uses_tid = 0
+        self.funcs: list = []
+        self.structs: list = []
+        self.loop_depth = 0
+        self.cur_node = src.node
+        self._count = 0
+        self.static_values: list = []  # evaluated static() expressions (hashed via codegen output)
+        from ..codegen import cname
+
+        for pname, ptype in param_types.items():
+            v = ir.Var(cname(pname), ptype, label=pname, is_param=True)
+            self.params.append(v)
+            self.symbols[pname] = v
+            self.note_type(ptype)
+
+    # ------------------------------------------------------------------ errors
+
+    def error(self, message: str, node=None) -> CompileError:
+        node = node or self.cur_node
+        line = self.src.line_of(node)
+        col = getattr(node, "col_offset", 0) + self.src.indent
+        return CompileError(message, self.src.filename, line, col, self.src.text_of_line(line),
+                            function=self.src.pyfunc.__qualname__)
+
+    # ------------------------------------------------------------------ vars & statements
+
+    def new_var(self, type, label=None, mutable=False) -> ir.Var:
+        self._count += 1
+        base = label if label and label.isidentifier() else "var"
+        v = ir.Var(f"{base}_{self._count}", type, label=label, mutable=mutable)
+        self.vars.append(v)
+        self.note_type(type)
+        return v
+
+    def const(self, value, type=None, weak=False) -> ir.Var:
+        if type is None:
+            type, weak = const_type(value)
+        if T.is_scalar(type):
+            value = type._np.type(value).item() if type is not T.float16 else float(np.float16(value))
+        return ir.Var("const", type, const=value, is_const=True, weak=weak)
+
+    def emit(self, stmt):
+        stmt.line = self.src.line_of(self.cur_node)
+        self.blocks[-1].append(stmt)
+        return stmt
+
+    def push_block(self):
+        self.blocks.append([])
+
+    def pop_block(self) -> list:
+        return self.blocks.pop()
+
+    def note_type(self, t):
+        if T.is_struct(t) and t not in self.structs:
+            for ft in t._simkit_struct.fields.values():
+                self.note_type(ft)
+            self.structs.append(t)
+        elif isinstance(t, T.ArrayType) and T.is_struct(t.dtype):
+            self.note_type(t.dtype)
+
+    # ------------------------------------------------------------------ names
+
+    def lookup(self, name: str, node):
+        if name in self.symbols:
+            return self.symbols[name]
+        if name in self.src.closure:
+            return self.to_value(self.src.closure[name])
+        if name in self.src.globals:
+            return self.to_value(self.src.globals[name])
+        if hasattr(pybuiltins, name):
+            return Py(getattr(pybuiltins, name))
+        raise self.error(f"unknown name '{name}'", node)
+
+    def to_value(self, obj):
+        """A Python object referenced from a kernel: constants become Vars, the rest stays Py."""
+        if isinstance(obj, (bool, int, float, np.generic)) and not isinstance(obj, np.ndarray):
+            t, _ = const_type(obj)
+            return self.const(obj, t, weak=False)
+        if isinstance(obj, T.value_base):
+            return self.const(tuple(np.asarray(obj).reshape(-1).tolist()), type(obj))
+        return Py(obj)
+
+    # ------------------------------------------------------------------ calls
+
+    def call_builtin(self, key: str, args: list, node=None, target=None, kw: dict | None = None):
+        """Resolve ``key`` for these argument values, emit the call, return the result Var."""
+        node = node or self.cur_node
+        args = list(args)
+        if kw:
+            args = self._bind_kwargs(key, args, kw, node)
+        for a in args:
+            if not isinstance(a, ir.Var):
+                raise self.error(f"'{key}' got an argument that is not a value: {describe(a)}", node)
+        info = R.CallInfo([a.type for a in args], [], [a.const if a.is_const else None for a in args],
+                          target)
+        b = R.resolve(key, info)
+        if b is None and any(a.weak for a in args):
+            args = self.coerce_weak(args)
+            info = R.CallInfo([a.type for a in args], [], [a.const if a.is_const else None for a in args],
+                              target)
+            b = R.resolve(key, info)
+        if b is None:
+            raise self.error(no_overload_message(key, info.arg_types), node)
+        try:
+            ret = b.result_type(info)
+        except TypeError as e:
+            raise self.error(f"{key}: {e}", node) from None
+        folded = self.fold(key, args, ret)
+        if folded is not None:
+            return folded
+        out = self.new_var(ret) if ret is not None else None
+        callee = b.callee(info, ctype_or_void(ret))
+        self.emit(ir.Call(out=out, builtin=b, args=args, callee=callee, kind="builtin"))
+        if b.side_effects:
+            for a in args:
+                if not a.is_const and not a.is_param and T.is_scalar(a.type) and a.type is T.uint32:
+                    a.ref = True
+        return out
+
+    def _bind_kwargs(self, key, args, kw, node):
+        ovs = R.overloads(key)
+        if not ovs:
+            raise self.error(f"'{key}' takes no keyword arguments", node)
+        names = list(ovs[0].input_types)
+        out = list(args) + [None] * max(0, len(names) - len(args))
+        for k, v in kw.items():
+            if k not in names:
+                raise self.error(f"'{key}' has no argument '{k}' (arguments: {', '.join(names)})", node)
+            out[names.index(k)] = v
+        while out and out[-1] is None:
+            out.pop()
+        for i, v in enumerate(out):
+            if v is None:
+                d = ovs[0].defaults.get(names[i])
+                if d is None:
+                    raise self.error(f"'{key}' is missing argument '{names[i]}'", node)
+                out[i] = self.to_value(d) if not isinstance(d, ir.Var) else d
+        return out
+
+    def coerce_weak(self, args):
+        """Give untyped literals the scalar type of the first typed operand."""
+        target = None
+        for a in args:
+            if not a.weak:
+                try:
+                    target = T.scalar_of(a.type)
+                except TypeError:
+                    continue
+                break
+        if target is None or target is T.bool:
+            return args
+        out = []
+        for a in args:
+            if a.weak and T.is_scalar(a.type) and (T.is_float(target) or a.type is not T.float32):
+                out.append(self.const(a.const, target))
+            else:
+                out.append(a)
+        return out
+
+    def fold(self, key, args, ret):
+        """Constant-fold integer/float arithmetic on constants (needed for static loop bounds)."""
+        if not args or not all(a.is_const and T.is_scalar(a.type) for a in args) or not T.is_scalar(ret):
+            return None
+        vals = [a.const for a in args]
+        isint = T.is_int(ret)
+        try:
+            if key == "add":
+                r = vals[0] + vals[1]
+            elif key == "sub":
+                r = vals[0] - vals[1]
+            elif key == "mul":
+                r = vals[0] * vals[1]
+            elif key == "neg":
+                r = -vals[0]
+            elif key == "floordiv" and isint and vals[1] != 0:
+                r = vals[0] // vals[1]
+            elif key == "mod" and isint and vals[1] != 0:
+                r = int(np.fmod(vals[0], vals[1]))
+            elif key == "div" and isint and vals[1] != 0:
+                r = int(vals[0] / vals[1]) if abs(vals[0]) < 2**52 else None
+            elif key == "div" and not isint:
+                r = vals[0] / vals[1] if vals[1] != 0 else None
+            else:
+                return None
+        except Exception:
+            return None
+        if r is None:
+            return None
+        weak = all(a.weak for a in args)
+        return self.const(r, ret, weak=weak)
+
+
+def const_type(value):
+    """(type, weak) of a Python constant."""
+    if isinstance(value, (bool, np.bool_)):
+        return T.bool, False
+    if isinstance(value, np.generic):
+        return T.scalar_from_numpy(value.dtype), False
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return T.int32, True
+        return T.int64, False
+    if isinstance(value, float):
+        return T.float32, True
+    raise TypeError(f"unsupported constant {value!r}")
+
+
+def ctype_or_void(t) -> str:
+    from ..codegen import ctype
+
+    return "void" if t is None else ctype(t)
+
+
+def describe(a) -> str:
+    if isinstance(a, ir.Var):
+        return T.type_name(a.type)
+    if isinstance(a, Py):
+        return repr(a.obj)
+    return type(a).__name__
+
+
+def no_overload_message(key, arg_types) -> str:
+    got = ", ".join(T.type_name(t) for t in arg_types)
+    ovs = R.overloads(key)
+    if not ovs:
+        return f"'{key}' is not a builtin"
+    sigs = []
+    for b in ovs[:6]:
+        sigs.append(f"{key}(" + ", ".join(f"{n}: {T.type_name(t)}" for n, t in b.input_types.items()) + ")")
+    more = f" (and {len(ovs) - 6} more)" if len(ovs) > 6 else ""
+    return f"no overload of '{key}' takes ({got}); candidates: " + "; ".join(sigs) + more

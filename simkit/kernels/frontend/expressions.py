@@ -1,0 +1,341 @@
+"""Expression translation: one ``expr_<NodeType>`` method per AST expression node."""
+from __future__ import annotations
+
+import ast
+import builtins as pybuiltins
+
+from .. import ir
+from .. import registry as R
+from .. import types as T
+from .builder import Py, ShapeOf, TupleValue, describe
+
+BINOPS = {
+    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
+    ast.Mod: "mod", ast.Pow: "pow", ast.MatMult: "mul", ast.BitAnd: "bit_and", ast.BitOr: "bit_or",
+    ast.BitXor: "bit_xor", ast.LShift: "lshift", ast.RShift: "rshift",
+}
+UNARYOPS = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert"}
+CMPOPS = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}
+
+# Python builtins usable in kernels, mapped to registry keys
+PY_BUILTINS = {pybuiltins.abs: "abs", pybuiltins.min: "min", pybuiltins.max: "max",
+               pybuiltins.round: "round", pybuiltins.pow: "pow", pybuiltins.print: "print"}
+PY_TYPES = {pybuiltins.int: T.int32, pybuiltins.float: T.float32, pybuiltins.bool: T.bool}
+
+COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+
+class ExpressionMixin:
+    def eval(self, node):
+        method = getattr(self, "expr_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(f"unsupported expression '{type(node).__name__}' in a kernel", node)
+        prev, self.cur_node = self.cur_node, node
+        try:
+            return method(node)
+        finally:
+            self.cur_node = prev
+
+    def eval_value(self, node) -> ir.Var:
+        """Evaluate to a single runtime value (Var) or raise a CompileError."""
+        v = self.eval(node)
+        if isinstance(v, ir.Var):
+            return v
+        if isinstance(v, Py):
+            raise self.error(f"'{ast.unparse(node)}' is {describe(v)}, not a value usable here", node)
+        raise self.error(f"'{ast.unparse(node)}' is not a single value", node)
+
+    # ------------------------------------------------------------------ leaves
+
+    def expr_Constant(self, node):
+        if isinstance(node.value, (bool, int, float)):
+            return self.const(node.value)
+        if isinstance(node.value, str):
+            return Py(node.value)
+        if node.value is None:
+            return Py(None)
+        raise self.error(f"unsupported constant {node.value!r}", node)
+
+    def expr_Name(self, node):
+        return self.lookup(node.id, node)
+
+    def expr_Tuple(self, node):
+        return TupleValue(self.eval(e) for e in node.elts)
+
+    expr_List = expr_Tuple
+
+    def expr_Attribute(self, node):
+        base = self.eval(node.value)
+        attr = node.attr
+        if isinstance(base, Py):
+            try:
+                return self.to_value(getattr(base.obj, attr))
+            except AttributeError:
+                raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{attr}'", node) from None
+        if isinstance(base, ir.Var):
+            t = base.type
+            if isinstance(t, T.ArrayType):
+                if attr == "shape":
+                    return ShapeOf(base)
+                if attr == "ndim":
+                    return self.const(t.ndim)
+                raise self.error(f"arrays have no attribute '{attr}' in kernels (use .shape)", node)
+            if T.is_struct(t):
+                fields = t._simkit_struct.fields
+                if attr not in fields:
+                    raise self.error(f"struct '{t.__name__}' has no field '{attr}' "
+                                     f"(fields: {', '.join(fields)})", node)
+                out = self.new_var(fields[attr])
+                self.emit(ir.GetField(out=out, src=base, field=attr))
+                return out
+            if T.is_transform(t) and attr in ("p", "q"):
+                key = "transform_get_translation" if attr == "p" else "transform_get_rotation"
+                return self.call_builtin(key, [base], node)
+            if (T.is_vector(t) or T.is_quat(t)) and attr in COMPONENTS:
+                i = COMPONENTS[attr]
+                if i >= t._length:
+                    raise self.error(f"{T.type_name(t)} has no component '{attr}'", node)
+                return self.call_builtin("extract", [base, self.const(i)], node)
+        raise self.error(f"'{ast.unparse(node.value)}' ({describe(base)}) has no attribute '{attr}'", node)
+
+    # ------------------------------------------------------------------ operators
+
+    def expr_BinOp(self, node):
+        key = BINOPS.get(type(node.op))
+        if key is None:
+            raise self.error(f"unsupported operator {type(node.op).__name__}", node)
+        return self.call_builtin(key, [self.eval_value(node.left), self.eval_value(node.right)], node)
+
+    def expr_UnaryOp(self, node):
+        if isinstance(node.op, ast.Not):
+            return self.call_builtin("logical_not", [self.eval_value(node.operand)], node)
+        return self.call_builtin(UNARYOPS[type(node.op)], [self.eval_value(node.operand)], node)
+
+    def expr_Compare(self, node):
+        left = self.eval_value(node.left)
+        result = None
+        for op, comp in zip(node.ops, node.comparators):
+            key = CMPOPS.get(type(op))
+            if key is None:
+                raise self.error(f"unsupported comparison {type(op).__name__}", node)
+            right = self.eval_value(comp)
+            r = self.call_builtin(key, [left, right], node)
+            result = r if result is None else self.call_builtin("logical_and", [result, r], node)
+            left = right
+        return result
+
+    def expr_BoolOp(self, node):
+        # short-circuit: later operands are evaluated only when needed
+        is_and = isinstance(node.op, ast.And)
+        first = self.to_bool(self.eval_value(node.values[0]), node)
+        if len(node.values) == 1:
+            return first
+        rest = ast.BoolOp(op=node.op, values=node.values[1:])
+        ast.copy_location(rest, node.values[1])
+        phi = self.new_var(T.bool, mutable=True)
+        self.emit(ir.Copy(out=phi, src=first))
+        self.push_block()
+        self.emit(ir.Copy(out=phi, src=self.to_bool(self.eval_value(rest), node)))
+        body = self.pop_block()
+        cond = phi if is_and else self.call_builtin("logical_not", [phi], node)
+        self.emit(ir.If(cond=cond, body=body, orelse=[]))
+        return phi
+
+    def to_bool(self, v, node):
+        if v.type is T.bool:
+            return v
+        return self.call_builtin("nonzero_bool", [v], node)
+
+    def expr_IfExp(self, node):
+        cond = self.to_bool(self.eval_value(node.test), node)
+        self.push_block()
+        a = self.eval_value(node.body)
+        body = self.pop_block()
+        self.push_block()
+        b = self.eval_value(node.orelse)
+        orelse = self.pop_block()
+        if a.type is not b.type:
+            if a.weak or b.weak:
+                a, b = self.coerce_weak([a, b]) if not a.weak else self.coerce_weak([b, a])[::-1]
+            if a.type is not b.type:
+                raise self.error(f"the two branches of this conditional expression have different types "
+                                 f"({T.type_name(a.type)} and {T.type_name(b.type)})", node)
+        phi = self.new_var(a.type, mutable=True)
+        body.append(ir.Copy(line=self.src.line_of(node), out=phi, src=a))
+        orelse.append(ir.Copy(line=self.src.line_of(node), out=phi, src=b))
+        self.emit(ir.If(cond=cond, body=body, orelse=orelse))
+        return phi
+
+    # ------------------------------------------------------------------ indexing
+
+    def index_values(self, slice_node):
+        if isinstance(slice_node, ast.Slice):
+            raise self.error("slices are not supported inside kernels; index with integers", slice_node)
+        if isinstance(slice_node, ast.Tuple):
+            idx = [self.eval_value(e) for e in slice_node.elts]
+        else:
+            v = self.eval(slice_node)
+            idx = list(v) if isinstance(v, TupleValue) else [v]
+        for i, v in enumerate(idx):
+            if not isinstance(v, ir.Var) or not (T.is_int(v.type)):
+                raise self.error(f"index {i} is {describe(v)}; indices must be integers", slice_node)
+        return idx
+
+    def expr_Subscript(self, node):
+        base = self.eval(node.value)
+        if isinstance(base, ShapeOf):
+            idx = self.index_values(node.slice)
+            if len(idx) != 1:
+                raise self.error("shape takes one index", node)
+            return self.call_builtin("array_shape", [base.array, idx[0]], node)
+        if isinstance(base, TupleValue):
+            k = self.eval_value(node.slice)
+            if not k.is_const:
+                raise self.error("tuples can only be indexed with constants", node)
+            return base[k.const]
+        if isinstance(base, Py):
+            # generic type subscript in kernels is not supported; static indexing of Python sequences is
+            k = self.eval_value(node.slice)
+            if k.is_const and isinstance(base.obj, (list, tuple)):
+                return self.to_value(base.obj[k.const])
+            raise self.error(f"cannot index {describe(base)} in a kernel", node)
+        idx = self.index_values(node.slice)
+        t = base.type
+        if isinstance(t, T.ArrayType):
+            if len(idx) > t.ndim:
+                raise self.error(f"too many indices ({len(idx)}) for a {t.ndim}D array", node)
+            if len(idx) == t.ndim:
+                return self.call_builtin("load", [base] + idx, node)
+            return self.call_builtin("view", [base] + idx, node)
+        if T.is_value(t):
+            return self.call_builtin("extract", [base] + idx, node)
+        raise self.error(f"cannot index a value of type {T.type_name(t)}", node)
+
+    # ------------------------------------------------------------------ calls
+
+    def expr_Call(self, node):
+        fn = self.eval(node.func)
+        if not isinstance(fn, Py):
+            raise self.error(f"'{ast.unparse(node.func)}' is not callable", node)
+        obj = fn.obj
+        from ..decorators import Function, Kernel  # local: decorators import the compiler
+
+        name = getattr(obj, "__name__", repr(obj))
+        if isinstance(obj, Kernel):
+            raise self.error(f"kernel '{name}' cannot be called from a kernel; make it a @func", node)
+        if getattr(obj, "_simkit_static", False):
+            return self.eval_static(node)
+        if obj is pybuiltins.len:
+            return self.eval_len(node)
+        if obj is pybuiltins.range:
+            raise self.error("range() is only allowed as a for-loop iterator", node)
+        args = [self.eval(a) for a in node.args]
+        kw = {k.arg: self.eval(k.value) for k in node.keywords}
+        args = [self.type_arg(a) for a in args]
+        kw = {k: self.type_arg(v) for k, v in kw.items()}
+        if isinstance(obj, Function):
+            return self.call_func(obj, args, kw, node)
+        key = getattr(obj, "_simkit_builtin", None)
+        if key == "tid":
+            return self.eval_tid(node)
+        if key == "printf":
+            return self.eval_printf(args, node)
+        if key is not None:
+            return self.call_builtin(key, args, node, kw=kw)
+        if obj in PY_BUILTINS:
+            return self.call_builtin(PY_BUILTINS[obj], args, node, kw=kw)
+        target = PY_TYPES.get(obj, obj)
+        if T.is_scalar(target) or T.is_value(target) or T.is_struct(target):
+            return self.construct(target, args, kw, node)
+        raise self.error(f"'{ast.unparse(node.func)}' ({describe(fn)}) cannot be called in a kernel", node)
+
+    def type_arg(self, a):
+        """Types passed as arguments (``dtype=float``) become compile-time constants."""
+        if isinstance(a, Py):
+            t = PY_TYPES.get(a.obj, a.obj)
+            if T.is_scalar(t) or T.is_value(t) or T.is_struct(t):
+                return ir.Var("type", T.Any, const=t, is_const=True)
+        return a
+
+    def construct(self, target, args, kw, node):
+        if T.is_struct(target):
+            if args or kw:
+                raise self.error(f"struct '{target.__name__}' is constructed empty in kernels: "
+                                 f"{target.__name__}(), then assign its fields", node)
+            out = self.new_var(target)
+            self.emit(ir.Call(out=out, args=[], callee=f"sk::zero<{self.ctype(target)}>", kind="make"))
+            return out
+        if kw:
+            raise self.error(f"{T.type_name(target)}() takes no keyword arguments in kernels", node)
+        for a in args:
+            if not isinstance(a, ir.Var):
+                raise self.error(f"{T.type_name(target)}() argument is {describe(a)}", node)
+        if T.is_value(target) and target._generic:
+            raise self.error(f"cannot construct generic type {T.type_name(target)}", node)
+        if T.is_value(target) and len(args) == target._length and len(args) > 1 and all(
+                T.is_scalar(a.type) for a in args):
+            s = target._dtype
+            comps = [self.const(a.const, s) if a.is_const else a for a in args]
+            for i, a in enumerate(comps):
+                if a.type is not s:
+                    comps[i] = self.call_builtin("cast", [a], node, target=s)
+            out = self.new_var(target)
+            self.emit(ir.Call(out=out, args=comps, callee=f"sk::make<{self.ctype(target)}>", kind="make"))
+            return out
+        key = "cast" if T.is_scalar(target) else target._kind
+        if key == "cast" and len(args) == 1 and args[0].is_const and T.is_scalar(args[0].type):
+            return self.const(args[0].const, target)
+        return self.call_builtin(key, args, node, target=target)
+
+    def eval_len(self, node):
+        if len(node.args) != 1:
+            raise self.error("len() takes one argument", node)
+        v = self.eval_value(node.args[0])
+        if T.is_value(v.type):
+            return self.const(v.type._shape[0])
+        if isinstance(v.type, T.ArrayType):
+            return self.call_builtin("array_shape", [v, self.const(0)], node)
+        raise self.error(f"len() of {T.type_name(v.type)}", node)
+
+    def eval_static(self, node):
+        if len(node.args) != 1:
+            raise self.error("static() takes one expression", node)
+        expr = ast.unparse(node.args[0])
+        scope = dict(self.src.globals)
+        scope.update(self.src.closure)
+        try:
+            value = eval(compile(ast.Expression(node.args[0]), self.src.filename, "eval"), scope)  # noqa: S307
+        except Exception as e:  # pragma: no cover - message path
+            raise self.error(f"static({expr}) failed: {type(e).__name__}: {e}", node) from None
+        self.static_values.append((expr, repr(value)))
+        return self.to_value(value)
+
+    def eval_tid(self, node):
+        target_count = getattr(self, "_tid_targets", 1)
+        outs = [self.new_var(T.int32, label="tid") for _ in range(target_count)]
+        self.uses_tid = max(self.uses_tid, target_count)
+        if not self.is_kernel:
+            raise self.error("tid() can only be called in a kernel", node)
+        self.emit(ir.Tid(outs=outs))
+        return outs[0] if target_count == 1 else TupleValue(outs)
+
+    def eval_printf(self, args, node):
+        if not args or not isinstance(args[0], Py) or not isinstance(args[0].obj, str):
+            raise self.error("printf() needs a format string literal first", node)
+        vals = []
+        for a in args[1:]:
+            if not isinstance(a, ir.Var) or not T.is_scalar(a.type):
+                raise self.error(f"printf() arguments must be scalars, got {describe(a)}", node)
+            vals.append(a)
+        fmt = '"' + args[0].obj.encode("unicode_escape").decode().replace('"', '\\"') + '"'
+        self.emit(ir.Call(out=None, args=vals, callee=fmt, kind="printf"))
+        return None
+
+    def ctype(self, t):
+        from ..codegen import ctype
+
+        return ctype(t)
+
+
+def is_builtin_key(key: str) -> bool:
+    return R.is_builtin(key)

@@ -1,0 +1,416 @@
+"""Statement translation: one ``stmt_<NodeType>`` method per AST statement node.
+
+Control flow keeps Python's semantics with SSA values: names assigned in the
+branches of an ``if`` merge through a mutable phi var, and names assigned in a
+loop body that existed before the loop become loop-carried mutable vars
+(written back at the end of each iteration and before ``break``/``continue``).
+"""
+from __future__ import annotations
+
+import ast
+
+from .. import ir
+from .. import types as T
+from .builder import Py, TupleValue, describe
+from .expressions import BINOPS
+
+MAX_UNROLL = 16
+
+
+def assigned_names(stmts) -> list:
+    """Names bound anywhere in these statements (including nested blocks), in order."""
+    out = []
+    for s in stmts:
+        for node in ast.walk(s):
+            targets = []
+            if isinstance(node, ast.Assign):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            elif isinstance(node, ast.For):
+                targets = [node.target]
+            for t in targets:
+                for n in ast.walk(t):
+                    if isinstance(n, ast.Name) and n.id not in out:
+                        out.append(n.id)
+    return out
+
+
+def has_jump(stmts) -> bool:
+    """Does this loop body contain a break/continue that belongs to it?"""
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, (ast.Break, ast.Continue)):
+                return True
+    return False
+
+
+class StatementMixin:
+    terminated = False
+    loop_carried: list = []
+    loop_locals: set = frozenset()
+
+    def exec_block(self, stmts):
+        for s in stmts:
+            if self.terminated:
+                break  # unreachable code after return/break/continue
+            self.exec_stmt(s)
+
+    def exec_stmt(self, node):
+        method = getattr(self, "stmt_" + type(node).__name__, None)
+        if method is None:
+            raise self.error(f"unsupported statement '{type(node).__name__}' in a kernel", node)
+        prev, self.cur_node = self.cur_node, node
+        try:
+            method(node)
+        finally:
+            self.cur_node = prev
+
+    # ------------------------------------------------------------------ simple statements
+
+    def stmt_Pass(self, node):
+        pass
+
+    def stmt_Expr(self, node):
+        if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            return  # docstring
+        self.eval(node.value)
+
+    def stmt_Assign(self, node):
+        if len(node.targets) != 1:
+            raise self.error("chained assignment (a = b = c) is not supported in kernels", node)
+        target = node.targets[0]
+        if isinstance(target, (ast.Tuple, ast.List)):
+            self._tid_targets = len(target.elts)
+            try:
+                value = self.eval(node.value)
+            finally:
+                self._tid_targets = 1
+            if not isinstance(value, TupleValue) or len(value) != len(target.elts):
+                n = len(value) if isinstance(value, TupleValue) else 1
+                raise self.error(f"cannot unpack {n} value(s) into {len(target.elts)} names", node)
+            for t, v in zip(target.elts, value):
+                self.assign_to(t, v)
+            return
+        self.assign_to(target, self.eval(node.value))
+
+    def stmt_AnnAssign(self, node):
+        if node.value is None:
+            raise self.error("a declaration needs a value: x: float = 0.0", node)
+        try:
+            ann = T.as_kernel_type(self.eval_annotation(node.annotation))
+        except TypeError as e:
+            raise self.error(str(e), node.annotation) from None
+        v = self.eval_value(node.value)
+        if v.type is not ann:
+            v = self.construct(ann, [v], {}, node)
+        self.assign_to(node.target, v)
+
+    def eval_annotation(self, node):
+        v = self.eval(node)
+        if isinstance(v, Py):
+            return v.obj
+        raise self.error(f"'{ast.unparse(node)}' is not a type", node)
+
+    def stmt_AugAssign(self, node):
+        key = BINOPS.get(type(node.op))
+        if key is None:
+            raise self.error(f"unsupported operator {type(node.op).__name__}=", node)
+        rhs = self.eval_value(node.value)
+        target = node.target
+        if isinstance(target, ast.Subscript):
+            base = self.eval(target.value)
+            if isinstance(base, ir.Var) and isinstance(base.type, T.ArrayType):
+                idx = self.index_values(target.slice)
+                if len(idx) == base.type.ndim and key in ("add", "sub"):
+                    # Warp semantics: arr[i] += x is an atomic add
+                    self.call_builtin("atomic_" + key, [base] + idx + [self.match_weak(rhs, base.type.dtype)],
+                                      node)
+                    return
+        cur = self.eval_value(target)
+        self.assign_to(target, self.call_builtin(key, [cur, rhs], node))
+
+    def match_weak(self, v, t):
+        if v.is_const and v.weak and T.is_scalar(t):
+            return self.const(v.const, t)
+        return v
+
+    # ------------------------------------------------------------------ assignment targets
+
+    def assign_to(self, target, value):
+        if isinstance(target, ast.Name):
+            if isinstance(value, ir.Var) and value.is_const and not T.is_scalar(value.type):
+                value = self.materialise(value)
+            self.symbols[target.id] = value
+            if isinstance(value, ir.Var) and value.label is None and not value.is_const:
+                value.label = target.id
+            return
+        if not isinstance(value, ir.Var):
+            raise self.error(f"cannot assign {describe(value)} here", target)
+        if isinstance(target, ast.Subscript):
+            base = self.eval(target.value)
+            if isinstance(base, ir.Var) and isinstance(base.type, T.ArrayType):
+                idx = self.index_values(target.slice)
+                if len(idx) != base.type.ndim:
+                    raise self.error(f"a {base.type.ndim}D array needs {base.type.ndim} indices to be "
+                                     f"assigned, got {len(idx)}", target)
+                value = self.match_weak(value, base.type.dtype)
+                self.call_builtin("store", [base] + idx + [value], target)
+                return
+            if isinstance(base, ir.Var) and T.is_value(base.type):
+                idx = self.index_values(target.slice)
+                value = self.match_weak(value, base.type._dtype)
+                new = self.call_builtin("assign", [base] + idx + [value], target)
+                self.assign_to(target.value, new)
+                return
+            raise self.error(f"cannot assign into {describe(base)}", target)
+        if isinstance(target, ast.Attribute):
+            base = self.eval_value(target.value)
+            t = base.type
+            from .expressions import COMPONENTS
+
+            if T.is_struct(t):
+                fields = t._simkit_struct.fields
+                if target.attr not in fields:
+                    raise self.error(f"struct '{t.__name__}' has no field '{target.attr}'", target)
+                ft = fields[target.attr]
+                value = self.match_weak(value, ft)
+                if value.type is not ft:
+                    raise self.error(f"field '{target.attr}' is {T.type_name(ft)}, "
+                                     f"got {T.type_name(value.type)}", target)
+                new = self.new_var(t)
+                self.emit(ir.SetField(out=new, src=base, field=target.attr, value=value))
+            elif T.is_transform(t) and target.attr in ("p", "q"):
+                key = "transform_set_translation" if target.attr == "p" else "transform_set_rotation"
+                new = self.call_builtin(key, [base, value], target)
+            elif (T.is_vector(t) or T.is_quat(t)) and target.attr in COMPONENTS:
+                value = self.match_weak(value, t._dtype)
+                new = self.call_builtin("assign", [base, self.const(COMPONENTS[target.attr]), value], target)
+            else:
+                raise self.error(f"cannot assign attribute '{target.attr}' of {T.type_name(t)}", target)
+            self.assign_to(target.value, new)
+            return
+        raise self.error(f"cannot assign to '{ast.unparse(target)}'", target)
+
+    def materialise(self, v):
+        """A named copy of a constant vector/matrix (so component writes have a variable)."""
+        out = self.new_var(v.type)
+        self.emit(ir.Call(out=out, args=[self.const(c, v.type._dtype) for c in v.const],
+                          callee=f"sk::make<{self.ctype(v.type)}>", kind="make"))
+        return out
+
+    # ------------------------------------------------------------------ control flow
+
+    def stmt_If(self, node):
+        cond = self.to_bool(self.eval_value(node.test), node)
+        if cond.is_const:  # static condition: only the taken branch exists
+            self.exec_block(node.body if cond.const else node.orelse)
+            return
+        before = dict(self.symbols)
+        self.push_block()
+        self.exec_block(node.body)
+        body_syms, body_term = self.symbols, self.terminated
+        body = self.pop_block()
+        self.symbols, self.terminated = dict(before), False
+        self.push_block()
+        self.exec_block(node.orelse)
+        else_syms, else_term = self.symbols, self.terminated
+        orelse = self.pop_block()
+        self.terminated = False
+        if body_term and else_term:
+            self.symbols = before
+            self.terminated = True
+        elif body_term:
+            self.symbols = else_syms
+        elif else_term:
+            self.symbols = body_syms
+        else:
+            self.symbols = self.merge(before, body_syms, body, else_syms, orelse, node)
+        self.emit(ir.If(cond=cond, body=body, orelse=orelse))
+
+    def merge(self, before, a_syms, a_block, b_syms, b_block, node):
+        merged = {}
+        line = self.src.line_of(node)
+        for name in list(a_syms) + [n for n in b_syms if n not in a_syms]:
+            a, b = a_syms.get(name), b_syms.get(name)
+            if a is b:
+                merged[name] = a
+                continue
+            if not isinstance(a, (ir.Var, type(None))) or not isinstance(b, (ir.Var, type(None))):
+                raise self.error(f"'{name}' refers to different objects in the two branches", node)
+            if a is not None and b is not None and a.type is not b.type:
+                if a.weak:
+                    a = self.const(a.const, b.type)
+                elif b.weak:
+                    b = self.const(b.const, a.type)
+                if a.type is not b.type:
+                    raise self.error(f"'{name}' is {T.type_name(a.type)} in one branch and "
+                                     f"{T.type_name(b.type)} in the other", node)
+            t = (a or b).type
+            phi = self.new_var(t, label=name, mutable=True)
+            if a is not None:
+                a_block.append(ir.Copy(line=line, out=phi, src=a))
+            if b is not None:
+                b_block.append(ir.Copy(line=line, out=phi, src=b))
+            merged[name] = phi
+        return merged
+
+    def range_args(self, node):
+        it = node.iter
+        if not (isinstance(it, ast.Call)):
+            raise self.error("for loops iterate over range(...) only", it)
+        fn = self.eval(it.func)
+        if isinstance(fn, Py) and getattr(fn.obj, "_simkit_static", False):
+            return None  # static() iterable: handled by caller
+        import builtins as pybuiltins
+
+        if not (isinstance(fn, Py) and fn.obj is pybuiltins.range):
+            raise self.error("for loops iterate over range(...) only", it)
+        args = [self.eval_value(a) for a in it.args]
+        if not 1 <= len(args) <= 3:
+            raise self.error("range() takes 1 to 3 arguments", it)
+        for a in args:
+            if not T.is_int(a.type):
+                raise self.error(f"range() arguments must be integers, got {T.type_name(a.type)}", it)
+        if len(args) == 1:
+            args = [self.const(0)] + args
+        if len(args) == 2:
+            args = args + [self.const(1)]
+        out = []
+        for a in args:
+            if a.type is not T.int32:
+                a = self.const(a.const, T.int32) if a.is_const else self.call_builtin("cast", [a], it,
+                                                                                      target=T.int32)
+            out.append(a)
+        return out
+
+    def stmt_For(self, node):
+        if node.orelse:
+            raise self.error("for ... else is not supported in kernels", node)
+        if not isinstance(node.target, ast.Name):
+            raise self.error("the loop variable must be a single name", node.target)
+        start, end, step = self.range_args(node)
+        name = node.target.id
+        if start.is_const and end.is_const and step.is_const:
+            if step.const == 0:
+                raise self.error("range() step must not be zero", node.iter)
+            trip = len(range(start.const, end.const, step.const))
+            if trip <= self.options.get("max_unroll", MAX_UNROLL) and not has_jump(node.body):
+                for i in range(start.const, end.const, step.const):
+                    self.symbols[name] = self.const(i, T.int32)
+                    self.exec_block(node.body)
+                return
+        loop_var = self.new_var(T.int32, label=name, mutable=True)
+        carried, body, before = self.loop_body(node.body, {name: loop_var})
+        self.emit(ir.For(var=loop_var, start=start, end=end, step=step, body=body, carried=carried))
+        self.after_loop(before, carried)
+
+    def stmt_While(self, node):
+        if node.orelse:
+            raise self.error("while ... else is not supported in kernels", node)
+        carried_pairs, before = self.enter_loop(node.body + [ast.Expr(node.test)])
+        self.push_block()
+        cond = self.to_bool(self.eval_value(node.test), node)
+        cond_block = self.pop_block()
+        body = self.run_loop_body(node.body, carried_pairs)
+        self.emit(ir.While(cond_block=cond_block, cond=cond, body=body, carried=[m for _, m in carried_pairs]))
+        self.after_loop(before, carried_pairs)
+
+    def loop_body(self, stmts, extra):
+        carried_pairs, before = self.enter_loop(stmts)
+        self.symbols.update(extra)
+        body = self.run_loop_body(stmts, carried_pairs)
+        return carried_pairs, body, before
+
+    def enter_loop(self, stmts):
+        before = dict(self.symbols)
+        pairs = []
+        for n in assigned_names(stmts):
+            v = self.symbols.get(n)
+            if isinstance(v, ir.Var):
+                if v.is_const and not T.is_scalar(v.type):
+                    v = self.materialise(v)
+                m = self.new_var(v.type, label=n, mutable=True)
+                self.emit(ir.Copy(out=m, src=v))
+                self.symbols[n] = m
+                pairs.append((n, m))
+        return pairs, before
+
+    def run_loop_body(self, stmts, carried_pairs):
+        saved = (self.loop_carried, self.terminated)
+        self.loop_carried, self.terminated = carried_pairs, False
+        self.loop_depth += 1
+        self.push_block()
+        self.exec_block(stmts)
+        if not self.terminated:
+            self.write_back()
+        body = self.pop_block()
+        self.loop_depth -= 1
+        self.loop_carried, self.terminated = saved
+        return body
+
+    def write_back(self):
+        for n, m in self.loop_carried:
+            cur = self.symbols.get(n)
+            if cur is m or cur is None:
+                continue
+            if not isinstance(cur, ir.Var):
+                raise self.error(f"'{n}' must stay a value inside the loop, got {describe(cur)}")
+            if cur.type is not m.type:
+                if cur.weak:
+                    cur = self.const(cur.const, m.type)
+                else:
+                    raise self.error(f"'{n}' changes type inside the loop ({T.type_name(m.type)} -> "
+                                     f"{T.type_name(cur.type)}); convert it explicitly")
+            self.emit(ir.Copy(out=m, src=cur))
+
+    def after_loop(self, before, carried_pairs):
+        new_locals = {n for n in self.symbols if n not in before}
+        self.symbols = dict(before)
+        for n, m in carried_pairs:
+            self.symbols[n] = m
+        self.loop_locals = set(self.loop_locals) | new_locals
+        self.terminated = False
+
+    def stmt_Break(self, node):
+        if self.loop_depth == 0:
+            raise self.error("'break' outside a loop", node)
+        self.write_back()
+        self.emit(ir.Break())
+        self.terminated = True
+
+    def stmt_Continue(self, node):
+        if self.loop_depth == 0:
+            raise self.error("'continue' outside a loop", node)
+        self.write_back()
+        self.emit(ir.Continue())
+        self.terminated = True
+
+    def stmt_Return(self, node):
+        if self.is_kernel:
+            if node.value is not None:
+                raise self.error("kernels cannot return a value; write results to an output array", node)
+            self.emit(ir.Return())
+            self.terminated = True
+            return
+        if node.value is None:
+            values = []
+        else:
+            v = self.eval(node.value)
+            values = list(v) if isinstance(v, TupleValue) else [v]
+        for v in values:
+            if not isinstance(v, ir.Var):
+                raise self.error(f"cannot return {describe(v)}", node)
+        types = [v.type for v in values]
+        if self.return_types is None:
+            # weak literals returned first fix the type as written (1.0 -> float32)
+            self.return_types = types
+        elif types != self.return_types:
+            values = [self.const(v.const, t) if v.weak and T.is_scalar(t) else v
+                      for v, t in zip(values, self.return_types)] if len(values) == len(self.return_types) else values
+            if [v.type for v in values] != self.return_types:
+                raise self.error("all return statements must return the same types: "
+                                 f"({', '.join(map(T.type_name, self.return_types))}) vs "
+                                 f"({', '.join(map(T.type_name, types))})", node)
+        self.emit(ir.Return(values=values))
+        self.terminated = True

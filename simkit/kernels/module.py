@@ -1,0 +1,156 @@
+"""Modules: kernels grouped by Python module, compiled together, cached on disk.
+
+On the first launch of a kernel, every not-yet-compiled kernel of its Python
+module is translated and compiled into one library (one C++ compile serves the
+whole file). The cache key is a SHA-256 of the generated source (which spells
+out every referenced func, struct, constant and static value), the compile
+options, the simkit version, the code generator's own source and the target
+(compiler + CPU, or GPU architecture). It is stable across processes.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+
+from .. import config
+from ..version import __version__
+from . import codegen, registry
+from .errors import CompileError, NativeCompileError
+
+_modules: dict = {}
+_generator_hash: str | None = None
+
+
+def get_module(name: str) -> Module:
+    m = _modules.get(name)
+    if m is None:
+        m = _modules[name] = Module(name)
+    return m
+
+
+def generator_hash() -> str:
+    """Hash of the compiler's own Python sources and native headers (and registered headers)."""
+    global _generator_hash
+    if _generator_hash is None:
+        here = os.path.dirname(os.path.abspath(__file__))
+        h = hashlib.sha256()
+        paths = []
+        for root, _dirs, files in os.walk(here):
+            for f in files:
+                if f.endswith((".py", ".h")):
+                    paths.append(os.path.join(root, f))
+        paths += registry.headers()
+        for p in sorted(paths):
+            h.update(p[len(here):].encode() if p.startswith(here) else p.encode())
+            with open(p, "rb") as fh:
+                h.update(fh.read())
+        _generator_hash = h.hexdigest()
+    return _generator_hash
+
+
+def compile_options() -> dict:
+    return {"mode": config.mode, "max_unroll": config.max_unroll}
+
+
+def collect(specs) -> tuple[list, list]:
+    """Funcs (callees before callers) and structs (dependencies first) used by these kernels."""
+    funcs, structs, seen = [], [], set()
+
+    def visit(fn_ir):
+        for t in fn_ir.structs:
+            if t not in structs:
+                structs.append(t)
+        for f in fn_ir.funcs:
+            if id(f) in seen:
+                continue
+            seen.add(id(f))
+            visit(f.ir)
+            funcs.append(f.ir)
+
+    for s in specs:
+        visit(s.ir)
+    return funcs, structs
+
+
+class Unit:
+    """One compiled library: the kernels it holds, per device kind."""
+
+    def __init__(self, key: str, library, specs, device_kind: str):
+        self.key = key
+        self.library = library
+        self.specs = specs
+        self.device_kind = device_kind
+
+
+class Module:
+    def __init__(self, name: str):
+        self.name = name
+        self.kernels: list = []
+
+    def add_kernel(self, k):
+        self.kernels.append(k)
+
+    def invalidate_pending(self):
+        """A new kernel specialisation appeared; it is compiled on its first launch."""
+
+    def pending(self, kind: str):
+        return [s for k in self.kernels for s in k.specs.values() if kind not in s.native]
+
+    def load(self, spec, device) -> None:
+        """Compile (or fetch from cache) the unit holding ``spec`` for ``device``."""
+        kind = "cpu" if device.is_cpu else device.arch
+        if kind in spec.native:
+            return
+        options = compile_options()
+        specs = []
+        for s in self.pending(kind):
+            try:
+                s.build_ir(options)
+                specs.append(s)
+            except CompileError:
+                if s is spec:
+                    raise  # the kernel being launched is the broken one
+                # another kernel of this module is broken: it reports its error when launched
+        if spec not in specs:  # pragma: no cover - defensive
+            spec.build_ir(options)
+            specs.append(spec)
+        try:
+            self._build(specs, device, kind, options)
+        except NativeCompileError:
+            if len(specs) == 1:
+                raise
+            self._build([spec], device, kind, options)  # isolate: maybe another kernel breaks the unit
+
+    def _build(self, specs, device, kind, options):
+        funcs, structs = collect(specs)
+        source = codegen.gen_module(self.name, [s.ir for s in specs], funcs, structs, options, __version__)
+        if device.is_cpu:
+            from .backends import cpu
+
+            key = hashlib.sha256("\0".join([source, repr(sorted(options.items())), __version__,
+                                            generator_hash(), cpu.identity()]).encode()).hexdigest()
+            lib = cpu.load_or_build(source, key, _unit_name(self.name))
+            unit = Unit(key, lib, specs, kind)
+            for s in specs:
+                s.native[kind] = (lib.entry(f"{s.cname}_cpu_fwd"), unit)
+            if config.verify_cuda:
+                verify_cuda(source, self.name)
+        else:
+            from .backends.cuda import module as cuda_module
+
+            unit = cuda_module.load_unit(source, self.name, device, specs, options)
+            for s in specs:
+                s.native[kind] = (unit.entry(s.cname, "fwd"), unit)
+        return unit
+
+
+def _unit_name(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in name)
+
+
+def verify_cuda(source: str, name: str) -> None:
+    """Compile a unit's source with NVRTC for each of ``config.verify_cuda_archs`` (no GPU needed)."""
+    from .backends.cuda import nvrtc
+
+    for arch in config.verify_cuda_archs:
+        nvrtc.compile_cached(source, arch, name)

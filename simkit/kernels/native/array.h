@@ -1,0 +1,216 @@
+// Arrays in kernels: the descriptor, element addressing (contiguous and
+// strided), load/store/view with their adjoints, and debug bounds checks.
+#pragma once
+#include "core.h"
+#include "error.h"
+
+namespace sk {
+
+template <typename T>
+struct array_t {
+    T* data;
+    T* grad;           // same layout (strides) as data, or null
+    int32 shape[4];
+    int64 strides[4];  // in bytes
+    int32 ndim;
+    int32 pad_;
+};
+
+// Byte offset of an element. C (contiguous) lets the compiler vectorize.
+template <bool C, typename T>
+SK_INLINE int64 offset_of(const array_t<T>& a, int64 i) {
+    return C ? i * int64(sizeof(T)) : i * a.strides[0];
+}
+template <bool C, typename T>
+SK_INLINE int64 offset_of(const array_t<T>& a, int64 i, int64 j) {
+    return C ? (i * a.shape[1] + j) * int64(sizeof(T)) : i * a.strides[0] + j * a.strides[1];
+}
+template <bool C, typename T>
+SK_INLINE int64 offset_of(const array_t<T>& a, int64 i, int64 j, int64 k) {
+    return C ? ((i * a.shape[1] + j) * a.shape[2] + k) * int64(sizeof(T))
+             : i * a.strides[0] + j * a.strides[1] + k * a.strides[2];
+}
+template <bool C, typename T>
+SK_INLINE int64 offset_of(const array_t<T>& a, int64 i, int64 j, int64 k, int64 l) {
+    return C ? (((i * a.shape[1] + j) * a.shape[2] + k) * a.shape[3] + l) * int64(sizeof(T))
+             : i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3];
+}
+
+// ---------------------------------------------------------------------------
+// Bounds checks (debug mode): report the first violation, return a scratch slot.
+
+template <typename T>
+SK_INLINE T* oob_scratch() {
+#if SK_CUDA
+    __shared__ T dummy[1];  // discarded writes; never read back
+    return dummy;
+#else
+    static thread_local T dummy;
+    return &dummy;
+#endif
+}
+
+template <typename T>
+SK_INLINE bool in_bounds(const array_t<T>& a, int line, int n, const int64* idx) {
+    if (a.data == nullptr) {
+        report_error(SK_ERR_NULL_ARRAY, line, 0, 0, 0);
+        return false;
+    }
+    if (n != a.ndim) {
+        report_error(SK_ERR_NDIM, line, n, a.ndim, 0);
+        return false;
+    }
+    for (int d = 0; d < n; ++d) {
+        if (idx[d] < 0 || idx[d] >= a.shape[d]) {
+            report_error(SK_ERR_BOUNDS, line, d, idx[d], a.shape[d]);
+            return false;
+        }
+    }
+    return true;
+}
+
+template <bool C, typename T, typename... I>
+SK_INLINE T* address(const array_t<T>& a, I... idx) {
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(a.data) + offset_of<C>(a, int64(idx)...));
+}
+template <bool C, typename T, typename... I>
+SK_INLINE T* grad_address(const array_t<T>& a, I... idx) {
+    return reinterpret_cast<T*>(reinterpret_cast<char*>(a.grad) + offset_of<C>(a, int64(idx)...));
+}
+template <bool C, typename T, typename... I>
+SK_INLINE T* checked_address(int line, const array_t<T>& a, I... idx) {
+    const int64 ii[] = {int64(idx)...};
+    if (!in_bounds(a, line, int(sizeof...(I)), ii)) return oob_scratch<T>();
+    return address<C>(a, idx...);
+}
+
+// ---------------------------------------------------------------------------
+// load / store: forward and adjoint. The adjoint of an array read accumulates
+// into the array's gradient (atomically: threads may read the same element).
+
+template <typename T> SK_INLINE void atomic_accumulate(T* p, const T& v);  // atomic.h
+
+template <bool C, typename T, typename I0>
+SK_INLINE T load(const array_t<T>& a, I0 i) { return *address<C>(a, i); }
+template <bool C, typename T, typename I0, typename I1>
+SK_INLINE T load(const array_t<T>& a, I0 i, I1 j) { return *address<C>(a, i, j); }
+template <bool C, typename T, typename I0, typename I1, typename I2>
+SK_INLINE T load(const array_t<T>& a, I0 i, I1 j, I2 k) { return *address<C>(a, i, j, k); }
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
+SK_INLINE T load(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l) { return *address<C>(a, i, j, k, l); }
+
+template <bool C, typename T, typename... I>
+SK_INLINE T load_checked(int line, const array_t<T>& a, I... idx) { return *checked_address<C>(line, a, idx...); }
+
+// adj_load(a, i..., adj_a, adj_i..., adj_ret): the index adjoints are ignored.
+template <bool C, typename T, typename I0>
+SK_INLINE void adj_load(const array_t<T>& a, I0 i, array_t<T>&, I0&, const T& adj_ret) {
+    if (a.grad) atomic_accumulate(grad_address<C>(a, i), adj_ret);
+}
+template <bool C, typename T, typename I0, typename I1>
+SK_INLINE void adj_load(const array_t<T>& a, I0 i, I1 j, array_t<T>&, I0&, I1&, const T& adj_ret) {
+    if (a.grad) atomic_accumulate(grad_address<C>(a, i, j), adj_ret);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2>
+SK_INLINE void adj_load(const array_t<T>& a, I0 i, I1 j, I2 k, array_t<T>&, I0&, I1&, I2&, const T& adj_ret) {
+    if (a.grad) atomic_accumulate(grad_address<C>(a, i, j, k), adj_ret);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
+SK_INLINE void adj_load(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, array_t<T>&, I0&, I1&, I2&, I3&,
+                        const T& adj_ret) {
+    if (a.grad) atomic_accumulate(grad_address<C>(a, i, j, k, l), adj_ret);
+}
+
+template <bool C, typename T, typename I0>
+SK_INLINE void store(const array_t<T>& a, I0 i, const T& v) { *address<C>(a, i) = v; }
+template <bool C, typename T, typename I0, typename I1>
+SK_INLINE void store(const array_t<T>& a, I0 i, I1 j, const T& v) { *address<C>(a, i, j) = v; }
+template <bool C, typename T, typename I0, typename I1, typename I2>
+SK_INLINE void store(const array_t<T>& a, I0 i, I1 j, I2 k, const T& v) { *address<C>(a, i, j, k) = v; }
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
+SK_INLINE void store(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const T& v) { *address<C>(a, i, j, k, l) = v; }
+
+template <bool C, typename T, typename I0>
+SK_INLINE void store_checked(int line, const array_t<T>& a, I0 i, const T& v) { *checked_address<C>(line, a, i) = v; }
+template <bool C, typename T, typename I0, typename I1>
+SK_INLINE void store_checked(int line, const array_t<T>& a, I0 i, I1 j, const T& v) {
+    *checked_address<C>(line, a, i, j) = v;
+}
+template <bool C, typename T, typename I0, typename I1, typename I2>
+SK_INLINE void store_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, const T& v) {
+    *checked_address<C>(line, a, i, j, k) = v;
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
+SK_INLINE void store_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const T& v) {
+    *checked_address<C>(line, a, i, j, k, l) = v;
+}
+
+// adj_store: the stored value's adjoint is the output array's gradient at that element.
+template <bool C, typename T, typename I0>
+SK_INLINE void adj_store(const array_t<T>& a, I0 i, const T&, array_t<T>&, I0&, T& adj_v) {
+    if (a.grad) adj_v += *grad_address<C>(a, i);
+}
+template <bool C, typename T, typename I0, typename I1>
+SK_INLINE void adj_store(const array_t<T>& a, I0 i, I1 j, const T&, array_t<T>&, I0&, I1&, T& adj_v) {
+    if (a.grad) adj_v += *grad_address<C>(a, i, j);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2>
+SK_INLINE void adj_store(const array_t<T>& a, I0 i, I1 j, I2 k, const T&, array_t<T>&, I0&, I1&, I2&, T& adj_v) {
+    if (a.grad) adj_v += *grad_address<C>(a, i, j, k);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
+SK_INLINE void adj_store(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const T&, array_t<T>&, I0&, I1&, I2&,
+                         I3&, T& adj_v) {
+    if (a.grad) adj_v += *grad_address<C>(a, i, j, k, l);
+}
+
+// ---------------------------------------------------------------------------
+// view: a[i] on an n-D array is the (n-1)-D sub-array (shares memory and grad).
+
+template <typename T>
+SK_INLINE array_t<T> view_impl(const array_t<T>& a, int64 off, int drop) {
+    array_t<T> r;
+    r.data = reinterpret_cast<T*>(reinterpret_cast<char*>(a.data) + off);
+    r.grad = a.grad ? reinterpret_cast<T*>(reinterpret_cast<char*>(a.grad) + off) : nullptr;
+    r.ndim = a.ndim - drop;
+    r.pad_ = 0;
+    for (int d = 0; d < 4; ++d) {
+        r.shape[d] = d + drop < 4 ? a.shape[d + drop] : 0;
+        r.strides[d] = d + drop < 4 ? a.strides[d + drop] : 0;
+    }
+    return r;
+}
+template <bool C, typename T, typename I0>
+SK_INLINE array_t<T> view(const array_t<T>& a, I0 i) {
+    return view_impl(a, int64(i) * a.strides[0], 1);
+}
+template <bool C, typename T, typename I0, typename I1>
+SK_INLINE array_t<T> view(const array_t<T>& a, I0 i, I1 j) {
+    return view_impl(a, int64(i) * a.strides[0] + int64(j) * a.strides[1], 2);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2>
+SK_INLINE array_t<T> view(const array_t<T>& a, I0 i, I1 j, I2 k) {
+    return view_impl(a, int64(i) * a.strides[0] + int64(j) * a.strides[1] + int64(k) * a.strides[2], 3);
+}
+template <bool C, typename T, typename... I>
+SK_INLINE array_t<T> view_checked(int line, const array_t<T>& a, I... idx) {
+    const int64 ii[] = {int64(idx)...};
+    const int n = int(sizeof...(I));
+    for (int d = 0; d < n; ++d)
+        if (ii[d] < 0 || ii[d] >= a.shape[d]) {
+            report_error(SK_ERR_BOUNDS, line, d, ii[d], a.shape[d]);
+            array_t<T> empty = a;
+            empty.ndim = a.ndim - n;
+            for (int e = 0; e < 4; ++e) empty.shape[e] = 0;
+            return empty;
+        }
+    return view<C>(a, idx...);
+}
+// Views carry gradients through the shared grad pointer: nothing to do.
+template <bool C, typename... Args>
+SK_INLINE void adj_view(Args&&...) {}
+
+template <typename T, typename I>
+SK_INLINE int32 array_shape(const array_t<T>& a, I d) { return (d >= 0 && d < a.ndim) ? a.shape[d] : 0; }
+
+}  // namespace sk

@@ -1,0 +1,14 @@
+// Umbrella header included by every generated module.
+#pragma once
+#include "core.h"
+#include "error.h"
+#include "scalar.h"
+#include "vec.h"
+#include "mat.h"
+#include "quat.h"
+#include "transform.h"
+#include "spatial.h"
+#include "array.h"
+#include "atomic.h"
+#include "rand.h"
+#include "utility.h"

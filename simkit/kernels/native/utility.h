@@ -1,0 +1,56 @@
+// Logical operators, printing and expectations.
+#pragma once
+#include "core.h"
+#include "error.h"
+
+namespace sk {
+
+SK_INLINE bool_t logical_and(bool_t a, bool_t b) { return a && b; }
+SK_INLINE bool_t logical_or(bool_t a, bool_t b) { return a || b; }
+SK_INLINE bool_t logical_not(bool_t a) { return !a; }
+template <typename T> SK_INLINE bool_t logical_not(T a) { return !(a != T(0)); }
+template <typename T> SK_INLINE bool_t nonzero_bool(T a) { return float(a) != 0.0f; }
+SK_INLINE bool_t nonzero_bool(int64 a) { return a != 0; }
+SK_INLINE bool_t nonzero_bool(uint64 a) { return a != 0; }
+SK_INLINE bool_t nonzero_bool(double a) { return a != 0.0; }
+
+// print(x): one value per line, with its type's natural format.
+SK_INLINE void print_value(bool_t v) { printf("%s\n", v ? "True" : "False"); }
+SK_INLINE void print_value(int8 v) { printf("%d\n", int(v)); }
+SK_INLINE void print_value(uint8 v) { printf("%u\n", unsigned(v)); }
+SK_INLINE void print_value(int16 v) { printf("%d\n", int(v)); }
+SK_INLINE void print_value(uint16 v) { printf("%u\n", unsigned(v)); }
+SK_INLINE void print_value(int32 v) { printf("%d\n", v); }
+SK_INLINE void print_value(uint32 v) { printf("%u\n", v); }
+SK_INLINE void print_value(int64 v) { printf("%lld\n", (long long)v); }
+SK_INLINE void print_value(uint64 v) { printf("%llu\n", (unsigned long long)v); }
+SK_INLINE void print_value(half v) { printf("%g\n", double(float(v))); }
+SK_INLINE void print_value(float v) { printf("%g\n", double(v)); }
+SK_INLINE void print_value(double v) { printf("%g\n", v); }
+template <typename V> SK_INLINE void print_value(const V& v) {
+    const unsigned n = value_traits<V>::length;
+    printf("[");
+    for (unsigned i = 0; i < n; ++i) printf(i + 1 < n ? "%g, " : "%g", double(float(flat(v)[i])));
+    printf("]\n");
+}
+template <typename T> SK_INLINE void print(const T& v) { print_value(v); }
+
+template <typename T> SK_INLINE bool values_equal(const T& a, const T& b) {
+    for (unsigned i = 0; i < value_traits<T>::length; ++i)
+        if (!(flat(a)[i] == flat(b)[i])) return false;
+    return true;
+}
+template <typename T> SK_INLINE void expect_eq(int line, const T& a, const T& b) {
+    if (!values_equal(a, b)) report_error(SK_ERR_EXPECT, line, 0, 0, 0);
+}
+template <typename T> SK_INLINE void expect_neq(int line, const T& a, const T& b) {
+    if (values_equal(a, b)) report_error(SK_ERR_EXPECT, line, 0, 0, 0);
+}
+template <typename T, typename S> SK_INLINE void expect_near(int line, const T& a, const T& b, S tol) {
+    for (unsigned i = 0; i < value_traits<T>::length; ++i) {
+        double d = double(float(flat(a)[i])) - double(float(flat(b)[i]));
+        if (!(d <= double(tol) && -d <= double(tol))) { report_error(SK_ERR_EXPECT, line, 0, 0, 0); return; }
+    }
+}
+
+}  // namespace sk

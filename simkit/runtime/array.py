@@ -1,0 +1,514 @@
+"""``simkit.array``: typed n-D arrays (1-4 dims) on a device, with optional gradients.
+
+CPU arrays are numpy views (``.numpy()`` shares memory, zero copy); CUDA arrays
+hold device memory. ``array(dtype=float)`` without data is a kernel parameter
+annotation. Example::
+
+    >>> import numpy as np, simkit as sk
+    >>> a = sk.array(np.arange(6, dtype=np.float32).reshape(2, 3), dtype=sk.vec3, device="cpu")
+    >>> a.shape, a.dtype is sk.vec3
+    ((2,), True)
+    >>> a.numpy()[1].tolist()
+    [3.0, 4.0, 5.0]
+"""
+from __future__ import annotations
+
+import struct as _struct
+
+import numpy as np
+
+from ..kernels import types as T
+from .device import Device, get_device
+
+_DESC = _struct.Struct("<QQ4i4qii")
+
+
+def np_dtype_of(dtype):
+    """(numpy scalar dtype, trailing element shape) that stores ``dtype``."""
+    if T.is_scalar(dtype):
+        return dtype._np, ()
+    if T.is_value(dtype):
+        return dtype._dtype._np, tuple(dtype._shape)
+    if T.is_struct(dtype):
+        st = dtype._simkit_struct
+        names, formats, offsets = [], [], []
+        for name, ft in st.fields.items():
+            names.append(name)
+            if isinstance(ft, T.ArrayType):
+                formats.append(("u1", T.ARRAY_DESCRIPTOR_SIZE))
+            else:
+                nd, sh = np_dtype_of(ft)
+                formats.append((nd, sh) if sh else nd)
+            offsets.append(st.offsets[name])
+        return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": st.size}), ()
+    raise TypeError(f"{T.type_name(dtype)} cannot be an array element type")
+
+
+def _infer_dtype(data):
+    if isinstance(data, np.ndarray):
+        return T.scalar_from_numpy(data.dtype)
+    arr = np.asarray(data)
+    if arr.dtype == np.float64:
+        return T.float32  # Python floats default to float32, as in kernels
+    if arr.dtype == np.int64:
+        return T.int32
+    return T.scalar_from_numpy(arr.dtype)
+
+
+class array:
+    """A typed array. See the module docstring."""
+
+    def __init__(self, data=None, dtype=T.Any, shape=None, strides=None, ptr=None, device=None,
+                 requires_grad: bool = False, copy: bool = True, ndim: int | None = None, *,
+                 _np_view=None, _owner=None, _grad=None):
+        dtype = T.normalize_dtype(dtype)
+        self._desc = None
+        self._version = 0
+        self._grad = None
+        self._requires_grad = False
+        if data is None and shape is None and ptr is None and _np_view is None:
+            # a type annotation: array(dtype=float, ndim=2)
+            self.dtype = dtype
+            self.ndim = ndim or 1
+            self.shape = None
+            self.device = None
+            self.is_type = True
+            return
+        self.is_type = False
+        self.device = get_device(device) if device is not None else None
+        if _np_view is not None:  # internal: a view of existing CPU memory
+            self.dtype = dtype
+            self.device = self.device or get_device("cpu")
+            self._set_cpu(_np_view)
+            self._owner = _owner
+            if _grad is not None:
+                self._grad = _grad
+                self._requires_grad = True
+            return
+        if isinstance(data, array):
+            data = data.numpy()
+        if ptr is not None:
+            self._init_from_ptr(ptr, dtype, shape, strides, _owner)
+        elif data is not None:
+            if dtype is T.Any:
+                dtype = _infer_dtype(data)
+            self.dtype = dtype
+            self._init_from_data(data, copy)
+        else:
+            if dtype is T.Any:
+                dtype = T.float32
+            self.dtype = dtype
+            shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+            nd, esh = np_dtype_of(dtype)
+            self._alloc(shape, nd, esh, zero=True)
+        if ndim is not None and ndim != self.ndim:
+            raise ValueError(f"array has {self.ndim} dims, expected ndim={ndim}")
+        if requires_grad:
+            self.requires_grad = True
+
+    # ------------------------------------------------------------------ construction helpers
+
+    def _target_device(self) -> Device:
+        if self.device is None:
+            self.device = get_device(None)
+        return self.device
+
+    def _init_from_data(self, data, copy):
+        nd, esh = np_dtype_of(self.dtype)
+        src = data if isinstance(data, np.ndarray) and data.dtype == nd else np.asarray(data, dtype=nd)
+        if esh:
+            k = len(esh)
+            if src.shape[-k:] != esh:
+                if src.ndim == 1 and src.size % int(np.prod(esh)) == 0 and len(esh) == 1:
+                    src = src.reshape(-1, *esh)
+                else:
+                    raise ValueError(f"data of shape {src.shape} cannot hold {T.type_name(self.dtype)} elements "
+                                     f"(trailing shape must be {esh})")
+        shape = src.shape[: src.ndim - len(esh)] if esh else src.shape
+        if len(shape) == 0:
+            shape = (1,)
+            src = src.reshape((1,) + esh)
+        if len(shape) > 4:
+            raise ValueError(f"arrays have at most 4 dimensions, got shape {shape}")
+        dev = self._target_device()
+        if dev.is_cpu:
+            if not copy:
+                if not (src is data or src.base is data):
+                    raise ValueError("copy=False needs a numpy array of exactly the element dtype "
+                                     f"({np.dtype(nd)}); got {getattr(data, 'dtype', type(data).__name__)}")
+                self._set_cpu(src)
+                self._owner = data
+            else:
+                self._set_cpu(np.array(src, copy=True, order="C"))
+                self._owner = None
+        else:
+            self._alloc(shape, nd, esh, zero=False)
+            from ..kernels.backends.cuda import driver
+
+            driver.copy_htod(self, np.ascontiguousarray(src))
+
+    def _alloc(self, shape, nd, esh, zero: bool):
+        if len(shape) > 4 or len(shape) == 0:
+            raise ValueError(f"arrays have 1 to 4 dimensions, got shape {shape}")
+        dev = self._target_device()
+        if dev.is_cpu:
+            self._set_cpu(np.zeros(tuple(shape) + esh, dtype=nd) if zero else np.empty(tuple(shape) + esh, dtype=nd))
+            self._owner = None
+        else:
+            from ..kernels.backends.cuda import driver
+
+            itemsize = int(np.dtype(nd).itemsize * (int(np.prod(esh)) if esh else 1))
+            self.shape = tuple(int(s) for s in shape)
+            self.ndim = len(self.shape)
+            self.size = int(np.prod(self.shape))
+            self.strides = _contiguous_strides(self.shape, itemsize)
+            self.itemsize = itemsize
+            self.ptr, self._owner = driver.alloc(dev, self.size * itemsize)
+            self._np = None
+            if zero:
+                driver.memset(self, 0)
+
+    def _init_from_ptr(self, ptr, dtype, shape, strides, owner):
+        self.dtype = dtype
+        nd, esh = np_dtype_of(dtype)
+        itemsize = int(np.dtype(nd).itemsize * (int(np.prod(esh)) if esh else 1))
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.shape = shape
+        self.ndim = len(shape)
+        self.size = int(np.prod(shape))
+        self.itemsize = itemsize
+        self.strides = tuple(strides) if strides is not None else _contiguous_strides(shape, itemsize)
+        self.ptr = int(ptr)
+        self._owner = owner
+        dev = self._target_device()
+        self._np = None
+        if dev.is_cpu:
+            buf = (np.ctypeslib.as_array((np.ctypeslib.ctypes.c_char * max(1, _extent(shape, self.strides, itemsize)))
+                                         .from_address(self.ptr)))
+            base = np.frombuffer(buf, dtype=nd)
+            view = np.lib.stride_tricks.as_strided(base, shape=tuple(shape) + esh,
+                                                   strides=self.strides + _contiguous_strides(esh, np.dtype(nd).itemsize))
+            self._set_cpu(view)
+            self._owner = (owner, buf)
+
+    def _set_cpu(self, view: np.ndarray):
+        esh = np_dtype_of(self.dtype)[1]
+        k = len(esh)
+        self._np = view
+        self.shape = tuple(view.shape[: view.ndim - k]) if k else tuple(view.shape)
+        self.ndim = len(self.shape)
+        self.size = int(np.prod(self.shape)) if self.shape else 1
+        self.strides = tuple(view.strides[: view.ndim - k]) if k else tuple(view.strides)
+        self.itemsize = view.itemsize * (int(np.prod(esh)) if esh else 1)
+        self.ptr = view.__array_interface__["data"][0] if view.size else 0
+
+    # ------------------------------------------------------------------ properties
+
+    def __simkit_type__(self):
+        return T.ArrayType(self.dtype, self.ndim)
+
+    def __class_getitem__(cls, dtype):
+        return cls(dtype=dtype)
+
+    @property
+    def is_contiguous(self) -> bool:
+        return self.strides == _contiguous_strides(self.shape, self.itemsize)
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool):
+        if value and self._grad is None:
+            self._grad = zeros_like_layout(self)
+        self._requires_grad = bool(value)
+        self._desc = None
+
+    @property
+    def grad(self):
+        return self._grad
+
+    @grad.setter
+    def grad(self, g):
+        if g is not None and (not isinstance(g, array) or g.shape != self.shape or g.dtype is not self.dtype
+                              or g.strides != self.strides):
+            raise ValueError("grad must be an array of the same shape, dtype and strides")
+        self._grad = g
+        self._requires_grad = g is not None
+        self._desc = None
+
+    def _descriptor(self) -> bytes:
+        d = self._desc
+        if d is None:
+            shape = list(self.shape) + [0] * (4 - self.ndim)
+            strides = list(self.strides) + [0] * (4 - self.ndim)
+            gptr = self._grad.ptr if (self._grad is not None and self._requires_grad) else 0
+            d = self._desc = _DESC.pack(self.ptr, gptr, *shape, *strides, self.ndim, 0)
+        return d
+
+    # ------------------------------------------------------------------ numpy interop
+
+    def numpy(self) -> np.ndarray:
+        """A numpy view (CPU: shares memory) or copy (GPU) of the data; vector dtypes add trailing dims."""
+        if self.device.is_cpu:
+            return self._np
+        from ..kernels.backends.cuda import driver
+
+        nd, esh = np_dtype_of(self.dtype)
+        out = np.empty(self.shape + esh, dtype=nd)
+        driver.copy_dtoh(out, self)
+        return out
+
+    def __array__(self, dtype=None, copy=None):
+        a = self.numpy()
+        return a.astype(dtype) if dtype is not None else a
+
+    @property
+    def __array_interface__(self):
+        if not self.device.is_cpu:
+            raise AttributeError("__array_interface__ is only available for CPU arrays; use .numpy()")
+        return self._np.__array_interface__
+
+    def list(self):
+        return self.numpy().tolist()
+
+    # ------------------------------------------------------------------ views
+
+    def __getitem__(self, key):
+        if not self.device.is_cpu:
+            raise NotImplementedError("indexing GPU arrays from Python is not supported; use .numpy()")
+        if not isinstance(key, tuple):
+            key = (key,)
+        if len(key) > self.ndim:
+            raise IndexError(f"too many indices for a {self.ndim}D array")
+        if all(isinstance(k, (int, np.integer)) for k in key) and len(key) == self.ndim:
+            v = self._np[key]
+            return self.dtype(v) if T.is_value(self.dtype) else v
+        view = self._np[key]
+        gview = self._grad._np[key] if self._grad is not None else None
+        esh = np_dtype_of(self.dtype)[1]
+        if view.ndim - len(esh) == 0:
+            view = view.reshape((1,) + esh)
+            gview = gview.reshape((1,) + esh) if gview is not None else None
+        g = array(dtype=self.dtype, device=self.device, _np_view=gview, _owner=self) if gview is not None else None
+        out = array(dtype=self.dtype, device=self.device, _np_view=view, _owner=self, _grad=g)
+        out._requires_grad = self._requires_grad
+        return out
+
+    def __setitem__(self, key, value):
+        if not self.device.is_cpu:
+            raise NotImplementedError("assigning GPU array elements from Python is not supported; use assign()")
+        self._np[key] = np.asarray(value)
+        self._version += 1
+
+    def __len__(self):
+        return self.shape[0]
+
+    def __repr__(self):
+        if self.is_type:
+            return f"array(dtype={T.type_name(self.dtype)}, ndim={self.ndim})"
+        return f"array({self.numpy()!r}, dtype={T.type_name(self.dtype)}, device={self.device.alias})"
+
+    # ------------------------------------------------------------------ in-place ops
+
+    def fill_(self, value):
+        """Set every element to ``value`` (scalar, or a vector/matrix for value dtypes)."""
+        if self.device.is_cpu:
+            self._np[...] = np.asarray(value, dtype=self._np.dtype) if not T.is_struct(self.dtype) else value
+        else:
+            from ..kernels.backends.cuda import driver
+
+            driver.fill(self, value)
+        self._version += 1
+        return self
+
+    def zero_(self):
+        return self.fill_(0)
+
+    def assign(self, src):
+        """Copy ``src`` (array, numpy array or list) into this array."""
+        if isinstance(src, array):
+            copy(self, src)
+            return self
+        nd, esh = np_dtype_of(self.dtype)
+        data = np.asarray(src, dtype=nd).reshape(self.shape + esh)
+        if self.device.is_cpu:
+            self._np[...] = data
+        else:
+            from ..kernels.backends.cuda import driver
+
+            driver.copy_htod(self, np.ascontiguousarray(data))
+        self._version += 1
+        return self
+
+    def reshape(self, shape):
+        if isinstance(shape, int):
+            shape = (shape,)
+        shape = list(shape)
+        if -1 in shape:
+            known = int(np.prod([s for s in shape if s != -1]))
+            shape[shape.index(-1)] = self.size // max(known, 1)
+        if int(np.prod(shape)) != self.size:
+            raise ValueError(f"cannot reshape {self.shape} to {tuple(shape)}")
+        if not self.is_contiguous:
+            raise ValueError("reshape needs a contiguous array; use .contiguous() first")
+        if self.device.is_cpu:
+            esh = np_dtype_of(self.dtype)[1]
+            g = self._grad.reshape(shape) if self._grad is not None else None
+            out = array(dtype=self.dtype, device=self.device, _np_view=self._np.reshape(tuple(shape) + esh),
+                        _owner=self, _grad=g)
+            out._requires_grad = self._requires_grad
+            return out
+        return array(ptr=self.ptr, dtype=self.dtype, shape=tuple(shape), device=self.device, _owner=self)
+
+    def flatten(self):
+        return self.reshape((self.size,))
+
+    def view(self, dtype):
+        """Reinterpret the memory as another element type of the same size."""
+        dtype = T.normalize_dtype(dtype)
+        nd, esh = np_dtype_of(dtype)
+        size = np.dtype(nd).itemsize * (int(np.prod(esh)) if esh else 1)
+        if size != self.itemsize:
+            raise ValueError(f"view: {T.type_name(dtype)} is {size} bytes, elements are {self.itemsize} bytes")
+        if self.device.is_cpu:
+            raw = self._np.view(np.uint8).reshape(self.shape + (self.itemsize,)) if self.is_contiguous else None
+            if raw is None:
+                raise ValueError("view needs a contiguous array")
+            v = raw.view(nd).reshape(self.shape + esh)
+            return array(dtype=dtype, device=self.device, _np_view=v, _owner=self)
+        return array(ptr=self.ptr, dtype=dtype, shape=self.shape, strides=self.strides, device=self.device,
+                     _owner=self)
+
+    def contiguous(self):
+        return self if self.is_contiguous else clone(self)
+
+    def to(self, device):
+        device = get_device(device)
+        if device == self.device:
+            return self
+        out = empty(self.shape, dtype=self.dtype, device=device, requires_grad=self.requires_grad)
+        copy(out, self)
+        return out
+
+    def clone(self):
+        return clone(self)
+
+
+def _contiguous_strides(shape, itemsize) -> tuple:
+    strides, s = [], itemsize
+    for d in reversed(shape):
+        strides.append(s)
+        s *= d
+    return tuple(reversed(strides))
+
+
+def _extent(shape, strides, itemsize) -> int:
+    if not shape or min(shape) == 0:
+        return 0
+    return sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize
+
+
+def zeros_like_layout(a: array) -> array:
+    """A zeroed array with exactly ``a``'s shape, dtype, device and strides (gradient storage)."""
+    if a.is_contiguous or not a.device.is_cpu:
+        return zeros(a.shape, dtype=a.dtype, device=a.device)
+    raise ValueError("gradients of non-contiguous arrays come from their parent array's gradient")
+
+
+# ---------------------------------------------------------------------------
+# Constructors
+
+
+def _shape(shape):
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+def zeros(shape, dtype=float, device=None, requires_grad=False) -> array:
+    """A zero-filled array. ``zeros(10, dtype=sk.vec3)``."""
+    return array(shape=_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def empty(shape, dtype=float, device=None, requires_grad=False) -> array:
+    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def ones(shape, dtype=float, device=None, requires_grad=False) -> array:
+    return full(shape, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def full(shape, value, dtype=float, device=None, requires_grad=False) -> array:
+    a = zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    a.fill_(value)
+    return a
+
+
+def zeros_like(a: array, requires_grad=None) -> array:
+    return zeros(a.shape, dtype=a.dtype, device=a.device,
+                 requires_grad=a.requires_grad if requires_grad is None else requires_grad)
+
+
+def empty_like(a: array, requires_grad=None) -> array:
+    return zeros_like(a, requires_grad)
+
+
+def ones_like(a: array, requires_grad=None) -> array:
+    return full_like(a, 1, requires_grad)
+
+
+def full_like(a: array, value, requires_grad=None) -> array:
+    out = zeros_like(a, requires_grad)
+    out.fill_(value)
+    return out
+
+
+def clone(a: array, device=None, requires_grad=None) -> array:
+    out = zeros(a.shape, dtype=a.dtype, device=device or a.device,
+                requires_grad=a.requires_grad if requires_grad is None else requires_grad)
+    copy(out, a)
+    return out
+
+
+def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:
+    a = array(arr, dtype=dtype if dtype is not None else T.Any, device=device, requires_grad=requires_grad)
+    return a.reshape(shape) if shape is not None else a
+
+
+def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
+    """Copy elements from ``src`` to ``dest`` (any pair of devices). Offsets/count in elements (1D only)."""
+    if count or dest_offset or src_offset:
+        n = count or (src.size - src_offset)
+        dest, src = dest.flatten()[dest_offset:dest_offset + n], src.flatten()[src_offset:src_offset + n]
+    if dest.size != src.size:
+        raise ValueError(f"copy: sizes differ ({dest.size} vs {src.size})")
+    if dest.itemsize != src.itemsize:
+        raise ValueError("copy: element types differ in size")
+    if dest.device.is_cpu and src.device.is_cpu:
+        dest._np[...] = src._np.reshape(dest._np.shape)
+    else:
+        from ..kernels.backends.cuda import driver
+
+        driver.copy(dest, src)
+    dest._version += 1
+    from .tape import _record_copy
+
+    _record_copy(dest, src)
+
+
+def array1d(*args, **kw):
+    return array(*args, ndim=1, **kw)
+
+
+def array2d(*args, **kw):
+    return array(*args, ndim=2, **kw)
+
+
+def array3d(*args, **kw):
+    return array(*args, ndim=3, **kw)
+
+
+def array4d(*args, **kw):
+    return array(*args, ndim=4, **kw)

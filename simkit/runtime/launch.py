@@ -1,0 +1,202 @@
+"""``launch``: run a kernel over a 1-4D grid.
+
+Example::
+
+    sk.launch(saxpy, dim=n, inputs=[2.0, x], outputs=[y], device="cpu")
+
+Every argument is checked against the kernel signature; a mismatch raises a
+``TypeError`` naming the parameter and the expected type.
+"""
+from __future__ import annotations
+
+import os
+import struct as _struct
+
+import numpy as np
+
+from .. import config
+from ..kernels import types as T
+from ..kernels.decorators import Kernel
+from .array import array
+from .device import get_device
+
+_BOUNDS = _struct.Struct("<4iiiq")
+_ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+ERRORS = {
+    1: "index {b} is out of bounds for axis {a} with size {c}",
+    2: "an array argument is None (null) but is indexed",
+    3: "{a} indices given for a {b}D array",
+    4: "expectation failed (expect_eq / expect_near)",
+    5: "adjoint loop stack overflow",
+}
+
+
+def _dims(dim) -> tuple:
+    if isinstance(dim, (int, np.integer)):
+        dims = (int(dim),)
+    else:
+        try:
+            dims = tuple(int(d) for d in dim)
+        except TypeError:
+            raise TypeError(f"launch dim must be an int or a tuple of 1-4 ints, got {dim!r}") from None
+    if not 1 <= len(dims) <= 4:
+        raise ValueError(f"launch dim must have 1 to 4 dimensions, got {len(dims)}")
+    if any(d < 0 for d in dims):
+        raise ValueError(f"launch dim must not be negative, got {dims}")
+    return dims
+
+
+def bounds_bytes(dims: tuple) -> bytes:
+    size = 1
+    for d in dims:
+        size *= d
+    shape = list(dims) + [1] * (4 - len(dims))
+    return _BOUNDS.pack(*shape, len(dims), 0, size), size
+
+
+def _arg_type(kernel: Kernel, name: str, value):
+    """The concrete kernel type of a Python argument (for generic kernels)."""
+    if isinstance(value, array):
+        return T.ArrayType(value.dtype, value.ndim)
+    if isinstance(value, T.value_base):
+        return type(value)
+    if isinstance(value, (bool, np.bool_)):
+        return T.bool
+    if isinstance(value, np.generic):
+        return T.scalar_from_numpy(value.dtype)
+    if isinstance(value, int):
+        return T.int32
+    if isinstance(value, float):
+        return T.float32
+    if T.is_struct(type(value)):
+        return type(value)
+    raise TypeError(f"kernel '{kernel.key}' argument '{name}': unsupported type {type(value).__name__}")
+
+
+def _check_and_pack(kernel, spec, args, device) -> tuple[bytes, bool]:
+    offsets, size = spec.layout
+    buf = bytearray(size)
+    contiguous = True
+    for name, t, off, v in zip(kernel.param_names, spec.types, offsets, args):
+        if isinstance(t, T.ArrayType):
+            if v is None:
+                b = bytes(T.ARRAY_DESCRIPTOR_SIZE)
+            elif not isinstance(v, array) or v.is_type:
+                raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, "
+                                f"got {type(v).__name__}")
+            elif v.dtype is not t.dtype or v.ndim != t.ndim:
+                raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, got "
+                                f"array(dtype={T.type_name(v.dtype)}, ndim={v.ndim})")
+            elif v.device != device:
+                raise ValueError(f"kernel '{kernel.key}' argument '{name}': array is on {v.device.alias}, "
+                                 f"launch is on {device.alias}")
+            else:
+                b = v._descriptor()
+                if contiguous and not v.is_contiguous:
+                    contiguous = False
+        elif T.is_scalar(t):
+            b = _pack_scalar(kernel, name, t, v)
+        elif T.is_value(t):
+            if isinstance(v, T.value_base) and type(v) is not t and v.size != t._length:
+                raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, "
+                                f"got {type(v).__name__}")
+            try:
+                b = T.pack_value(t, v)
+            except (TypeError, ValueError) as e:
+                raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}: {e}") from None
+        elif T.is_struct(t):
+            if not isinstance(v, t):
+                raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected struct {t.__name__}, "
+                                f"got {type(v).__name__}")
+            for fname, a in t._simkit_struct.arrays(v):
+                if a.device != device:
+                    raise ValueError(f"kernel '{kernel.key}' argument '{name}.{fname}': array is on "
+                                     f"{a.device.alias}, launch is on {device.alias}")
+                if not a.is_contiguous:
+                    contiguous = False
+            b = T.pack_value(t, v)
+        else:  # pragma: no cover
+            raise TypeError(f"kernel '{kernel.key}' argument '{name}': unsupported parameter type")
+        buf[off:off + len(b)] = b
+    return bytes(buf), contiguous
+
+
+def _pack_scalar(kernel, name, t, v) -> bytes:
+    if isinstance(v, array) or isinstance(v, (list, tuple, np.ndarray)) and not isinstance(v, np.generic):
+        raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, "
+                        f"got {type(v).__name__}")
+    if T.is_int(t) and isinstance(v, (float, np.floating)):
+        raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, got a float ({v!r})")
+    try:
+        return T.pack_value(t, v)
+    except (TypeError, ValueError, OverflowError) as e:
+        raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}: {e}") from None
+
+
+def _infer_device(args):
+    for a in args:
+        if isinstance(a, array) and not a.is_type:
+            return a.device
+    return get_device(None)
+
+
+def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None, device=None,
+           stream=None, adjoint: bool = False, record_tape: bool = True, block_dim: int = 256,
+           max_blocks: int = 0):
+    """Run ``kernel`` once per index of ``dim`` (an int or a tuple of up to 4 ints)."""
+    if not isinstance(kernel, Kernel):
+        raise TypeError(f"launch() needs a @kernel, got {type(kernel).__name__}")
+    args = list(inputs) + list(outputs)
+    if len(args) != len(kernel.param_names):
+        raise TypeError(f"kernel '{kernel.key}' takes {len(kernel.param_names)} arguments "
+                        f"({', '.join(kernel.param_names)}), got {len(args)}")
+    dims = _dims(dim)
+    device = get_device(device) if device is not None else _infer_device(args)
+    if kernel.generic:
+        types = tuple(_arg_type(kernel, n, v) if T.is_generic(t) else t
+                      for n, t, v in zip(kernel.param_names, kernel.param_types.values(), args))
+        spec = kernel.spec_for(types)
+    else:
+        spec = kernel.specs[None]
+    packed, contiguous = _check_and_pack(kernel, spec, args, device)
+    kind = "cpu" if device.is_cpu else device.arch
+    native = spec.native.get(kind)
+    if native is None:
+        kernel.module.load(spec, device)
+        native = spec.native[kind]
+    entry, unit = native
+    bounds, size = bounds_bytes(dims)
+    if adjoint:
+        from .tape import launch_adjoint
+
+        launch_adjoint(kernel, spec, dims, args, adj_inputs, adj_outputs, device)
+        return
+    if size:
+        if device.is_cpu:
+            threads = config.cpu_threads or _ncpu
+            entry(packed, bounds, threads if size >= config.cpu_parallel_min else 1, 1 if contiguous else 0)
+            err = unit.library.error()
+        else:
+            err = unit.launch(entry, packed, bounds, size, block_dim, stream)
+        if err is not None:
+            raise_kernel_error(kernel, err)
+    for o in outputs:
+        if isinstance(o, array):
+            o._version += 1
+    if record_tape:
+        from .tape import _record_launch
+
+        _record_launch(kernel, spec, dims, inputs, outputs, device)
+
+
+def raise_kernel_error(kernel, err):
+    code, line, a, b, c = err
+    msg = ERRORS.get(code, "error code {code}").format(a=a, b=b, c=c, code=code)
+    src = kernel.source()
+    where = f"{src.filename}:{line}" if line else src.filename
+    text = src.text_of_line(line).strip() if line else ""
+    full = f"{where}: {msg} in kernel '{kernel.key}'" + (f"\n    {text}" if text else "")
+    if code == 1 or code == 3:
+        raise IndexError(full)
+    raise RuntimeError(full)

@@ -1,0 +1,27 @@
+"""Shared fixtures: every test that takes `device` runs on each available device.
+
+Every module compiled by the test suite is also compiled for the GPU with NVRTC
+(sm_80 and sm_90) when NVRTC is installed, so CUDA code generation is checked
+on machines without a GPU.
+"""
+import os
+
+import pytest
+
+import simkit as sk
+from simkit.kernels.backends.cuda import nvrtc
+
+if os.environ.get("SIMKIT_VERIFY_CUDA", "1") != "0" and nvrtc.is_available():
+    sk.config.verify_cuda = True
+
+DEVICES = [d.alias for d in sk.get_devices()]
+
+
+@pytest.fixture(params=DEVICES)
+def device(request):
+    return request.param
+
+
+def pytest_report_header(config):
+    return (f"simkit {sk.__version__}: devices {DEVICES}, NVRTC verify: {sk.config.verify_cuda}, "
+            f"cache: {sk.config.cache_dir or '~/.cache/simkit'}")
