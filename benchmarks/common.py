@@ -1,0 +1,229 @@
+"""Shared helpers for simkit benchmarks: timing, machine description, tables, native C builds.
+
+Used by ``benchmarks/cpu_core.py``; later benchmarks import it the same way::
+
+    import os, sys
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import common
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+NATIVE_DIR = os.path.join(HERE, "native")
+
+
+# ---------------------------------------------------------------------------
+# Timing
+
+
+class Timing:
+    """Per-call wall times of one measured function (seconds)."""
+
+    def __init__(self, samples: list):
+        self.samples = sorted(samples)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    @property
+    def min(self) -> float:
+        return self.samples[0]
+
+    @property
+    def n(self) -> int:
+        return len(self.samples)
+
+    def __repr__(self):
+        return f"Timing(median={fmt_time(self.median)}, min={fmt_time(self.min)}, n={self.n})"
+
+
+def bench(fn, *, repeat: int, warmup: int = 1, min_time: float = 0.0, max_time: float = float("inf"),
+          inner: int = 1) -> Timing:
+    """Call ``fn`` ``warmup`` times, then time ``repeat`` samples (more while under ``min_time`` s total,
+    stop early past ``max_time`` s, at least 1). Each sample runs ``fn`` ``inner`` times and records the
+    mean per call (use ``inner`` > 1 for calls in the microsecond range)."""
+    for _ in range(warmup):
+        fn()
+    samples = []
+    clock = time.perf_counter
+    start = clock()
+    while True:
+        t0 = clock()
+        for _ in range(inner):
+            fn()
+        samples.append((clock() - t0) / inner)
+        elapsed = clock() - start
+        if len(samples) >= repeat and elapsed >= min_time:
+            break
+        if elapsed >= max_time:
+            break
+    return Timing(samples)
+
+
+def fmt_time(s: float | None) -> str:
+    if s is None:
+        return "n/a"
+    if s >= 1.0:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.2f} us"
+
+
+def progress(msg: str):
+    """One progress line on stderr (keeps stdout for the results)."""
+    print(f"  .. {msg}", file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------------------
+# Machine description
+
+
+def cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith(("model name", "Model", "cpu model")):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def core_count() -> int:
+    """CPUs available to this process (affinity-aware)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def compiler_version(cc: str = "gcc") -> str:
+    path = shutil.which(cc)
+    if not path:
+        return f"{cc}: not found"
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+        return out.splitlines()[0] if out else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def package_version(name: str) -> str:
+    try:
+        from importlib.metadata import version
+
+        return version(name)
+    except Exception:
+        return "not installed"
+
+
+def machine_info(threads: int) -> list:
+    """(key, value) rows describing the machine and the software under test."""
+    import numpy as np
+
+    try:
+        import simkit
+
+        sk_version = simkit.__version__
+    except Exception as e:  # pragma: no cover
+        sk_version = f"import failed: {e}"
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+        mem = f"{kb / 2**20:.1f} GiB"
+    except (OSError, ValueError, IndexError):
+        pass
+    return [
+        ("CPU", cpu_model()),
+        ("cores available", str(core_count())),
+        ("threads used", str(threads)),
+        ("memory", mem or "unknown"),
+        ("OS", f"{platform.system()} {platform.release()} ({platform.machine()})"),
+        ("C compiler", compiler_version("gcc")),
+        ("Python", platform.python_version()),
+        ("numpy", np.__version__),
+        ("simkit", sk_version),
+        ("warp-lang", package_version("warp-lang")),
+    ]
+
+
+# ---------------------------------------------------------------------------
+# Tables
+
+
+class Table:
+    """A titled table printed as aligned text and rendered as markdown."""
+
+    def __init__(self, title: str, columns: list, note: str = ""):
+        self.title = title
+        self.columns = columns
+        self.rows: list = []
+        self.note = note
+
+    def add(self, *cells):
+        self.rows.append([str(c) for c in cells])
+
+    def text(self) -> str:
+        widths = [max(len(self.columns[i]), *(len(r[i]) for r in self.rows)) if self.rows else len(self.columns[i])
+                  for i in range(len(self.columns))]
+        sep = "  "
+        lines = [self.title, "-" * len(self.title),
+                 sep.join(c.ljust(w) for c, w in zip(self.columns, widths)),
+                 sep.join("-" * w for w in widths)]
+        lines += [sep.join(c.ljust(w) for c, w in zip(r, widths)) for r in self.rows]
+        if self.note:
+            lines.append(self.note)
+        return "\n".join(lines)
+
+    def markdown(self, level: int = 4) -> str:
+        lines = [f"{'#' * level} {self.title}", "",
+                 "| " + " | ".join(self.columns) + " |",
+                 "|" + "|".join("---" for _ in self.columns) + "|"]
+        lines += ["| " + " | ".join(r) + " |" for r in self.rows]
+        if self.note:
+            lines += ["", self.note]
+        return "\n".join(lines)
+
+
+def kv_markdown(rows: list) -> str:
+    return "\n".join(f"- **{k}**: {v}" for k, v in rows)
+
+
+def kv_text(rows: list) -> str:
+    w = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(w)} : {v}" for k, v in rows)
+
+
+# ---------------------------------------------------------------------------
+# Native C reference code
+
+C_FLAGS = ["-O3", "-march=native", "-fopenmp", "-fno-math-errno", "-shared", "-fPIC"]
+
+
+def build_c(source_name: str, out_dir: str, cc: str = "gcc", extra_flags: tuple = ()) -> ctypes.CDLL:
+    """Compile ``benchmarks/native/<source_name>`` into a shared library in ``out_dir`` and load it."""
+    src = os.path.join(NATIVE_DIR, source_name)
+    lib = os.path.join(out_dir, os.path.splitext(source_name)[0] + ".so")
+    compiler = shutil.which(cc)
+    if compiler is None:
+        raise RuntimeError(f"C compiler {cc!r} not found")
+    cmd = [compiler, *C_FLAGS, *extra_flags, "-o", lib, src, "-lm"]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"building {src} failed:\n{' '.join(cmd)}\n{proc.stderr}")
+    return ctypes.CDLL(lib)
+
+
+def c_flags_text() -> str:
+    return "gcc " + " ".join(f for f in C_FLAGS if f not in ("-shared", "-fPIC"))

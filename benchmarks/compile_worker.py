@@ -1,0 +1,129 @@
+"""Compile-time measurements, run in a fresh Python process per measurement.
+
+    python benchmarks/compile_worker.py {simkit|warp} MODULE_DIR MODULE_NAME CACHE_DIR
+
+Imports the generated module ``MODULE_NAME`` from ``MODULE_DIR`` (the kernel cache
+at ``CACHE_DIR``), launches its first kernel once on the CPU (this compiles, or
+loads from the cache, all kernels of the module) and prints one JSON line:
+``{"import_lib_s", "import_module_s", "first_launch_s", "check"}``.
+
+``write_module`` generates the 7-kernel module; the same source runs under
+simkit and warp (``K`` is the imported framework).
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+import time
+
+NUM_KERNELS = 7
+
+MODULE_TEMPLATE = '''"""Generated compile benchmark module (token {token})."""
+import {framework} as K
+
+TOKEN = K.constant({token_float})
+
+
+@K.kernel
+def k0_scale_{token}(a: float, x: K.array(dtype=float), y: K.array(dtype=float)):
+    i = K.tid()
+    y[i] = a * x[i] + y[i] + TOKEN
+
+
+@K.kernel
+def k1_length_{token}(v: K.array(dtype=K.vec3), out: K.array(dtype=float)):
+    i = K.tid()
+    out[i] = K.length(v[i]) + TOKEN
+
+
+@K.kernel
+def k2_clamp_{token}(x: K.array(dtype=float), lo: float, hi: float):
+    i = K.tid()
+    x[i] = K.clamp(x[i], lo, hi)
+
+
+@K.kernel
+def k3_normalize_{token}(v: K.array(dtype=K.vec3), out: K.array(dtype=K.vec3)):
+    i = K.tid()
+    n = K.normalize(v[i])
+    out[i] = K.cross(n, K.vec3(0.0, 0.0, 1.0)) * K.dot(n, v[i])
+
+
+@K.kernel
+def k4_loop_{token}(x: K.array(dtype=float), n: int, out: K.array(dtype=float)):
+    i = K.tid()
+    s = float(0.0)
+    for j in range(n):
+        s += K.sin(x[i] + float(j)) * TOKEN
+    out[i] = s
+
+
+@K.kernel
+def k5_matvec_{token}(m: K.array(dtype=K.mat33), v: K.array(dtype=K.vec3), out: K.array(dtype=K.vec3)):
+    i = K.tid()
+    out[i] = K.transpose(m[i]) * v[i] + v[i]
+
+
+@K.kernel
+def k6_branch_{token}(x: K.array(dtype=float), out: K.array(dtype=float)):
+    i = K.tid()
+    v = x[i]
+    if v > TOKEN:
+        out[i] = K.sqrt(v) * 2.0
+    else:
+        out[i] = K.abs(v) + K.max(v, 1.0)
+'''
+
+
+def write_module(directory: str, framework: str, token: str) -> str:
+    """Write ``<directory>/<name>.py`` for ``framework`` ("simkit" or "warp"); returns the module name."""
+    name = f"bench_compile_{framework}_{token}"
+    # a distinct constant per token: the generated C++ differs, so no cache can ever serve it
+    token_float = f"0.{int(token, 16) % 10**8 + 1:08d}"
+    with open(os.path.join(directory, name + ".py"), "w") as f:
+        f.write(MODULE_TEMPLATE.format(framework=framework, token=token, token_float=token_float))
+    return name
+
+
+def _first_launch(K, mod, framework: str, token: str):
+    x = K.zeros(16, dtype=float, device="cpu")
+    y = K.zeros(16, dtype=float, device="cpu")
+    kernel = getattr(mod, f"k0_scale_{token}")
+    t0 = time.perf_counter()
+    K.launch(kernel, dim=16, inputs=[1.0, x, y], device="cpu")
+    t1 = time.perf_counter()
+    return t1 - t0, float(y.numpy()[0])
+
+
+def main(argv):
+    framework, mod_dir, mod_name, cache_dir = argv
+    token = mod_name.rsplit("_", 1)[1]
+    t0 = time.perf_counter()
+    if framework == "simkit":
+        import simkit as K
+
+        K.config.cache_dir = cache_dir
+    elif framework == "warp":
+        import warp as K
+
+        K.config.kernel_cache_dir = cache_dir
+        K.config.quiet = True
+        K.init()
+    else:
+        raise SystemExit(f"unknown framework {framework!r}")
+    t1 = time.perf_counter()
+    sys.path.insert(0, mod_dir)
+    mod = importlib.import_module(mod_name)
+    t2 = time.perf_counter()
+    if framework == "warp":
+        # Warp compiles the whole module on its first launch too; make sure all 7 kernels are in it
+        assert sum(1 for v in vars(mod).values() if isinstance(v, K.context.Kernel)) == NUM_KERNELS
+    first, check = _first_launch(K, mod, framework, token)
+    print(json.dumps({"import_lib_s": t1 - t0, "import_module_s": t2 - t1, "first_launch_s": first,
+                      "check": check}))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,1 @@
+"""Runnable example scenes (`simkit run <scene>`)."""

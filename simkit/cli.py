@@ -1,0 +1,141 @@
+"""The ``simkit`` command.
+
+    simkit info            versions, devices, compiler, cache location
+    simkit cache clear     delete compiled kernels from the cache
+    simkit cache size      show the cache size
+    simkit run SCENE --steps N --usd out.usda [--device cpu|cuda]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+
+
+def _cache_dir() -> str:
+    from .kernels.backends.cpu import cache_root
+
+    return cache_root()
+
+
+def cmd_info(args) -> int:
+    import numpy as np
+
+    import simkit as sk
+    from .kernels.backends import cpu
+    from .kernels.backends.cuda import nvrtc
+
+    print(f"simkit {sk.__version__} (python {sys.version.split()[0]}, numpy {np.__version__})")
+    try:
+        print(f"C++ compiler: {cpu.find_compiler()} ({cpu.identity().split('|')[0]})")
+    except sk.CompilerNotFoundError as e:
+        print(f"C++ compiler: none ({e})")
+    print(f"NVRTC: {nvrtc.version() if nvrtc.is_available() else 'not installed (pip install simkit[cuda])'}")
+    for d in sk.get_devices():
+        extra = f" {d.name} {d.arch}" if d.is_cuda else f" ({os.cpu_count()} cores)"
+        print(f"device: {d.alias}{extra}")
+    print(f"cache: {_cache_dir()}")
+    return 0
+
+
+def _size(path: str) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for f in files:
+            try:
+                total += os.path.getsize(os.path.join(root, f))
+            except OSError:
+                pass
+    return total
+
+
+def cmd_cache(args) -> int:
+    d = _cache_dir()
+    if args.action == "clear":
+        n = _size(d)
+        for entry in os.listdir(d):
+            p = os.path.join(d, entry)
+            shutil.rmtree(p, ignore_errors=True) if os.path.isdir(p) else os.unlink(p)
+        print(f"cleared {d} ({n / 1e6:.1f} MB)")
+    else:
+        print(f"{d}: {_size(d) / 1e6:.1f} MB")
+    return 0
+
+
+def scene_dirs() -> list:
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return [os.path.join(os.getcwd(), "scenes"), os.path.join(here, "scenes")]
+
+
+def load_scene(name: str):
+    """A scene module by name (scenes/<name>.py) or by path."""
+    import importlib.util
+
+    candidates = [name] if name.endswith(".py") else [os.path.join(d, name + ".py") for d in scene_dirs()]
+    for path in candidates:
+        if os.path.isfile(path):
+            spec = importlib.util.spec_from_file_location(f"simkit_scene_{os.path.basename(path)[:-3]}", path)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = mod
+            spec.loader.exec_module(mod)
+            return mod
+    known = sorted({f[:-3] for d in scene_dirs() if os.path.isdir(d) for f in os.listdir(d)
+                    if f.endswith(".py") and not f.startswith("_")})
+    raise SystemExit(f"simkit: unknown scene '{name}'; available: {', '.join(known) or 'none'}")
+
+
+class ProgressBar:
+    """A one-line text progress bar on stderr."""
+
+    def __init__(self, label: str, width: int = 30):
+        self.label, self.width = label, width
+
+    def __call__(self, done: int, total: int):
+        filled = int(self.width * done / max(total, 1))
+        end = "\n" if done >= total else ""
+        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}{end}")
+        sys.stderr.flush()
+
+
+def cmd_run(args) -> int:
+    scene = load_scene(args.scene)
+    if args.usd:
+        d = os.path.dirname(os.path.abspath(args.usd))
+        if not os.path.isdir(d) or not os.access(d, os.W_OK):
+            raise SystemExit(f"simkit: cannot write '{args.usd}': directory '{d}' is missing or not writable")
+    import simkit as sk
+
+    try:
+        sk.get_device(args.device)
+    except (RuntimeError, ValueError) as e:
+        raise SystemExit(f"simkit: {e}") from None
+    scene.run(steps=args.steps, usd=args.usd, device=args.device, progress=ProgressBar(args.scene))
+    if args.usd:
+        print(f"wrote {args.usd}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="simkit", description="simkit: differentiable physics simulation")
+    sub = p.add_subparsers(dest="command", required=True)
+    sub.add_parser("info", help="versions, devices, compiler, cache").set_defaults(fn=cmd_info)
+    c = sub.add_parser("cache", help="manage the kernel cache")
+    c.add_argument("action", choices=["clear", "size"])
+    c.set_defaults(fn=cmd_cache)
+    r = sub.add_parser("run", help="simulate a scene and export it to USD")
+    r.add_argument("scene", help="scene name (scenes/<name>.py) or path to a scene file")
+    r.add_argument("--steps", type=int, default=240, help="frames to simulate")
+    r.add_argument("--usd", default=None, help="output .usda/.usd file")
+    r.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    r.set_defaults(fn=cmd_run)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.fn(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
