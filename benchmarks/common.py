@@ -70,6 +70,22 @@ def bench(fn, *, repeat: int, warmup: int = 1, min_time: float = 0.0, max_time: 
     return Timing(samples)
 
 
+def bench_interleaved(fns: dict, *, repeat: int, warmup: int = 1) -> dict:
+    """Time several functions round-robin (one call of each per round), so that background load
+    (other processes on a small machine) hits every contender alike. Returns {name: Timing}."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    samples = {k: [] for k in fns}
+    clock = time.perf_counter
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            t0 = clock()
+            fn()
+            samples[k].append(clock() - t0)
+    return {k: Timing(v) for k, v in samples.items()}
+
+
 def fmt_time(s: float | None) -> str:
     if s is None:
         return "n/a"
@@ -144,11 +160,16 @@ def machine_info(threads: int) -> list:
         mem = f"{kb / 2**20:.1f} GiB"
     except (OSError, ValueError, IndexError):
         pass
+    try:
+        load = "%.2f %.2f %.2f" % os.getloadavg()
+    except OSError:
+        load = "unknown"
     return [
         ("CPU", cpu_model()),
         ("cores available", str(core_count())),
         ("threads used", str(threads)),
         ("memory", mem or "unknown"),
+        ("load average at start (1/5/15 min)", load),
         ("OS", f"{platform.system()} {platform.release()} ({platform.machine()})"),
         ("C compiler", compiler_version("gcc")),
         ("Python", platform.python_version()),

@@ -1,11 +1,14 @@
 """Compile-time measurements, run in a fresh Python process per measurement.
 
-    python benchmarks/compile_worker.py {simkit|warp} MODULE_DIR MODULE_NAME CACHE_DIR
+    python benchmarks/compile_worker.py {simkit|warp|warp-nobwd} MODULE_DIR MODULE_NAME CACHE_DIR
 
 Imports the generated module ``MODULE_NAME`` from ``MODULE_DIR`` (the kernel cache
 at ``CACHE_DIR``), launches its first kernel once on the CPU (this compiles, or
 loads from the cache, all kernels of the module) and prints one JSON line:
-``{"import_lib_s", "import_module_s", "first_launch_s", "check"}``.
+``{"import_lib_s", "import_module_s", "first_launch_s", "compiled", "built", "check"}`` (the last line of
+stdout; warp may print its banner before it). ``warp-nobwd`` is warp with
+``config.enable_backward = False`` (no adjoint kernels, like simkit without a tape).
+``built`` is true when the launch wrote new files into the cache (a compile, i.e. a cache miss).
 
 ``write_module`` generates the 7-kernel module; the same source runs under
 simkit and warp (``K`` is the imported framework).
@@ -78,12 +81,13 @@ def k6_branch_{token}(x: K.array(dtype=float), out: K.array(dtype=float)):
 
 
 def write_module(directory: str, framework: str, token: str) -> str:
-    """Write ``<directory>/<name>.py`` for ``framework`` ("simkit" or "warp"); returns the module name."""
-    name = f"bench_compile_{framework}_{token}"
+    """Write ``<directory>/<name>.py`` for ``framework`` ("simkit", "warp" or "warp-nobwd"); returns the
+    module name. ``token`` (hex) makes the module unique: use a fresh one for every cold measurement."""
+    name = f"bench_compile_{framework.replace('-', '_')}_{token}"
     # a distinct constant per token: the generated C++ differs, so no cache can ever serve it
     token_float = f"0.{int(token, 16) % 10**8 + 1:08d}"
     with open(os.path.join(directory, name + ".py"), "w") as f:
-        f.write(MODULE_TEMPLATE.format(framework=framework, token=token, token_float=token_float))
+        f.write(MODULE_TEMPLATE.format(framework=framework.split("-")[0], token=token, token_float=token_float))
     return name
 
 
@@ -97,6 +101,10 @@ def _first_launch(K, mod, framework: str, token: str):
     return t1 - t0, float(y.numpy()[0])
 
 
+def _count_files(root: str) -> int:
+    return sum(len(files) for _, _, files in os.walk(root))
+
+
 def main(argv):
     framework, mod_dir, mod_name, cache_dir = argv
     token = mod_name.rsplit("_", 1)[1]
@@ -105,11 +113,13 @@ def main(argv):
         import simkit as K
 
         K.config.cache_dir = cache_dir
-    elif framework == "warp":
+    elif framework in ("warp", "warp-nobwd"):
         import warp as K
 
         K.config.kernel_cache_dir = cache_dir
         K.config.quiet = True
+        if framework == "warp-nobwd":
+            K.config.enable_backward = False
         K.init()
     else:
         raise SystemExit(f"unknown framework {framework!r}")
@@ -117,12 +127,17 @@ def main(argv):
     sys.path.insert(0, mod_dir)
     mod = importlib.import_module(mod_name)
     t2 = time.perf_counter()
-    if framework == "warp":
-        # Warp compiles the whole module on its first launch too; make sure all 7 kernels are in it
-        assert sum(1 for v in vars(mod).values() if isinstance(v, K.context.Kernel)) == NUM_KERNELS
+    kernels = [v for v in vars(mod).values() if isinstance(v, K.Kernel)]
+    assert len(kernels) == NUM_KERNELS, len(kernels)
+    before = _count_files(cache_dir)
     first, check = _first_launch(K, mod, framework, token)
+    built = _count_files(cache_dir) != before
+    if framework == "simkit":  # every kernel of the module was built by that one launch
+        compiled = sum(1 for k in kernels if all("cpu" in s.native for s in k.specs.values()))
+    else:  # warp builds one library per module: all of its kernels or none
+        compiled = NUM_KERNELS
     print(json.dumps({"import_lib_s": t1 - t0, "import_module_s": t2 - t1, "first_launch_s": first,
-                      "check": check}))
+                      "compiled": compiled, "built": built, "check": check}))
 
 
 if __name__ == "__main__":

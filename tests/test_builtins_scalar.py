@@ -662,3 +662,87 @@ def test_ternary_gradients(device, dt):
     a, b, c = (v[:, 4:].astype(NP[dt]).astype(np.float64) for v in _ternary_inputs("float64"))
     grads, fds = _grad_case(TERNARY_K, [a, b, c], dt, device)
     _assert_grads(TERNARY, grads, fds, dt)
+
+
+# ---------------------------------------------------------------------------
+# Native adjoints (scalar.h) against central differences, straight in C++:
+# independent of the compiler's autodiff, run once per test session.
+
+_NATIVE_HEAD = r"""
+#include "scalar.h"
+#include <cstdio>
+#include <cmath>
+static int fails = 0;
+static void check(const char* what, double got, double want, double tol) {
+    if (!(std::fabs(got - want) <= tol * (1.0 + std::fabs(want)))) {
+        std::printf("%s: adjoint %.9g, central difference %.9g\n", what, got, want);
+        ++fails;
+    }
+}
+int main() {
+    const double h = 1e-6;
+"""
+
+
+def _native_unary(name, x):
+    return f"""    {{  // {name}({x!r})
+        double x = {x!r}, fd = (sk::{name}(x + h) - sk::{name}(x - h)) / (2 * h), a = 0;
+        sk::adj_{name}(x, a, 1.0);
+        check("{name} f64 at {x!r}", a, fd, 1e-6);
+        float af = 0;
+        sk::adj_{name}(float(x), af, 1.0f);
+        check("{name} f32 at {x!r}", af, fd, 1e-3);
+        sk::half ah(0.0f);
+        sk::adj_{name}(sk::half(float(x)), ah, sk::half(1.0f));
+        check("{name} f16 at {x!r}", float(ah), fd, 5e-2);
+    }}
+"""
+
+
+def _native_nary(name, xs):
+    n = len(xs)
+    args = ", ".join(f"x[{k}]" for k in range(n))
+    adj = ", ".join(f"a[{k}]" for k in range(n))
+    return f"""    {{  // {name}{tuple(xs)!r}
+        double x[{n}] = {{{", ".join(repr(v) for v in xs)}}}, a[{n}] = {{0}};
+        sk::adj_{name}({args}, {adj}, 1.0);
+        for (int k = 0; k < {n}; ++k) {{
+            double xp[{n}], xm[{n}];
+            for (int l = 0; l < {n}; ++l) xp[l] = xm[l] = x[l];
+            xp[k] += h;
+            xm[k] -= h;
+            double fd = (sk::{name}({args.replace("x[", "xp[")}) - sk::{name}({args.replace("x[", "xm[")})) / (2 * h);
+            check("{name} f64 input", a[k], fd, 1e-6);
+        }}
+    }}
+"""
+
+
+def test_native_adjoints_match_finite_differences(tmp_path):
+    import os
+    import shutil
+    import subprocess
+
+    cxx = os.environ.get("SIMKIT_CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    r = rng(12)
+    body = []
+    for name, _, (lo, hi), _ in UNARY:
+        for x in r.uniform(lo, hi, 3):
+            body.append(_native_unary(name, float(x)))
+    for name, _, da, db in BINARY:
+        for _ in range(3):
+            body.append(_native_nary(name, [float(r.uniform(*da)), float(r.uniform(*db))]))
+    for j, name in enumerate(TERNARY):
+        a, b, c = _ternary_inputs("float64")
+        for k in range(4, 7):
+            body.append(_native_nary(name, [float(a[j, k]), float(b[j, k]), float(c[j, k])]))
+    src = tmp_path / "adjoints.cpp"
+    src.write_text(_NATIVE_HEAD + "".join(body) + '    if (fails) return 1;\n    std::printf("OK\\n");\n}\n')
+    native = os.path.join(os.path.dirname(sk.__file__), "kernels", "native")
+    exe = tmp_path / "adjoints"
+    subprocess.run([cxx, "-std=c++17", "-O1", f"-I{native}", str(src), "-o", str(exe)], check=True,
+                   capture_output=True, text=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout

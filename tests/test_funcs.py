@@ -300,3 +300,39 @@ def test_literal_arguments_convert(device):
     out = sk.zeros(2, device=device)
     sk.launch(k_literal_args, dim=1, inputs=[out], device=device)
     np.testing.assert_allclose(out.numpy(), [6.0, 2.0])
+
+
+@sk.func
+def with_default(x: float, y: float = 2.0, n: int = 3):
+    return x * y + float(n)
+
+
+@sk.kernel
+def k_defaults_kwargs(out: sk.array(dtype=float)):
+    out[0] = with_default(1.0)
+    out[1] = with_default(1.0, 4.0)
+    out[2] = with_default(1.0, n=10)
+    out[3] = with_default(y=0.5, x=6.0)
+    out[4] = with_default(2.0, 3.0, 4)
+
+
+def test_defaults_and_keyword_arguments(device):
+    out = sk.zeros(5, device=device)
+    sk.launch(k_defaults_kwargs, dim=1, inputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy(), [5.0, 7.0, 12.0, 6.0, 10.0])
+
+
+@sk.kernel
+def k_generic_kernel(a: sk.array(dtype=Any), out: sk.array(dtype=Any), s: Any):
+    i = sk.tid()
+    out[i] = twice(a[i]) * s
+
+
+def test_generic_kernel_specialised_per_launch(device):
+    for dt, npdt, s in ((sk.float32, np.float32, np.float32(1.5)), (sk.int32, np.int32, 3),
+                        (sk.float64, np.float64, np.float64(0.25)), (sk.int64, np.int64, np.int64(-2))):
+        a = sk.array(np.arange(5, dtype=npdt), device=device)
+        out = sk.zeros(5, dtype=dt, device=device)
+        sk.launch(k_generic_kernel, dim=5, inputs=[a, out, s], device=device)
+        assert out.numpy().dtype == npdt
+        np.testing.assert_array_equal(out.numpy(), np.arange(5, dtype=npdt) * 2 * s)

@@ -90,8 +90,8 @@ def curl(seed: int, p: sk.array(dtype=sk.vec3), out3: sk.array(dtype=sk.vec3), o
     i = sk.tid()
     state = sk.rand_init(seed)
     x = p[i]
-    out3[i] = sk.curlnoise(state, x, sk.uint32(2), 2.0, 0.5)
-    out2[i] = sk.curlnoise(state, sk.vec2(x[0], x[1]))
+    out3[i] = sk.curlnoise(state, x, 2, 2.0, 0.5)
+    out2[i] = sk.curlnoise(state, sk.vec2(x[0], x[1]), octaves=2, gain=0.25)
 
 
 @sk.kernel
@@ -274,3 +274,72 @@ def test_random_values_replayed_in_adjoint(device):
         sk.launch(scaled, dim=n, inputs=[13, p], outputs=[y, u], device=device)
     tape.backward(grads={y: sk.array(np.ones(n, np.float32), dtype=float, device=device)})
     np.testing.assert_array_equal(p.grad.numpy(), u.numpy())  # dy/dp = the random number
+
+
+_NATIVE_NOISE = r"""
+#include "rand.h"
+#include <cstdio>
+#include <cmath>
+using namespace sk;
+template <unsigned N> int check(uint32 seed) {
+    int fails = 0;
+    uint32 s = rand_init(17);
+    for (int t = 0; t < 200; ++t) {
+        vec_t<N, float> x, g{};
+        int32 p[4] = {3, 5, 2, 4}, dp = 0;
+        for (unsigned d = 0; d < N; ++d) x[d] = randf(s, -6.0f, 6.0f);
+        uint32 ds = 0;
+        if constexpr (N == 1) adj_noise(seed, x[0], ds, g[0], 1.0f);
+        else adj_noise(seed, x, ds, g, 1.0f);
+        vec_t<N, float> gp{};
+        if constexpr (N == 1) adj_pnoise(seed, x[0], p[0], ds, gp[0], dp, 1.0f);
+        if constexpr (N == 2) adj_pnoise(seed, x, p[0], p[1], ds, gp, dp, dp, 1.0f);
+        if constexpr (N == 3) adj_pnoise(seed, x, p[0], p[1], p[2], ds, gp, dp, dp, dp, 1.0f);
+        if constexpr (N == 4) adj_pnoise(seed, x, p[0], p[1], p[2], p[3], ds, gp, dp, dp, dp, dp, 1.0f);
+        for (unsigned d = 0; d < N; ++d) {
+            const float h = 1e-2f;
+            vec_t<N, float> xp = x, xm = x;
+            xp[d] += h;
+            xm[d] -= h;
+            float fd, fdp;
+            if constexpr (N == 1) {
+                fd = (noise(seed, xp[0]) - noise(seed, xm[0])) / (2 * h);
+                fdp = (pnoise(seed, xp[0], p[0]) - pnoise(seed, xm[0], p[0])) / (2 * h);
+            } else if constexpr (N == 2) {
+                fd = (noise(seed, xp) - noise(seed, xm)) / (2 * h);
+                fdp = (pnoise(seed, xp, p[0], p[1]) - pnoise(seed, xm, p[0], p[1])) / (2 * h);
+            } else if constexpr (N == 3) {
+                fd = (noise(seed, xp) - noise(seed, xm)) / (2 * h);
+                fdp = (pnoise(seed, xp, p[0], p[1], p[2]) - pnoise(seed, xm, p[0], p[1], p[2])) / (2 * h);
+            } else {
+                fd = (noise(seed, xp) - noise(seed, xm)) / (2 * h);
+                fdp = (pnoise(seed, xp, p[0], p[1], p[2], p[3]) - pnoise(seed, xm, p[0], p[1], p[2], p[3])) / (2 * h);
+            }
+            if (std::fabs(g[d] - fd) > 1e-2f * (1 + std::fabs(fd)) || std::fabs(gp[d] - fdp) > 1e-2f * (1 + std::fabs(fdp))) {
+                std::printf("noise %uD axis %u: adjoint %g / %g, central difference %g / %g\n", N, d, g[d], gp[d], fd, fdp);
+                ++fails;
+            }
+        }
+    }
+    return fails;
+}
+int main() { return check<1>(5u) + check<2>(5u) + check<3>(5u) + check<4>(5u) ? 1 : 0; }
+"""
+
+
+def test_native_noise_adjoints(tmp_path):
+    """adj_noise / adj_pnoise (rand.h) against central differences, straight in C++."""
+    import os
+    import shutil
+    import subprocess
+
+    cxx = os.environ.get("SIMKIT_CXX") or shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no C++ compiler")
+    src, exe = tmp_path / "noise.cpp", tmp_path / "noise"
+    src.write_text(_NATIVE_NOISE)
+    native = os.path.join(os.path.dirname(sk.__file__), "kernels", "native")
+    subprocess.run([cxx, "-std=c++17", "-O1", f"-I{native}", str(src), "-o", str(exe)], check=True,
+                   capture_output=True, text=True)
+    run = subprocess.run([str(exe)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout

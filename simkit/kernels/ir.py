@@ -100,6 +100,7 @@ class For(Stmt):
     step: Var = None
     body: list = field(default_factory=list)
     carried: list = field(default_factory=list)
+    stop: list = field(default_factory=list)  # bool flags (break/return lowered): the loop ends when one is set
 
 
 @dataclass

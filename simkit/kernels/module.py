@@ -96,9 +96,13 @@ class Module:
     def pending(self, kind: str):
         return [s for k in self.kernels for s in k.specs.values() if kind not in s.native]
 
-    def load(self, spec, device) -> None:
-        """Compile (or fetch from cache) the unit holding ``spec`` for ``device``."""
-        kind = "cpu" if device.is_cpu else device.arch
+    def load(self, spec, device, adjoint: bool = False) -> None:
+        """Compile (or fetch from cache) the unit holding ``spec`` for ``device``.
+
+        Forward and adjoint code live in separate units: the adjoint unit is built on
+        the first backward pass, so forward-only users never pay for it.
+        """
+        kind = ("cpu" if device.is_cpu else device.arch) + (":bwd" if adjoint else "")
         if kind in spec.native:
             return
         options = compile_options()
@@ -115,32 +119,37 @@ class Module:
             spec.build_ir(options)
             specs.append(spec)
         try:
-            self._build(specs, device, kind, options)
+            self._build(specs, device, kind, options, adjoint)
         except NativeCompileError:
             if len(specs) == 1:
                 raise
-            self._build([spec], device, kind, options)  # isolate: maybe another kernel breaks the unit
+            self._build([spec], device, kind, options, adjoint)  # isolate: another kernel may break the unit
 
-    def _build(self, specs, device, kind, options):
+    def _build(self, specs, device, kind, options, adjoint):
         funcs, structs = collect(specs)
-        source = codegen.gen_module(self.name, [s.ir for s in specs], funcs, structs, options, __version__)
+        kernels = [s.ir for s in specs]
+        source = codegen.gen_module(self.name, kernels, funcs, structs, options, __version__, adjoint=adjoint)
+        which = "bwd" if adjoint else "fwd"
+        name = self.name + (".adj" if adjoint else "")
         if device.is_cpu:
             from .backends import cpu
 
             key = hashlib.sha256("\0".join([source, repr(sorted(options.items())), __version__,
                                             generator_hash(), cpu.identity()]).encode()).hexdigest()
-            lib = cpu.load_or_build(source, key, _unit_name(self.name))
+            lib = cpu.load_or_build(source, key, _unit_name(name))
             unit = Unit(key, lib, specs, kind)
             for s in specs:
-                s.native[kind] = (lib.entry(f"{s.cname}_cpu_fwd"), unit)
-            if config.verify_cuda:
+                s.native[kind] = (lib.entry(f"{s.cname}_cpu_{which}"), unit)
+            if config.verify_cuda and not adjoint:
                 verify_cuda(source, self.name)
+                verify_cuda(codegen.gen_module(self.name, kernels, funcs, structs, options, __version__,
+                                               adjoint=True), self.name + ".adj")
         else:
             from .backends.cuda import module as cuda_module
 
-            unit = cuda_module.load_unit(source, self.name, device, specs, options)
+            unit = cuda_module.load_unit(source, name, device, specs, options)
             for s in specs:
-                s.native[kind] = (unit.entry(s.cname, "fwd"), unit)
+                s.native[kind] = (unit.entry(s.cname, which), unit)
         return unit
 
 

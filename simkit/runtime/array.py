@@ -247,6 +247,14 @@ class array:
             d = self._desc = _DESC.pack(self.ptr, gptr, *shape, *strides, self.ndim, 0)
         return d
 
+    def _descriptor_with_grad(self, grad) -> bytes:
+        """Descriptor whose gradient pointer is ``grad``'s data (explicit adjoint launches)."""
+        if grad.shape != self.shape or grad.strides != self.strides:
+            raise ValueError("an adjoint array must have the shape and strides of its primal array")
+        shape = list(self.shape) + [0] * (4 - self.ndim)
+        strides = list(self.strides) + [0] * (4 - self.ndim)
+        return _DESC.pack(self.ptr, grad.ptr, *shape, *strides, self.ndim, 0)
+
     # ------------------------------------------------------------------ numpy interop
 
     def numpy(self) -> np.ndarray:

@@ -17,6 +17,7 @@ import numpy as np
 from .. import config
 from ..kernels import types as T
 from ..kernels.decorators import Kernel
+from . import tape
 from .array import array
 from .device import get_device
 
@@ -74,11 +75,11 @@ def _arg_type(kernel: Kernel, name: str, value):
     raise TypeError(f"kernel '{kernel.key}' argument '{name}': unsupported type {type(value).__name__}")
 
 
-def _check_and_pack(kernel, spec, args, device) -> tuple[bytes, bool]:
+def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
     offsets, size = spec.layout
     buf = bytearray(size)
     contiguous = True
-    for name, t, off, v in zip(kernel.param_names, spec.types, offsets, args):
+    for k, (name, t, off, v) in enumerate(zip(kernel.param_names, spec.types, offsets, args)):
         if isinstance(t, T.ArrayType):
             if v is None:
                 b = bytes(T.ARRAY_DESCRIPTOR_SIZE)
@@ -93,6 +94,8 @@ def _check_and_pack(kernel, spec, args, device) -> tuple[bytes, bool]:
                                  f"launch is on {device.alias}")
             else:
                 b = v._descriptor()
+                if adj is not None and adj[k] is not None:  # explicit adjoint array (adjoint=True launches)
+                    b = v._descriptor_with_grad(adj[k])
                 if contiguous and not v.is_contiguous:
                     contiguous = False
         elif T.is_scalar(t):
@@ -168,26 +171,55 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     entry, unit = native
     bounds, size = bounds_bytes(dims)
     if adjoint:
-        from .tape import launch_adjoint
-
-        launch_adjoint(kernel, spec, dims, args, adj_inputs, adj_outputs, device)
+        adj = None
+        if adj_inputs is not None or adj_outputs is not None:
+            adj = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
+            packed, contiguous = _check_and_pack(kernel, spec, args, device, adj)
+        _run(kernel, spec, device, packed, contiguous, dims, block_dim, stream, adjoint=True)
         return
     if size:
-        if device.is_cpu:
-            threads = config.cpu_threads or _ncpu
-            entry(packed, bounds, threads if size >= config.cpu_parallel_min else 1, 1 if contiguous else 0)
-            err = unit.library.error()
-        else:
-            err = unit.launch(entry, packed, bounds, size, block_dim, stream)
-        if err is not None:
-            raise_kernel_error(kernel, err)
-    for o in outputs:
-        if isinstance(o, array):
-            o._version += 1
+        _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream)
+    tape.bump_written(spec, kernel, args)
     if record_tape:
-        from .tape import _record_launch
+        tape._record_launch(kernel, spec, dims, inputs, outputs, device)
 
-        _record_launch(kernel, spec, dims, inputs, outputs, device)
+
+def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream):
+    if device.is_cpu:
+        threads = config.cpu_threads or _ncpu
+        entry(packed, bounds, threads if size >= config.cpu_parallel_min else 1, 1 if contiguous else 0)
+        err = unit.library.error()
+    else:
+        err = unit.launch(entry, packed, bounds, size, block_dim, stream)
+    if err is not None:
+        raise_kernel_error(kernel, err)
+
+
+def _run(kernel, spec, device, packed, contiguous, dims, block_dim, stream, adjoint):
+    kind = ("cpu" if device.is_cpu else device.arch) + (":bwd" if adjoint else "")
+    native = spec.native.get(kind)
+    if native is None:
+        kernel.module.load(spec, device, adjoint=adjoint)
+        native = spec.native[kind]
+    bounds, size = bounds_bytes(dims)
+    if size:
+        _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream)
+
+
+def _needs_grad(v) -> bool:
+    if isinstance(v, array):
+        return v.requires_grad
+    if T.is_struct(type(v)):
+        return any(a.requires_grad for _, a in type(v)._simkit_struct.arrays(v))
+    return False
+
+
+def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stream=None):
+    """Run the adjoint of a recorded launch: accumulates into the .grad of the arrays it read."""
+    if not any(_needs_grad(a) for a in args):
+        return  # no array carries a gradient: nothing to propagate
+    packed, contiguous = _check_and_pack(kernel, spec, args, device)
+    _run(kernel, spec, device, packed, contiguous, dims, block_dim, stream, adjoint=True)
 
 
 def raise_kernel_error(kernel, err):

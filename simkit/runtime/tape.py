@@ -1,7 +1,196 @@
-"""Tape: records launches so gradients can be propagated backward (see simkit.autodiff)."""
+"""``Tape``: record launches, copies and callbacks; run their adjoints backward.
+
+Example::
+
+    x = sk.array(np.ones(4), dtype=float, requires_grad=True)
+    y = sk.zeros(1, requires_grad=True)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(sum_squares, dim=4, inputs=[x], outputs=[y])
+    tape.backward(loss=y)          # x.grad == 2 * x
+
+Gradients are never silently wrong: an array that a recorded launch read and
+that was overwritten afterwards (by a later launch, a copy, ``fill_`` or
+``assign``) makes ``backward()`` raise, naming the array and the launch; a
+kernel that reads and overwrites the same array is refused when recorded.
+"""
 from __future__ import annotations
 
+import numpy as np
+
+from ..kernels import analysis
+
 _active: list = []
+
+
+class TapeError(RuntimeError):
+    """A recorded computation cannot be differentiated correctly."""
+
+
+def _where(kernel) -> str:
+    src = kernel.source()
+    return f"{src.filename}:{src.first_line}"
+
+
+class _Launch:
+    def __init__(self, kernel, spec, dims, args, device):
+        self.kernel, self.spec, self.dims, self.args, self.device = kernel, spec, dims, args, device
+        by_name = dict(zip(kernel.param_names, args))
+        access = spec_access(spec)
+        self.reads = []
+        for path in access.reads:
+            a = analysis.resolve(path, by_name)
+            if a is not None:
+                self.reads.append((".".join(path), a, a._version))
+
+    def check(self):
+        for name, a, version in self.reads:
+            if a._version != version:
+                raise TapeError(
+                    f"array '{name}' read by kernel '{self.kernel.key}' ({_where(self.kernel)}) was overwritten "
+                    f"after that launch was recorded (version {version} -> {a._version}, by a later launch, copy, "
+                    f"fill_ or assign); its gradient would be wrong. Give each step its own output arrays, or "
+                    f"clone the array before overwriting it.")
+
+    def backward(self):
+        self.check()
+        from .launch import launch_backward
+
+        launch_backward(self.kernel, self.spec, self.dims, self.args, self.device)
+
+    def arrays(self):
+        from .array import array
+
+        return [a for a in self.args if isinstance(a, array)]
+
+
+class _Copy:
+    def __init__(self, dest, src):
+        self.dest, self.src = dest, src
+        self.src_version = src._version
+
+    def check(self):
+        if self.src._version != self.src_version:
+            raise TapeError("the source of a recorded copy was overwritten before backward()")
+
+    def backward(self):
+        self.check()
+        if self.src.requires_grad and self.dest.requires_grad:
+            from .array import array
+
+            g = self.dest.grad.numpy() if self.dest.device.is_cpu else self.dest.grad.numpy()
+            s = self.src.grad
+            if s.device.is_cpu:
+                s.numpy()[...] += g.reshape(s.numpy().shape)
+            else:  # pragma: no cover - GPU path
+                tmp = s.numpy() + g.reshape(s.shape + s.numpy().shape[len(s.shape):])
+                s.assign(array(tmp, dtype=s.dtype, device="cpu"))
+
+    def arrays(self):
+        return [self.dest, self.src]
+
+
+class _Func:
+    def __init__(self, fn, arrays):
+        self.fn, self._arrays = fn, list(arrays or [])
+
+    def check(self):
+        pass
+
+    def backward(self):
+        self.fn()
+
+    def arrays(self):
+        return self._arrays
+
+
+def spec_access(spec):
+    acc = getattr(spec, "_access", None)
+    if acc is None:
+        acc = spec._access = analysis.analyze(spec.ir)
+    return acc
+
+
+class Tape:
+    """Records differentiable operations inside ``with tape:``; ``backward()`` runs their adjoints."""
+
+    def __init__(self):
+        self.ops: list = []
+        self.loss = None
+
+    def __enter__(self):
+        _active.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _active.remove(self)
+
+    # ------------------------------------------------------------------ recording
+
+    def record_launch(self, kernel, spec, dims, inputs, outputs, device):
+        args = list(inputs) + list(outputs)
+        access = spec_access(spec)
+        inplace = access.inplace
+        if inplace:
+            path, line = next(iter(inplace.items()))
+            src = kernel.source()
+            raise TapeError(
+                f"{src.filename}:{line}: kernel '{kernel.key}' reads and overwrites array '{'.'.join(path)}'; "
+                f"the gradient of such an in-place update cannot be computed from the overwritten values. "
+                f"Write the result to a separate output array (or launch with record_tape=False).")
+        self.ops.append(_Launch(kernel, spec, dims, args, device))
+
+    def record_copy(self, dest, src):
+        self.ops.append(_Copy(dest, src))
+
+    def record_func(self, backward, arrays=None):
+        """Record a Python callback run during ``backward()`` (e.g. a custom adjoint)."""
+        self.ops.append(_Func(backward, arrays))
+
+    # ------------------------------------------------------------------ backward
+
+    def backward(self, loss=None, grads: dict | None = None):
+        """Propagate adjoints from ``loss`` (seeded with 1) or from ``grads`` {array: grad values}."""
+        if loss is None and not grads:
+            raise ValueError("backward() needs a loss array or grads={array: gradient}")
+        if loss is not None:
+            if not loss.requires_grad:
+                raise ValueError("the loss array was created without requires_grad=True")
+            if loss.size != 1:
+                raise ValueError(f"loss must have one element (got shape {loss.shape}); use grads= otherwise")
+            loss.grad.fill_(1.0)
+            self.loss = loss
+        for a, g in (grads or {}).items():
+            if not a.requires_grad:
+                raise ValueError("grads= names an array created without requires_grad=True")
+            a.grad.assign(g)
+        for op in reversed(self.ops):
+            op.check()
+        for op in reversed(self.ops):
+            op.backward()
+
+    @property
+    def gradients(self) -> dict:
+        """{array: its grad} for every array touched by a recorded operation that has a gradient."""
+        out = {}
+        for op in self.ops:
+            for a in op.arrays():
+                if a.requires_grad and a.grad is not None:
+                    out[a] = a.grad
+        return out
+
+    def zero(self):
+        """Zero the gradients of every array the tape touched."""
+        for g in self.gradients.values():
+            g.zero_()
+
+    def reset(self):
+        """Forget the recorded operations and zero their gradients."""
+        self.zero()
+        self.ops = []
+
+    def __len__(self):
+        return len(self.ops)
 
 
 def _record_launch(kernel, spec, dims, inputs, outputs, device):
@@ -14,5 +203,13 @@ def _record_copy(dest, src):
         _active[-1].record_copy(dest, src)
 
 
-def launch_adjoint(kernel, spec, dims, args, adj_inputs, adj_outputs, device):
-    raise NotImplementedError("adjoint launches arrive with the autodiff layer")
+def bump_written(spec, kernel, args):
+    """Advance the version of every array the launch writes."""
+    by_name = dict(zip(kernel.param_names, args))
+    for path in spec_access(spec).writes:
+        a = analysis.resolve(path, by_name)
+        if a is not None:
+            a._version += 1
+
+
+_ = np

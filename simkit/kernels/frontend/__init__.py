@@ -1,10 +1,13 @@
 """Frontend: Python source (via ``ast``) -> typed IR (``ir.Function``)."""
 from __future__ import annotations
 
+import inspect
+
 from .. import ir
 from .. import types as T
 from .builder import FunctionBuilder, SourceInfo
 from .expressions import ExpressionMixin
+from .jumps import lower_jumps
 from .statements import StatementMixin
 
 
@@ -17,15 +20,21 @@ class Builder(StatementMixin, ExpressionMixin, FunctionBuilder):
 
     def call_func(self, fn, args, kw, node):
         """Call a user @func: pick the overload, specialise it for these argument types."""
-        if kw:
-            raise self.error(f"@func '{fn.key}' does not take keyword arguments in kernels", node)
-        for a in args:
+        for a in list(args) + list(kw.values()):
             if not isinstance(a, ir.Var):
                 raise self.error(f"argument of '{fn.key}' is not a value", node)
-        try:
-            spec, args = fn.specialize(args, self)
-        except TypeError as e:
-            raise self.error(str(e), node) from None
+        error = None
+        for bound in self.bind_func_args(fn, args, kw):
+            try:
+                spec, args = self.pick_overload(fn, bound)
+                break
+            except TypeError as e:
+                error = error or e
+        else:
+            if error is None:
+                error = TypeError(f"@func '{fn.key}' cannot take these arguments: "
+                                  f"{len(args)} positional, keywords {sorted(kw)}")
+            raise self.error(str(error), node)
         if spec not in self.funcs:
             self.funcs.append(spec)
         outs = [self.new_var(t) for t in spec.return_types]
@@ -37,11 +46,49 @@ class Builder(StatementMixin, ExpressionMixin, FunctionBuilder):
             return TupleValue(outs)
         return outs[0] if outs else None
 
+    def bind_func_args(self, fn, args, kw):
+        """Candidate positional argument lists: keywords bound and defaults filled in, per overload."""
+        if not kw and any(len(types) == len(args) for _, types, _ in fn.overloads):
+            return [list(args)]
+        out = []
+        for pyfunc, _, _ in fn.overloads:
+            try:
+                ba = inspect.signature(pyfunc).bind(*args, **kw)
+            except TypeError:
+                continue
+            ba.apply_defaults()
+            vals = [v if isinstance(v, ir.Var) else self.default_value(v) for v in ba.arguments.values()]
+            if vals not in out:
+                out.append(vals)
+        return out
+
+    def default_value(self, v):
+        """A parameter's default: Python number literals adapt to the parameter type, like literals."""
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return self.const(v)
+        value = self.to_value(v)
+        if not isinstance(value, ir.Var):
+            raise TypeError(f"default value {v!r} is not usable in kernels")
+        return value
+
+    def pick_overload(self, fn, args):
+        """Overloads matching the literals' own types (``5`` is int32) win over ones that need a conversion."""
+        if len(fn.overloads) > 1 and any(a.weak for a in args):
+            strong = [ir.Var(a.name, a.type, const=a.const, is_const=a.is_const) if a.weak else a for a in args]
+            try:
+                return fn.specialize(strong, self)
+            except TypeError:
+                pass
+        return fn.specialize(args, self)
+
 
 def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dict | None = None,
           src: SourceInfo | None = None) -> ir.Function:
     """Translate ``pyfunc`` with the given parameter types into an ``ir.Function``."""
     src = src or SourceInfo(pyfunc)
+    if not getattr(src, "jumps_lowered", False):
+        lower_jumps(src.node, is_kernel)
+        src.jumps_lowered = True
     b = Builder(src, name=name, is_kernel=is_kernel, param_types=param_types, options=options)
     b.exec_block(src.node.body)
     body = b.blocks[0]

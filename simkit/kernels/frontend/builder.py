@@ -237,7 +237,7 @@ class FunctionBuilder:
         """Give untyped literals the scalar type of the first typed operand."""
         target = None
         for a in args:
-            if not a.weak:
+            if not a.weak and a.type is not T.bool:
                 try:
                     target = T.scalar_of(a.type)
                 except TypeError:

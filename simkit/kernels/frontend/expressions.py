@@ -259,12 +259,7 @@ class ExpressionMixin:
 
     def construct(self, target, args, kw, node):
         if T.is_struct(target):
-            if args or kw:
-                raise self.error(f"struct '{target.__name__}' is constructed empty in kernels: "
-                                 f"{target.__name__}(), then assign its fields", node)
-            out = self.new_var(target)
-            self.emit(ir.Call(out=out, args=[], callee=f"sk::zero<{self.ctype(target)}>", kind="make"))
-            return out
+            return self.construct_struct(target, args, kw, node)
         if kw:
             raise self.error(f"{T.type_name(target)}() takes no keyword arguments in kernels", node)
         for a in args:
@@ -286,6 +281,35 @@ class ExpressionMixin:
         if key == "cast" and len(args) == 1 and args[0].is_const and T.is_scalar(args[0].type):
             return self.const(args[0].const, target)
         return self.call_builtin(key, args, node, target=target)
+
+    def construct_struct(self, target, args, kw, node):
+        """``S()`` is zero-initialised; ``S(a, b=...)`` sets fields in declaration order / by name."""
+        fields = target._simkit_struct.fields
+        names = list(fields)
+        if len(args) > len(names):
+            raise self.error(f"struct '{target.__name__}' has {len(names)} fields, got {len(args)} arguments", node)
+        values = dict(zip(names, args))
+        for k, v in kw.items():
+            if k not in fields:
+                raise self.error(f"struct '{target.__name__}' has no field '{k}' (fields: {', '.join(names)})", node)
+            if k in values:
+                raise self.error(f"field '{k}' of struct '{target.__name__}' given twice", node)
+            values[k] = v
+        out = self.new_var(target)
+        self.emit(ir.Call(out=out, args=[], callee=f"sk::zero<{self.ctype(target)}>", kind="make"))
+        for name, v in values.items():
+            if not isinstance(v, ir.Var):
+                raise self.error(f"field '{name}' of struct '{target.__name__}' got {describe(v)}", node)
+            ft = fields[name]
+            if v.type is not ft:
+                if v.weak and T.is_scalar(ft):
+                    v = self.const(v.const, ft)
+                else:
+                    raise self.error(f"field '{name}' is {T.type_name(ft)}, got {T.type_name(v.type)}", node)
+            new = self.new_var(target)
+            self.emit(ir.SetField(out=new, src=out, field=name, value=v))
+            out = new
+        return out
 
     def eval_len(self, node):
         if len(node.args) != 1:

@@ -295,14 +295,18 @@ class StatementMixin:
             if step.const == 0:
                 raise self.error("range() step must not be zero", node.iter)
             trip = len(range(start.const, end.const, step.const))
-            if trip <= self.options.get("max_unroll", MAX_UNROLL) and not has_jump(node.body):
+            if (trip <= self.options.get("max_unroll", MAX_UNROLL) and not has_jump(node.body)
+                    and not getattr(node, "_sk_had_jump", False)):
                 for i in range(start.const, end.const, step.const):
                     self.symbols[name] = self.const(i, T.int32)
                     self.exec_block(node.body)
                 return
         loop_var = self.new_var(T.int32, label=name, mutable=True)
         carried, body, before = self.loop_body(node.body, {name: loop_var})
-        self.emit(ir.For(var=loop_var, start=start, end=end, step=step, body=body, carried=carried))
+        carried_vars = dict(carried)
+        stop = [carried_vars[f] for f in getattr(node, "_sk_stop", ()) if f in carried_vars]
+        self.emit(ir.For(var=loop_var, start=start, end=end, step=step, body=body,
+                         carried=[m for _, m in carried], stop=stop))
         self.after_loop(before, carried)
 
     def stmt_While(self, node):

@@ -582,6 +582,30 @@ SK_INLINE void adj_quat_to_axis_angle(const quat_t<T>& q, vec_t<3, T>& axis, T& 
                             k1 * ga.c[2] - k2 * v.c[2] + k3 * v.c[2], C(-2) * s * l * gt / den));
 }
 
+// Tuple form: (axis, angle) = quat_to_axis_angle(q). The result struct has the
+// fields r0, r1 of every tuple result in generated code.
+template <typename T> struct axis_angle_t {
+    vec_t<3, T> r0;  // axis
+    T r1;            // angle
+};
+template <typename T> SK_INLINE axis_angle_t<T> quat_to_axis_angle(const quat_t<T>& q) {
+    axis_angle_t<T> r;
+    quat_to_axis_angle(q, r.r0, r.r1);
+    return r;
+}
+template <typename T>
+SK_INLINE void adj_quat_to_axis_angle(const quat_t<T>& q, quat_t<T>& adj_q, const vec_t<3, T>& adj_axis,
+                                      const T& adj_angle) {
+    vec_t<3, T> axis, ga = adj_axis;
+    T angle, gt = adj_angle;
+    quat_to_axis_angle(q, axis, angle);
+    adj_quat_to_axis_angle(q, axis, angle, adj_q, ga, gt);
+}
+template <typename T>
+SK_INLINE void adj_quat_to_axis_angle(const quat_t<T>& q, quat_t<T>& adj_q, const axis_angle_t<T>& adj_ret) {
+    adj_quat_to_axis_angle(q, adj_q, adj_ret.r0, adj_ret.r1);
+}
+
 // Rotation about fixed x (roll), then y (pitch), then z (yaw): qz * qy * qx
 namespace qm {
 template <typename C> SK_INLINE quat_t<C> rpy_terms(C cr, C sr, C cp, C sp, C cy, C sy) {
@@ -590,15 +614,13 @@ template <typename C> SK_INLINE quat_t<C> rpy_terms(C cr, C sr, C cp, C sp, C cy
 }
 }  // namespace qm
 template <typename T>
-SK_INLINE quat_t<T> quat_rpy(typename qm::id<T>::type roll, typename qm::id<T>::type pitch,
-                             typename qm::id<T>::type yaw) {
+SK_INLINE quat_t<T> quat_rpy(T roll, T pitch, T yaw) {
     typedef typename qm::acc<T>::type C;
     C r = C(roll) * C(0.5), p = C(pitch) * C(0.5), y = C(yaw) * C(0.5);
     return qm::st<T>(qm::rpy_terms<C>(m::cos(r), m::sin(r), m::cos(p), m::sin(p), m::cos(y), m::sin(y)));
 }
 template <typename T>
-SK_INLINE void adj_quat_rpy(typename qm::id<T>::type roll, typename qm::id<T>::type pitch,
-                            typename qm::id<T>::type yaw, T& adj_roll, T& adj_pitch, T& adj_yaw,
+SK_INLINE void adj_quat_rpy(T roll, T pitch, T yaw, T& adj_roll, T& adj_pitch, T& adj_yaw,
                             const quat_t<T>& adj_ret) {
     typedef typename qm::acc<T>::type C;
     C r = C(roll) * C(0.5), p = C(pitch) * C(0.5), y = C(yaw) * C(0.5);

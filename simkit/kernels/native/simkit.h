@@ -12,3 +12,4 @@
 #include "atomic.h"
 #include "rand.h"
 #include "utility.h"
+#include "stack.h"

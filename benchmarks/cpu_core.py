@@ -1,0 +1,475 @@
+"""CPU core benchmark: simkit vs hand-written C (OpenMP), numpy and warp-lang, in one run.
+
+    python benchmarks/cpu_core.py [--quick] [--threads N] [--markdown out.md] [--json out.json]
+
+Sections (see docs/benchmarks.md for results and targets):
+
+1. saxpy, 4M float32 (y = a*x + y): time per call, GB/s (12 bytes moved per element), ratio to C.
+2. O(N^2) softened-gravity n-body, 8192 vec3 bodies: time per step, ratio to C.
+3. launch overhead: a dim=1 kernel with two arguments, median of many launches (us/launch).
+4. cold compile of a generated 7-kernel module (fresh token, fresh cache dir, new process),
+   first launch = frontend + codegen + C++ compile + load, vs warp-lang.
+5. cached load: a new process imports the already-compiled module; time of the first launch
+   (frontend + hash + dlopen).
+
+Hand-written C is built at benchmark time with the flags simkit uses for its own CPU modules
+(``gcc -O3 -march=native -fopenmp -fno-math-errno``) and runs with simkit's thread count.
+numpy runs on one thread; warp-lang's CPU backend runs each kernel on one thread.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+import compile_worker  # noqa: E402
+
+import simkit as sk  # noqa: E402
+
+try:
+    import warp as wp
+except Exception:  # warp-lang is optional
+    wp = None
+
+SAXPY_N = 4 * 1024 * 1024
+NBODY_N = 8192
+NBODY_EPS = 0.01
+
+TARGETS = {
+    "saxpy": 1.3,  # simkit/C time ratio
+    "nbody": 1.3,
+    "launch_us": 5.0,
+    "cached_ms": 20.0,
+}
+
+# ---------------------------------------------------------------------------
+# Kernels
+
+
+@sk.kernel
+def sk_saxpy(a: float, x: sk.array(dtype=float), y: sk.array(dtype=float)):
+    i = sk.tid()
+    y[i] = a * x[i] + y[i]
+
+
+@sk.kernel
+def sk_nbody(pos: sk.array(dtype=sk.vec3), acc: sk.array(dtype=sk.vec3), n: int, eps: float):
+    i = sk.tid()
+    pi = pos[i]
+    a = sk.vec3(0.0, 0.0, 0.0)
+    for j in range(n):
+        d = pos[j] - pi
+        r2 = sk.dot(d, d) + eps
+        a = a + d * (1.0 / (r2 * sk.sqrt(r2)))
+    acc[i] = a
+
+
+@sk.kernel
+def sk_tiny(a: float, x: sk.array(dtype=float)):
+    x[0] = a
+
+
+if wp is not None:
+
+    @wp.kernel
+    def wp_saxpy(a: float, x: wp.array(dtype=float), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = a * x[i] + y[i]
+
+    @wp.kernel
+    def wp_nbody(pos: wp.array(dtype=wp.vec3), acc: wp.array(dtype=wp.vec3), n: int, eps: float):
+        i = wp.tid()
+        pi = pos[i]
+        a = wp.vec3(0.0, 0.0, 0.0)
+        for j in range(n):
+            d = pos[j] - pi
+            r2 = wp.dot(d, d) + eps
+            a = a + d * (1.0 / (r2 * wp.sqrt(r2)))
+        acc[i] = a
+
+    @wp.kernel
+    def wp_tiny(a: float, x: wp.array(dtype=float)):
+        x[0] = a
+
+
+def numpy_nbody(pos: np.ndarray, eps: float, chunk: int = 256) -> np.ndarray:
+    """Vectorised n-body in row chunks: peak temporary memory is chunk*N*3 floats (25 MB at N=8192)."""
+    n = len(pos)
+    acc = np.empty_like(pos)
+    for i0 in range(0, n, chunk):
+        d = pos[None, :, :] - pos[i0:i0 + chunk, None, :]  # (c, N, 3)
+        r2 = np.einsum("ijk,ijk->ij", d, d)
+        r2 += eps
+        inv = r2 * np.sqrt(r2)
+        np.reciprocal(inv, out=inv)
+        acc[i0:i0 + chunk] = np.einsum("ij,ijk->ik", inv, d)
+    return acc
+
+
+def _ptr(a: np.ndarray):
+    return a.ctypes.data_as(ctypes.c_void_p)
+
+
+# ---------------------------------------------------------------------------
+# Sections
+
+
+class Bench:
+    def __init__(self, args):
+        self.args = args
+        self.quick = args.quick
+        self.threads = args.threads or common.core_count()
+        sk.config.cpu_threads = self.threads
+        self.tmp = tempfile.mkdtemp(prefix="simkit_bench_")
+        sk.config.cache_dir = os.path.join(self.tmp, "simkit_cache")
+        self.clib = common.build_c("cpu_core.c", self.tmp)
+        self.clib.saxpy.argtypes = [ctypes.c_int64, ctypes.c_float, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+        self.clib.saxpy.restype = None
+        self.clib.nbody.argtypes = [ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_float, ctypes.c_int]
+        self.clib.nbody.restype = None
+        self.clib.tiny.argtypes = [ctypes.c_float, ctypes.c_void_p]
+        self.clib.tiny.restype = None
+        self.warp_ok = False
+        if wp is not None and not args.no_warp:
+            try:
+                wp.config.kernel_cache_dir = os.path.join(self.tmp, "warp_cache")
+                if hasattr(wp, "LOG_WARNING"):
+                    wp.config.log_level = wp.LOG_WARNING
+                wp.config.quiet = True
+                wp.init()
+                self.warp_ok = True
+            except Exception as e:  # pragma: no cover
+                common.progress(f"warp-lang unavailable: {e}")
+        self.tables: list = []
+        self.results: dict = {}
+
+    def close(self):
+        if self.args.keep:
+            print(f"temporary files kept in {self.tmp}")
+        else:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def _ratio_table(self, title, rows, c_name, rate_col, rate, note=""):
+        c_med, c_min = rows[c_name][1].median, rows[c_name][1].min
+        t = common.Table(title, ["implementation", "threads", "time (median)", "min", rate_col,
+                                 "median / C", "min / C"], note=note)
+        for name, (th, tm) in rows.items():
+            t.add(name, th, common.fmt_time(tm.median), common.fmt_time(tm.min), rate(tm.median),
+                  f"{tm.median / c_med:.2f}x", f"{tm.min / c_min:.2f}x")
+        self.tables.append(t)
+
+    # -- 1. saxpy ---------------------------------------------------------
+    def saxpy(self):
+        n, a = SAXPY_N, np.float32(0.5)
+        rng = np.random.default_rng(0)
+        x_np = rng.random(n, dtype=np.float32)
+        y0 = rng.random(n, dtype=np.float32)
+        expected = a * x_np + y0
+        repeat = 20 if self.quick else 100
+        fns, threads = {}, {}
+
+        def check(name, y):
+            if not np.allclose(y, expected, rtol=1e-6, atol=1e-6):
+                raise AssertionError(f"saxpy: {name} gives a wrong result")
+
+        common.progress("saxpy: build + check simkit, C, numpy, warp-lang")
+        x = sk.array(x_np, device="cpu")
+        y = sk.array(y0.copy(), device="cpu")
+        sk.launch(sk_saxpy, n, inputs=[float(a), x, y], device="cpu")  # compile
+        check("simkit", y.numpy())
+        fns["simkit"] = lambda: sk.launch(sk_saxpy, n, inputs=[float(a), x, y], device="cpu")
+        threads["simkit"] = self.threads
+
+        xc, yc = x_np.copy(), y0.copy()
+        cfn, px, py = self.clib.saxpy, _ptr(xc), _ptr(yc)
+        cfn(n, a, px, py, self.threads)
+        check("C", yc)
+        fns["C (OpenMP)"] = lambda: cfn(n, a, px, py, self.threads)
+        threads["C (OpenMP)"] = self.threads
+
+        yn, tmp = y0.copy(), np.empty_like(y0)
+
+        def np_saxpy():
+            np.multiply(x_np, a, out=tmp)
+            np.add(tmp, yn, out=yn)
+
+        np_saxpy()
+        check("numpy", yn)
+        fns["numpy"] = np_saxpy
+        threads["numpy"] = 1
+
+        if self.warp_ok:
+            wx = wp.array(x_np, dtype=float, device="cpu")
+            wy = wp.array(y0.copy(), dtype=float, device="cpu")
+            wp.launch(wp_saxpy, n, inputs=[float(a), wx, wy], device="cpu")
+            check("warp", wy.numpy())
+            fns["warp-lang"] = lambda: wp.launch(wp_saxpy, n, inputs=[float(a), wx, wy], device="cpu")
+            threads["warp-lang"] = 1
+
+        common.progress(f"saxpy: timing, {repeat} rounds (interleaved)")
+        timings = common.bench_interleaved(fns, repeat=repeat, warmup=3)
+        rows = {k: (threads[k], timings[k]) for k in fns}
+        self._ratio_table(f"saxpy, {n // 2**20}M float32 (y = a*x + y)", rows, "C (OpenMP)", "GB/s",
+                          lambda t: f"{12 * n / t / 1e9:.1f}",
+                          note="GB/s counts 12 bytes per element (read x, read y, write y), at the median time. "
+                               f"{repeat} calls each, interleaved round-robin.")
+        self.results["saxpy"] = {k: {"threads": th, "median_s": tm.median, "min_s": tm.min}
+                                 for k, (th, tm) in rows.items()}
+        self.results["saxpy_ratio"] = rows["simkit"][1].median / rows["C (OpenMP)"][1].median
+
+    # -- 2. n-body --------------------------------------------------------
+    def nbody(self):
+        n, eps = NBODY_N, np.float32(NBODY_EPS)
+        rng = np.random.default_rng(1)
+        pos_np = rng.random((n, 3), dtype=np.float32)
+        repeat = 3 if self.quick else 10
+        fns, threads = {}, {}
+
+        common.progress("n-body: build + check simkit, C, warp-lang")
+        acc_c = np.zeros_like(pos_np)
+        cfn, pp, pa = self.clib.nbody, _ptr(pos_np), _ptr(acc_c)
+        cfn(n, pp, pa, eps, self.threads)
+        ref = acc_c.copy()
+        scale = np.abs(ref).max()
+
+        def check(name, acc):
+            err = np.abs(acc - ref).max() / scale
+            if not err < 1e-3:
+                raise AssertionError(f"n-body: {name} differs from C by {err:.2e} (relative to max |acc|)")
+
+        pos = sk.array(pos_np, dtype=sk.vec3, device="cpu")
+        acc = sk.zeros(n, dtype=sk.vec3, device="cpu")
+        sk.launch(sk_nbody, n, inputs=[pos, acc, n, float(eps)], device="cpu")
+        check("simkit", acc.numpy())
+        fns["simkit"] = lambda: sk.launch(sk_nbody, n, inputs=[pos, acc, n, float(eps)], device="cpu")
+        threads["simkit"] = self.threads
+        fns["C (OpenMP)"] = lambda: cfn(n, pp, pa, eps, self.threads)
+        threads["C (OpenMP)"] = self.threads
+
+        if self.warp_ok:
+            wpos = wp.array(pos_np, dtype=wp.vec3, device="cpu")
+            wacc = wp.zeros(n, dtype=wp.vec3, device="cpu")
+            wp.launch(wp_nbody, n, inputs=[wpos, wacc, n, float(eps)], device="cpu")
+            check("warp", wacc.numpy())
+            fns["warp-lang"] = lambda: wp.launch(wp_nbody, n, inputs=[wpos, wacc, n, float(eps)], device="cpu")
+            threads["warp-lang"] = 1
+
+        common.progress(f"n-body: timing, {repeat} rounds (interleaved)")
+        timings = common.bench_interleaved(fns, repeat=repeat, warmup=1)
+        rows = {k: (threads[k], timings[k]) for k in fns}
+
+        np_repeat = 1 if self.quick else 3
+        common.progress(f"n-body: numpy, {np_repeat} run(s) (slow)")
+        check("numpy", numpy_nbody(pos_np, eps))
+        rows["numpy (chunks of 256 rows)"] = (1, common.bench(lambda: numpy_nbody(pos_np, eps), repeat=np_repeat,
+                                                              warmup=0))
+        self._ratio_table(f"n-body O(N^2), {n} vec3 bodies (softened gravity, one acceleration pass)", rows,
+                          "C (OpenMP)", "G interactions/s", lambda t: f"{n * n / t / 1e9:.2f}",
+                          note=f"simkit, C and warp-lang: {repeat} steps each, interleaved round-robin.")
+        self.results["nbody"] = {k: {"threads": th, "median_s": tm.median, "min_s": tm.min}
+                                 for k, (th, tm) in rows.items()}
+        self.results["nbody_ratio"] = rows["simkit"][1].median / rows["C (OpenMP)"][1].median
+
+    # -- 3. launch overhead ----------------------------------------------
+    def launch_overhead(self):
+        launches = 2000 if self.quick else 20000
+        rows = {}
+        common.progress(f"launch overhead: simkit ({launches} launches)")
+        x = sk.zeros(16, device="cpu")
+        sk.launch(sk_tiny, 1, inputs=[1.0, x], device="cpu")
+        rows["simkit `sk.launch`"] = common.bench(lambda: sk.launch(sk_tiny, 1, inputs=[1.0, x], device="cpu"),
+                                                  repeat=launches, warmup=200)
+        if self.warp_ok:
+            common.progress(f"launch overhead: warp-lang ({launches} launches)")
+            wx = wp.zeros(16, dtype=float, device="cpu")
+            wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu")
+            rows["warp-lang `wp.launch`"] = common.bench(
+                lambda: wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu"), repeat=launches, warmup=200)
+        common.progress("launch overhead: ctypes call floor")
+        buf = np.zeros(16, dtype=np.float32)
+        fn, pb = self.clib.tiny, _ptr(buf)
+        rows["C function via ctypes (floor)"] = common.bench(lambda: fn(1.0, pb), repeat=launches, warmup=200)
+
+        t = common.Table("Launch overhead (dim=1 kernel, 2 arguments: a float and an array)",
+                         ["implementation", "median", "min", "p90"],
+                         note=f"{launches} launches, each timed individually.")
+        for name, tm in rows.items():
+            p90 = tm.samples[int(0.9 * (tm.n - 1))]
+            t.add(name, common.fmt_time(tm.median), common.fmt_time(tm.min), common.fmt_time(p90))
+        self.tables.append(t)
+        self.results["launch"] = {k: {"median_s": tm.median, "min_s": tm.min} for k, tm in rows.items()}
+        self.results["launch_us"] = rows["simkit `sk.launch`"].median * 1e6
+
+    # -- 4 + 5. compile times --------------------------------------------
+    def _worker(self, framework, mod_dir, mod_name, cache_dir) -> dict:
+        cmd = [sys.executable, os.path.join(common.HERE, "compile_worker.py"), framework, mod_dir, mod_name,
+               cache_dir]
+        env = dict(os.environ)
+        env.pop("SIMKIT_CACHE_DIR", None)
+        env["SIMKIT_CPU_THREADS"] = str(self.threads)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+        if proc.returncode != 0 or not lines:
+            raise RuntimeError(f"compile worker failed ({' '.join(cmd)}):\n{proc.stdout}\n{proc.stderr}")
+        res = json.loads(lines[-1])
+        if res["compiled"] != compile_worker.NUM_KERNELS:
+            raise AssertionError(f"{framework}: first launch compiled {res['compiled']} of "
+                                 f"{compile_worker.NUM_KERNELS} kernels")
+        return res
+
+    def compile_times(self):
+        frameworks = ["simkit"] + (["warp", "warp-nobwd"] if self.warp_ok else [])
+        cold_reps = 1 if self.quick else 3
+        cached_reps = 3 if self.quick else 7
+        mod_dir = os.path.join(self.tmp, "modules")
+        os.makedirs(mod_dir, exist_ok=True)
+        cold = {f: [] for f in frameworks}
+        last = {}
+        for r in range(cold_reps):
+            for f in frameworks:  # interleaved, so background load hits every framework alike
+                common.progress(f"cold compile {r + 1}/{cold_reps}: {f}")
+                token = secrets.token_hex(4)
+                name = compile_worker.write_module(mod_dir, f, token)
+                cache = os.path.join(self.tmp, f"cold_{f}_{token}")
+                cold[f].append(self._worker(f, mod_dir, name, cache))
+                last[f] = (name, cache)
+        cached = {f: [] for f in frameworks}
+        misses = {f: 0 for f in frameworks}
+        for r in range(cached_reps):
+            for f in frameworks:
+                common.progress(f"cached load {r + 1}/{cached_reps}: {f}")
+                name, cache = last[f]
+                for _ in range(5):
+                    res = self._worker(f, mod_dir, name, cache)
+                    if not res["built"]:
+                        break
+                    # a cache miss: the framework's own sources changed since the cold build (e.g. simkit
+                    # edited during the run). Discard the sample; the rebuilt cache serves the next try.
+                    misses[f] += 1
+                    common.progress(f"cached load: {f} missed the cache (sources changed?); sample discarded")
+                cached[f].append(res)
+
+        labels = {"simkit": "simkit (g++ -O3)", "warp": "warp-lang (default: forward + adjoint)",
+                  "warp-nobwd": "warp-lang, enable_backward=False (forward only)"}
+
+        def med(rs, key):
+            return common.Timing([x[key] for x in rs])
+
+        t = common.Table(f"Cold compile, {compile_worker.NUM_KERNELS}-kernel module (new process, empty cache)",
+                         ["implementation", "first launch (median)", "min", "runs", "time / simkit"],
+                         note="First launch = parse + codegen + native compile of all 7 kernels + load. "
+                              "Framework import and module import are not included.")
+        sk_cold = med(cold["simkit"], "first_launch_s").median
+        for f in frameworks:
+            tm = med(cold[f], "first_launch_s")
+            t.add(labels[f], common.fmt_time(tm.median), common.fmt_time(tm.min), tm.n,
+                  f"{tm.median / sk_cold:.2f}x")
+        self.tables.append(t)
+
+        note = ("First launch = frontend + hash + cache lookup + dlopen (the targeted number). "
+                "Module import (decorators) and `import simkit`/`import warp; wp.init()` are shown for context.")
+        if any(misses.values()):
+            note += (" Discarded cache misses (framework sources changed during the run): "
+                     + ", ".join(f"{f}: {m}" for f, m in misses.items() if m) + ".")
+        t2 = common.Table("Cached load (new process, module already compiled)",
+                          ["implementation", "first launch (median)", "min", "module import", "framework import",
+                           "runs"], note=note)
+        for f in frameworks:
+            tm = med(cached[f], "first_launch_s")
+            t2.add(labels[f], common.fmt_time(tm.median), common.fmt_time(tm.min),
+                   common.fmt_time(med(cached[f], "import_module_s").median),
+                   common.fmt_time(med(cached[f], "import_lib_s").median), tm.n)
+        self.tables.append(t2)
+        self.results["cold"] = {f: [x["first_launch_s"] for x in cold[f]] for f in frameworks}
+        self.results["cached"] = {f: [x["first_launch_s"] for x in cached[f]] for f in frameworks}
+        self.results["cold_s"] = {f: med(cold[f], "first_launch_s").median for f in frameworks}
+        self.results["cached_ms"] = med(cached["simkit"], "first_launch_s").median * 1e3
+
+    # -- targets ----------------------------------------------------------
+    def targets(self):
+        r = self.results
+        t = common.Table("Targets", ["target", "measured", "met"])
+
+        def row(label, measured, ok):
+            t.add(label, measured, "yes" if ok else "**no**")
+
+        if "saxpy_ratio" in r:
+            row("saxpy within 1.3x of C (same threads)", f"{r['saxpy_ratio']:.2f}x",
+                r["saxpy_ratio"] <= TARGETS["saxpy"])
+        if "nbody_ratio" in r:
+            row("n-body within 1.3x of C (same threads)", f"{r['nbody_ratio']:.2f}x",
+                r["nbody_ratio"] <= TARGETS["nbody"])
+        if "launch_us" in r:
+            row("launch overhead <= 5 us", f"{r['launch_us']:.2f} us", r["launch_us"] <= TARGETS["launch_us"])
+        if "cached_ms" in r:
+            row("cached module load <= 20 ms", f"{r['cached_ms']:.1f} ms", r["cached_ms"] <= TARGETS["cached_ms"])
+        if "cold_s" in r and "warp" in r["cold_s"]:
+            c = r["cold_s"]
+            row("cold compile no slower than warp-lang", f"simkit {c['simkit']:.2f} s vs warp {c['warp']:.2f} s "
+                f"(forward-only warp {c['warp-nobwd']:.2f} s)", c["simkit"] <= c["warp"])
+        self.tables.append(t)
+        r["targets"] = t.rows
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--quick", action="store_true", help="fewer repetitions (about a minute)")
+    p.add_argument("--threads", type=int, default=0, help="threads for simkit and C (default: all cores)")
+    p.add_argument("--markdown", metavar="FILE", help="also write the results as markdown")
+    p.add_argument("--json", metavar="FILE", help="also write the raw results as JSON")
+    p.add_argument("--no-warp", action="store_true", help="skip warp-lang even when it is installed")
+    p.add_argument("--only", default="saxpy,nbody,launch,compile",
+                   help="comma-separated sections to run (saxpy,nbody,launch,compile)")
+    p.add_argument("--keep", action="store_true", help="keep the temporary directory (builds, caches)")
+    args = p.parse_args(argv)
+
+    b = Bench(args)
+    machine = common.machine_info(b.threads)
+    print(common.kv_text(machine))
+    print(f"{'C flags'.ljust(15)} : {common.c_flags_text()}")
+    print(flush=True)
+    sections = {"saxpy": b.saxpy, "nbody": b.nbody, "launch": b.launch_overhead, "compile": b.compile_times}
+    only = [s.strip() for s in args.only.split(",") if s.strip()]
+    start = time.perf_counter()
+    try:
+        for i, s in enumerate(only):
+            print(f"[{i + 1}/{len(only)}] {s} ...", file=sys.stderr, flush=True)
+            first = len(b.tables)
+            sections[s]()
+            for t in b.tables[first:]:
+                print(t.text() + "\n", flush=True)
+        b.targets()
+        print(b.tables[-1].text())
+    finally:
+        b.close()
+    elapsed = time.perf_counter() - start
+    print(f"\n(total {elapsed:.0f} s{', --quick' if args.quick else ''})")
+
+    if args.markdown:
+        md = ["### CPU core", "",
+              f"Generated by `python benchmarks/cpu_core.py{' --quick' if args.quick else ''}` "
+              f"({time.strftime('%Y-%m-%d')}).", "",
+              common.kv_markdown(machine + [("C flags", f"`{common.c_flags_text()}`")]), ""]
+        for t in b.tables:
+            md += [t.markdown(4), ""]
+        with open(args.markdown, "w") as f:
+            f.write("\n".join(md))
+        print(f"markdown written to {args.markdown}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": dict(machine), "quick": args.quick, **b.results}, f, indent=1, default=str)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,264 @@
+"""Reverse-mode code generation: the adjoint of every kernel and @func.
+
+An adjoint body first replays the forward statements (array writes, atomics
+and prints excepted), then runs the reverse statements in reverse order. Every
+value ``v`` has an adjoint ``adj_v``; adjoints accumulate, and an assignment's
+reverse consumes (zeroes) the adjoint of what it defined, so values assigned
+once per loop iteration start each reversed iteration clean.
+
+Dynamic loops (the mechanism, and its cost): in the replay, the outermost loop
+at each level *records* — at the start of every iteration it pushes the loop
+index and the loop-carried values onto a per-thread stack (``native/stack.h``).
+Its reverse pops them iteration by iteration (last first), restores that
+iteration's starting state, replays the body once more to recompute the
+iteration's intermediate values (nested loops record at this point), restores
+the state again and runs the body's reverse statements. Memory: the carried
+values of every iteration (e.g. 8 bytes per iteration for ``prod *= x[i]``);
+time: a loop at nesting depth d replays its body d + 1 times. This gives exact
+gradients for loop-carried state, where Warp's replay is documented wrong.
+"""
+from __future__ import annotations
+
+from . import ir
+from . import types as T
+from .codegen import Emitter, ctype, ref, return_ctype
+from .registry import adjoint_name
+
+
+def adj(v: ir.Var) -> str:
+    return f"adj_{v.name}"
+
+
+class AdjointEmitter(Emitter):
+    def __init__(self, fn: ir.Function, options: dict):
+        super().__init__(fn, options)
+        self.loop_ids: dict = {}
+        self.loop_vars: list = []  # (decl) for loop counters and snapshots
+
+    # ------------------------------------------------------------------ declarations
+
+    def adj_declarations(self, depth: int):
+        for v in self.fn.vars:
+            self.w(f"{ctype(v.type)} {adj(v)}{{}};", depth)
+        for l_id in sorted(self.loop_ids.values()):
+            self.w(f"sk::int64 _n_{l_id} = 0;", depth)
+
+    def loop_id(self, s) -> int:
+        if id(s) not in self.loop_ids:
+            self.loop_ids[id(s)] = len(self.loop_ids) + 1
+        return self.loop_ids[id(s)]
+
+    def state_of(self, s) -> list:
+        """Values saved per iteration: the loop index (for loops) and the carried values."""
+        state = list(s.carried)
+        if isinstance(s, ir.For):
+            state = [s.var] + state
+        return state
+
+    # ------------------------------------------------------------------ forward replay
+
+    def fwd(self, stmts, depth: int, record: bool):
+        for s in stmts:
+            if isinstance(s, ir.Call) and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay)):
+                continue
+            if isinstance(s, ir.Return):
+                continue
+            if isinstance(s, ir.If):
+                self.comment(s.line, depth)
+                self.w(f"if ({ref(s.cond)}) {{", depth)
+                self.fwd(s.body, depth + 1, record)
+                if s.orelse:
+                    self.w("} else {", depth)
+                    self.fwd(s.orelse, depth + 1, record)
+                self.w("}", depth)
+            elif isinstance(s, (ir.For, ir.While)):
+                self.fwd_loop(s, depth, record)
+            else:
+                self.stmt(s, depth)
+
+    def fwd_loop(self, s, depth: int, record: bool):
+        self.comment(s.line, depth)
+        l_id = self.loop_id(s)
+        pushes = [f"sk::push({v.name});" for v in self.state_of(s)] + [f"++_n_{l_id};"] if record else []
+        if record:
+            self.w(f"_n_{l_id} = 0;", depth)
+        if isinstance(s, ir.For):
+            self.w(self.for_header(s), depth)
+            for p in pushes:
+                self.w(p, depth + 1)
+            self.fwd(s.body, depth + 1, False)
+            self.w("}", depth)
+        else:
+            self.w("while (true) {", depth)
+            self.fwd(s.cond_block, depth + 1, False)
+            self.w(f"if (!({ref(s.cond)})) break;", depth + 1)
+            for p in pushes:
+                self.w(p, depth + 1)
+            self.fwd(s.body, depth + 1, False)
+            self.w("}", depth)
+
+    def for_header(self, s) -> str:
+        v, st = s.var.name, s.step
+        if st.is_const:
+            cond = f"{v} < {ref(s.end)}" if st.const > 0 else f"{v} > {ref(s.end)}"
+        else:
+            cond = f"({ref(st)} > 0) ? ({v} < {ref(s.end)}) : ({v} > {ref(s.end)})"
+        if s.stop:
+            cond = f"({cond})" + "".join(f" && !{f.name}" for f in s.stop)
+        return f"for ({v} = {ref(s.start)}; {cond}; {v} += {ref(st)}) {{"
+
+    # ------------------------------------------------------------------ reverse
+
+    def rev(self, stmts, depth: int):
+        for s in reversed(stmts):
+            self.rev_stmt(s, depth)
+
+    def rev_stmt(self, s, depth: int):
+        if isinstance(s, ir.If):
+            self.w(f"if ({ref(s.cond)}) {{", depth)
+            self.rev(s.body, depth + 1)
+            if s.orelse:
+                self.w("} else {", depth)
+                self.rev(s.orelse, depth + 1)
+            self.w("}", depth)
+            return
+        if isinstance(s, (ir.For, ir.While)):
+            self.rev_loop(s, depth)
+            return
+        if isinstance(s, ir.Call):
+            self.rev_call(s, depth)
+        elif isinstance(s, ir.Copy):
+            if not s.src.is_const:
+                self.w(f"sk::accum({adj(s.src)}, {adj(s.out)});", depth)
+            self.w(f"{adj(s.out)} = {{}};", depth)
+        elif isinstance(s, ir.GetField):
+            self.w(f"sk::accum({adj(s.src)}.{s.field}, {adj(s.out)});", depth)
+            self.w(f"{adj(s.out)} = {{}};", depth)
+        elif isinstance(s, ir.SetField):
+            if not s.value.is_const:
+                self.w(f"sk::accum({adj(s.value)}, {adj(s.out)}.{s.field});", depth)
+            self.w(f"{adj(s.out)}.{s.field} = {{}};", depth)
+            if not s.src.is_const:
+                self.w(f"sk::accum({adj(s.src)}, {adj(s.out)});", depth)
+            self.w(f"{adj(s.out)} = {{}};", depth)
+        elif isinstance(s, ir.Return):
+            if len(s.values) == 1 and not s.values[0].is_const:
+                self.w(f"sk::accum({adj(s.values[0])}, adj_ret);", depth)
+            elif len(s.values) > 1:
+                for k, v in enumerate(s.values):
+                    if not v.is_const:
+                        self.w(f"sk::accum({adj(v)}, adj_ret.r{k});", depth)
+
+    def rev_loop(self, s, depth: int):
+        l_id = self.loop_id(s)
+        state = self.state_of(s)
+        self.w(f"for (sk::int64 _k_{l_id} = _n_{l_id}; _k_{l_id} > 0; --_k_{l_id}) {{", depth)
+        d = depth + 1
+        for v in reversed(state):
+            self.w(f"sk::pop({v.name});", d)
+        for v in state:
+            self.w(f"const {ctype(v.type)} _s_{v.name} = {v.name};", d)
+        self.fwd(s.body, d, True)  # recompute this iteration's values (nested loops record)
+        for v in state:
+            self.w(f"{v.name} = _s_{v.name};", d)
+        self.rev(s.body, d)
+        self.w("}", depth)
+
+    def rev_call(self, s: ir.Call, depth: int):
+        if s.kind == "printf":
+            return
+        outs = ([s.out] if s.out is not None else []) + list(s.outs)
+        if s.kind == "make":
+            for k, a in enumerate(s.args):
+                if not a.is_const:
+                    self.w(f"sk::adj_make_component({adj(a)}, {adj(s.out)}, {k});", depth)
+            self.w(f"{adj(s.out)} = {{}};", depth)
+            return
+        b = s.builtin
+        if s.kind == "builtin" and (b is None or not b.differentiable):
+            for o in outs:
+                self.w(f"{adj(o)} = {{}};", depth)
+            return
+        args = [a for a in s.args if not (a.is_const and a.type is T.Any)]
+        pre, adj_args = [], []
+        for k, a in enumerate(args):
+            if a.is_const:
+                pre.append(f"{ctype(a.type)} _c{k}{{}};")
+                adj_args.append(f"_c{k}")
+            else:
+                adj_args.append(adj(a))
+        call_args = [ref(a) for a in args] + adj_args
+        if s.kind == "func":
+            callee = f"adj_{s.callee}<SKC>"
+            if len(outs) > 1:
+                call_args.append(f"{s.func.ir.name}_ret{{{', '.join(adj(o) for o in outs)}}}")
+            elif outs:
+                call_args.append(adj(outs[0]))
+        else:
+            callee = adjoint_name(s.callee)
+            if outs:
+                call_args.append(adj(outs[0]))
+        text = f"{callee}({', '.join(call_args)});"
+        if pre:
+            self.w("{ " + " ".join(pre) + " " + text + " }", depth)
+        else:
+            self.w(text, depth)
+        for o in outs:
+            self.w(f"{adj(o)} = {{}};", depth)
+
+
+def gen_adj_func(fn: ir.Function, options: dict) -> str:
+    """``adj_<name>(params..., adj_params&..., adj_ret)``: replay, then reverse."""
+    e = AdjointEmitter(fn, options)
+    body = AdjointEmitter(fn, options)
+    body.loop_ids = e.loop_ids
+    body.fwd(fn.body, 1, True)
+    body.w("// reverse", 1)
+    body.rev(fn.body, 1)
+    e.declarations(1)
+    e.adj_declarations(1)
+    params = [f"{ctype(p.type)} {p.name}" for p in fn.params]
+    params += [f"{ctype(p.type)}& {adj(p)}" for p in fn.params]
+    if fn.return_types:
+        params.append(f"const {return_ctype(fn)}& adj_ret")
+    out = [f"template <bool SKC>\nstatic SK_INLINE void adj_{fn.name}({', '.join(params)}) {{"]
+    out += e.lines + body.lines + ["}"]
+    return "\n".join(out)
+
+
+def gen_adj_kernel(fn: ir.Function, options: dict) -> str:
+    """The adjoint kernel body and its CPU/CUDA entries (``<name>_cpu_bwd`` / ``<name>_cuda_bwd``)."""
+    from .codegen import cpu_entry, cuda_entry
+
+    name = fn.name
+    e = AdjointEmitter(fn, options)
+    body = AdjointEmitter(fn, options)
+    body.loop_ids = e.loop_ids
+    body.fwd(fn.body, 1, True)
+    body.w("// reverse", 1)
+    body.rev(fn.body, 1)
+    out = ["template <bool SKC>",
+           f"static SK_INLINE void {name}_bwd(const {name}_args& _args, const sk::launch_bounds_t& _bounds, "
+           f"sk::int64 _idx) {{"]
+    for p in fn.params:
+        e.w(f"{ctype(p.type)} {p.name} = _args.{p.name};", 1)
+        e.w(f"{ctype(p.type)} {adj(p)}{{}};", 1)
+    if fn.uses_tid > 1:
+        e.w("sk::int32 _tid[4];", 1)
+        e.w("sk::tid_decompose(_bounds, _idx, _tid);", 1)
+    e.w("sk::stack_reset();", 1)
+    e.declarations(1)
+    e.adj_declarations(1)
+    out += e.lines + body.lines + ["}", cpu_entry(name, "bwd"), cuda_entry(name, "bwd")]
+    return "\n".join(out)
+
+
+def gen_struct_accum(t) -> str:
+    """sk::accum overload for a struct: adds every non-array field."""
+    st = t._simkit_struct
+    lines = [f"namespace sk {{ SK_INLINE void accum({st.cname}& a, const {st.cname}& b) {{"]
+    for fname, ft in st.fields.items():
+        if not isinstance(ft, T.ArrayType):
+            lines.append(f"    accum(a.{fname}, b.{fname});")
+    lines.append("} }")
+    return "\n".join(lines)

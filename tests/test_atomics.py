@@ -1,0 +1,242 @@
+"""Atomics under many threads: exact integer counts, add/sub/min/max/cas/exch for int32, uint32,
+int64, float32, float64 and vec3, returned old values, ``a[i] += v`` as an atomic add."""
+import numpy as np
+import pytest
+
+import simkit as sk
+
+N_BIG = 1 << 20
+
+# ---------------------------------------------------------------------------- counters
+
+
+@sk.kernel
+def k_count(counters: sk.array(dtype=int)):
+    i = sk.tid()
+    sk.atomic_add(counters, i % 10, 1)
+
+
+@sk.kernel
+def k_count_aug(counters: sk.array(dtype=sk.int64, ndim=2)):
+    i = sk.tid()
+    counters[i % 3, i % 5] += sk.int64(2)
+    counters[i % 3, i % 5] -= sk.int64(1)
+
+
+def test_million_increments_ten_counters(device):
+    c = sk.zeros(10, dtype=int, device=device)
+    sk.launch(k_count, dim=N_BIG, inputs=[c], device=device)
+    ref = np.bincount(np.arange(N_BIG) % 10, minlength=10)
+    np.testing.assert_array_equal(c.numpy(), ref)
+    sk.launch(k_count, dim=N_BIG, inputs=[c], device=device)  # again: accumulates
+    np.testing.assert_array_equal(c.numpy(), 2 * ref)
+
+
+def test_augmented_assignment_is_atomic(device):
+    c = sk.zeros((3, 5), dtype=sk.int64, device=device)
+    sk.launch(k_count_aug, dim=N_BIG, inputs=[c], device=device)
+    i = np.arange(N_BIG)
+    ref = np.zeros((3, 5), np.int64)
+    np.add.at(ref, (i % 3, i % 5), 1)
+    np.testing.assert_array_equal(c.numpy(), ref)
+
+
+# ---------------------------------------------------------------------------- per-dtype add/sub/min/max/exch
+
+
+def _make_rmw_kernel(dtype):
+    @sk.kernel
+    def k(vals: sk.array(dtype=dtype), acc: sk.array(dtype=dtype), old: sk.array(dtype=dtype, ndim=2)):
+        i = sk.tid()
+        v = vals[i]
+        sk.atomic_add(acc, 0, v)
+        sk.atomic_sub(acc, 1, v)
+        sk.atomic_min(acc, 2, v)
+        sk.atomic_max(acc, 3, v)
+        # returned old values: a per-thread slot so every return is checkable
+        old[i, 0] = sk.atomic_add(acc, 4 + i, v)
+        old[i, 1] = sk.atomic_exch(acc, 4 + i, v)
+
+    return k
+
+
+RMW_TYPES = {
+    "int32": (sk.int32, np.int32),
+    "uint32": (sk.uint32, np.uint32),
+    "int64": (sk.int64, np.int64),
+    "float32": (sk.float32, np.float32),
+    "float64": (sk.float64, np.float64),
+}
+RMW_KERNELS = {name: _make_rmw_kernel(t) for name, (t, _) in RMW_TYPES.items()}
+
+
+@pytest.mark.parametrize("name", list(RMW_TYPES))
+def test_add_sub_min_max_exch(device, name):
+    dtype, npt = RMW_TYPES[name]
+    n = 50000
+    rng = np.random.default_rng(3)
+    if np.issubdtype(npt, np.integer):
+        lo = 0 if name.startswith("u") else -1000
+        vals = rng.integers(lo, 1000, size=n).astype(npt)
+    else:
+        # dyadic values: float sums are exact in any order
+        vals = (rng.integers(-1000, 1000, size=n) / 4.0).astype(npt)
+    init = np.zeros(4 + n, dtype=npt)
+    start = np.array(100, dtype=npt)
+    init[0] = start
+    init[1] = np.array(10**6, dtype=npt) if not np.issubdtype(npt, np.unsignedinteger) else npt(4_000_000_000)
+    init[2] = np.iinfo(npt).max if np.issubdtype(npt, np.integer) else np.finfo(npt).max
+    init[3] = np.iinfo(npt).min if np.issubdtype(npt, np.integer) else -np.finfo(npt).max
+    init[4:] = np.arange(n).astype(npt)
+    acc = sk.array(init, device=device)
+    old = sk.zeros((n, 2), dtype=dtype, device=device)
+    sk.launch(RMW_KERNELS[name], dim=n, inputs=[sk.array(vals, device=device), acc, old], device=device)
+    a = acc.numpy()
+    with np.errstate(over="ignore"):
+        assert a[0] == npt(start + vals.sum(dtype=npt))
+        assert a[1] == npt(init[1] - vals.sum(dtype=npt))
+    assert a[2] == vals.min() and a[3] == vals.max()
+    # per-thread slot: old of add is the initial value, old of exch is initial + v
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(old.numpy()[:, 0], init[4:])
+        np.testing.assert_array_equal(old.numpy()[:, 1], (init[4:] + vals).astype(npt))
+    np.testing.assert_array_equal(a[4:], vals)
+
+
+@sk.kernel
+def k_old_values_unique(counter: sk.array(dtype=int), tickets: sk.array(dtype=int)):
+    i = sk.tid()
+    tickets[i] = sk.atomic_add(counter, 0, 1)
+
+
+def test_returned_old_values_are_unique_tickets(device):
+    n = 200000
+    counter = sk.zeros(1, dtype=int, device=device)
+    tickets = sk.zeros(n, dtype=int, device=device)
+    sk.launch(k_old_values_unique, dim=n, inputs=[counter, tickets], device=device)
+    assert counter.numpy()[0] == n
+    np.testing.assert_array_equal(np.sort(tickets.numpy()), np.arange(n))
+
+
+# ---------------------------------------------------------------------------- compare-and-swap
+
+
+@sk.kernel
+def k_cas_lock_increment(lock: sk.array(dtype=int), total: sk.array(dtype=int), winners: sk.array(dtype=int)):
+    i = sk.tid()
+    # exactly one thread wins the slot
+    if sk.atomic_cas(lock, 0, 0, i + 1) == 0:
+        winners[0] = i + 1
+    # CAS loop implementing an increment of total[0]: exact count
+    done = int(0)
+    while done == 0:
+        cur = total[0]
+        if sk.atomic_cas(total, 0, cur, cur + 1) == cur:
+            done = 1
+
+
+def test_cas(device):
+    n = 20000
+    lock = sk.zeros(1, dtype=int, device=device)
+    total = sk.zeros(1, dtype=int, device=device)
+    winners = sk.zeros(1, dtype=int, device=device)
+    sk.launch(k_cas_lock_increment, dim=n, inputs=[lock, total, winners], device=device)
+    assert total.numpy()[0] == n
+    assert lock.numpy()[0] == winners.numpy()[0] and 1 <= lock.numpy()[0] <= n
+
+
+@sk.kernel
+def k_cas_types(a: sk.array(dtype=float), b: sk.array(dtype=sk.float64), c: sk.array(dtype=sk.uint32),
+                d: sk.array(dtype=sk.int64), out: sk.array(dtype=sk.float64)):
+    out[0] = sk.float64(sk.atomic_cas(a, 0, 1.5, 2.5))  # succeeds
+    out[1] = sk.float64(sk.atomic_cas(a, 1, 1.5, 2.5))  # fails: a[1] != 1.5
+    out[2] = sk.atomic_cas(b, 0, sk.float64(3.0), sk.float64(-1.0))
+    out[3] = sk.float64(sk.atomic_cas(c, 0, sk.uint32(7), sk.uint32(4000000000)))
+    out[4] = sk.float64(sk.atomic_cas(d, 0, sk.int64(-5), sk.int64(1) << sk.int64(40)))
+
+
+
+def test_cas_types(device):
+    a = sk.array(np.array([1.5, 0.0], np.float32), device=device)
+    b = sk.array(np.array([3.0], np.float64), device=device)
+    c = sk.array(np.array([7], np.uint32), device=device)
+    d = sk.array(np.array([-5], np.int64), device=device)
+    out = sk.zeros(5, dtype=sk.float64, device=device)
+    sk.launch(k_cas_types, dim=1, inputs=[a, b, c, d, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [1.5, 0.0, 3.0, 7.0, -5.0])
+    np.testing.assert_array_equal(a.numpy(), [2.5, 0.0])
+    assert b.numpy()[0] == -1.0 and c.numpy()[0] == 4000000000 and d.numpy()[0] == 1 << 40
+
+
+# ---------------------------------------------------------------------------- vectors
+
+
+@sk.kernel
+def k_vec_atomics(vals: sk.array(dtype=sk.vec3), acc: sk.array(dtype=sk.vec3), old: sk.array(dtype=sk.vec3)):
+    i = sk.tid()
+    v = vals[i]
+    sk.atomic_add(acc, 0, v)
+    sk.atomic_sub(acc, 1, v)
+    sk.atomic_min(acc, 2, v)
+    sk.atomic_max(acc, 3, v)
+    acc[4] += v
+    old[i] = sk.atomic_add(acc, 5 + i, v)
+
+
+def test_vec3_atomics(device):
+    n = 30000
+    rng = np.random.default_rng(4)
+    vals = (rng.integers(-400, 400, size=(n, 3)) / 8.0).astype(np.float32)
+    init = np.zeros((5 + n, 3), np.float32)
+    init[2] = np.finfo(np.float32).max
+    init[3] = -np.finfo(np.float32).max
+    init[5:] = rng.normal(size=(n, 3)).astype(np.float32)
+    acc = sk.array(init, dtype=sk.vec3, device=device)
+    old = sk.zeros(n, dtype=sk.vec3, device=device)
+    sk.launch(k_vec_atomics, dim=n, inputs=[sk.array(vals, dtype=sk.vec3, device=device), acc, old], device=device)
+    a = acc.numpy()
+    np.testing.assert_array_equal(a[0], vals.sum(axis=0))
+    np.testing.assert_array_equal(a[1], -vals.sum(axis=0))
+    np.testing.assert_array_equal(a[2], vals.min(axis=0))  # component-wise
+    np.testing.assert_array_equal(a[3], vals.max(axis=0))
+    np.testing.assert_array_equal(a[4], vals.sum(axis=0))
+    np.testing.assert_array_equal(old.numpy(), init[5:])
+    np.testing.assert_array_equal(a[5:], init[5:] + vals)
+
+
+# ---------------------------------------------------------------------------- multi-dim arrays, small types
+
+
+@sk.kernel
+def k_atomic_nd(a2: sk.array(dtype=int, ndim=2), a3: sk.array(dtype=int, ndim=3), a4: sk.array(dtype=int, ndim=4)):
+    i = sk.tid()
+    sk.atomic_add(a2, i % 2, i % 3, 1)
+    sk.atomic_max(a3, i % 2, 0, i % 2, i)
+    sk.atomic_min(a4, 0, 1, 0, i % 2, -i)
+
+
+def test_atomics_nd(device):
+    n = 5000
+    a2 = sk.zeros((2, 3), dtype=int, device=device)
+    a3 = sk.zeros((2, 1, 2), dtype=int, device=device)
+    a4 = sk.zeros((1, 2, 1, 2), dtype=int, device=device)
+    sk.launch(k_atomic_nd, dim=n, inputs=[a2, a3, a4], device=device)
+    i = np.arange(n)
+    ref2 = np.zeros((2, 3), np.int32)
+    np.add.at(ref2, (i % 2, i % 3), 1)
+    np.testing.assert_array_equal(a2.numpy(), ref2)
+    assert a3.numpy()[0, 0, 0] == n - 2 and a3.numpy()[1, 0, 1] == n - 1
+    assert a3.numpy()[0, 0, 1] == 0 and a3.numpy()[1, 0, 0] == 0
+    assert a4.numpy()[0, 1, 0, 0] == -(n - 2) and a4.numpy()[0, 1, 0, 1] == -(n - 1)
+
+
+@sk.kernel
+def k_atomic_float_contention(acc: sk.array(dtype=float)):
+    i = sk.tid()
+    sk.atomic_add(acc, i % 4, 0.5)
+
+
+def test_float_add_under_contention(device):
+    acc = sk.zeros(4, device=device)
+    sk.launch(k_atomic_float_contention, dim=N_BIG, inputs=[acc], device=device)
+    np.testing.assert_array_equal(acc.numpy(), N_BIG / 8)  # exact: every partial sum is representable

@@ -1,0 +1,251 @@
+"""@struct: kernel parameters with scalar, vector, matrix and array fields, nested structs,
+struct locals with field writes, structs through @funcs, arrays of structs."""
+import numpy as np
+
+import simkit as sk
+
+
+@sk.struct
+class Params:
+    scale: float
+    count: int
+    offset: sk.vec3
+    rot: sk.mat22
+    big: sk.float64
+    flag: sk.bool
+
+
+@sk.struct
+class Particles:
+    x: sk.array(dtype=sk.vec3)
+    m: sk.array(dtype=float)
+    n: int
+
+
+@sk.struct
+class Inner:
+    a: float
+    v: sk.vec2
+
+
+@sk.struct
+class Outer:
+    inner: Inner
+    b: int
+    arr: sk.array(dtype=int)
+    grid: sk.array(dtype=float, ndim=2)
+
+
+@sk.kernel
+def k_params(p: Params, out: sk.array(dtype=float)):
+    out[0] = p.scale
+    out[1] = float(p.count)
+    out[2] = p.offset[1]
+    out[3] = p.offset.z
+    out[4] = p.rot[1, 0]
+    out[5] = float(p.big)
+    out[6] = 1.0 if p.flag else 0.0
+
+
+def test_scalar_value_fields(device):
+    p = Params()
+    p.scale = 2.5
+    p.count = -7
+    p.offset = sk.vec3(1.0, 2.0, 3.0)
+    p.rot = sk.mat22(1.0, 2.0, 3.0, 4.0)
+    p.big = 1.0e300 / 1.0e299
+    p.flag = True
+    out = sk.zeros(7, device=device)
+    sk.launch(k_params, dim=1, inputs=[p, out], device=device)
+    np.testing.assert_allclose(out.numpy(), [2.5, -7.0, 2.0, 3.0, 3.0, 10.0, 1.0])
+
+
+def test_struct_defaults_are_zero(device):
+    out = sk.full(7, 9.0, device=device)
+    sk.launch(k_params, dim=1, inputs=[Params(), out], device=device)
+    np.testing.assert_array_equal(out.numpy(), 0.0)
+
+
+@sk.kernel
+def k_particles(p: Particles, out: sk.array(dtype=float)):
+    i = sk.tid()
+    if i < p.n:
+        out[i] = sk.length(p.x[i]) * p.m[i]
+        p.x[i] = p.x[i] * 2.0  # write through an array field
+        p.m[i] += 1.0
+
+
+def test_array_fields(device):
+    n = 6
+    xs = np.random.default_rng(0).normal(size=(n, 3)).astype(np.float32)
+    p = Particles()
+    p.x = sk.array(xs, dtype=sk.vec3, device=device)
+    p.m = sk.array(np.arange(n, dtype=np.float32), device=device)
+    p.n = 4
+    out = sk.zeros(n, device=device)
+    sk.launch(k_particles, dim=n, inputs=[p, out], device=device)
+    ref = np.linalg.norm(xs, axis=1) * np.arange(n)
+    ref[4:] = 0
+    np.testing.assert_allclose(out.numpy(), ref, rtol=1e-6)
+    np.testing.assert_allclose(p.x.numpy()[:4], xs[:4] * 2)
+    np.testing.assert_allclose(p.x.numpy()[4:], xs[4:])
+    np.testing.assert_allclose(p.m.numpy(), [1, 2, 3, 4, 4, 5])
+
+
+@sk.kernel
+def k_nested(o: Outer, out: sk.array(dtype=float)):
+    i = sk.tid()
+    out[i] = o.inner.a * float(o.arr[i]) + o.inner.v.y + float(o.b) + o.grid[i, 1]
+
+
+def test_nested_struct(device):
+    o = Outer()
+    o.inner = Inner()
+    o.inner.a = 3.0
+    o.inner.v = sk.vec2(0.0, 0.5)
+    o.b = 10
+    o.arr = sk.array(np.array([1, 2, 3], dtype=np.int32), device=device)
+    o.grid = sk.array(np.arange(6, dtype=np.float32).reshape(3, 2), device=device)
+    out = sk.zeros(3, device=device)
+    sk.launch(k_nested, dim=3, inputs=[o, out], device=device)
+    np.testing.assert_allclose(out.numpy(), 3.0 * np.array([1, 2, 3]) + 0.5 + 10 + np.array([1, 3, 5]))
+
+
+@sk.func
+def make_inner(a: float):
+    s = Inner()
+    s.a = a
+    s.v = sk.vec2(a, -a)
+    return s
+
+
+@sk.func
+def inner_sum(s: Inner):
+    return s.a + s.v[0] - s.v[1]
+
+
+@sk.func
+def bump_inner(s: Inner):
+    s.a = s.a + 100.0  # a copy: the caller's struct is unchanged (value semantics)
+    return s.a
+
+
+@sk.kernel
+def k_locals(out: sk.array(dtype=float)):
+    i = sk.tid()
+    s = Inner()
+    s.a = float(i)
+    s.v = sk.vec2(1.0, 2.0)
+    s.v[1] = 5.0  # component write through a field
+    s.v.x = s.v.x + 0.5
+    t = s  # copy
+    t.a = -1.0
+    o = Outer()
+    o.inner.a = 2.0  # nested field write
+    o.inner.v.y = 3.0
+    o.b = i * 2
+    out[i * 8 + 0] = s.a
+    out[i * 8 + 1] = s.v[0]
+    out[i * 8 + 2] = s.v[1]
+    out[i * 8 + 3] = t.a
+    out[i * 8 + 4] = o.inner.a + o.inner.v.y + float(o.b)
+    m = make_inner(float(i) + 1.0)
+    out[i * 8 + 5] = inner_sum(m)
+    r = bump_inner(m)
+    out[i * 8 + 6] = r
+    out[i * 8 + 7] = m.a
+
+
+def test_struct_locals_and_funcs(device):
+    out = sk.zeros(16, device=device)
+    sk.launch(k_locals, dim=2, inputs=[out], device=device)
+    for i in range(2):
+        a = i + 1.0
+        np.testing.assert_allclose(out.numpy()[i * 8:(i + 1) * 8],
+                                   [i, 1.5, 5.0, -1.0, 5.0 + 2 * i, 3 * a, a + 100, a])
+
+
+@sk.kernel
+def k_struct_in_branch_and_loop(n: int, out: sk.array(dtype=float)):
+    i = sk.tid()
+    s = Inner()
+    if i % 2 == 0:
+        s.a = 1.0
+    else:
+        s.a = 2.0
+    for k in range(n):
+        s.a = s.a * 2.0
+        s.v = s.v + sk.vec2(1.0, 0.0)
+    out[i] = s.a + s.v[0]
+
+
+def test_struct_phi(device):
+    out = sk.zeros(4, device=device)
+    sk.launch(k_struct_in_branch_and_loop, dim=4, inputs=[3, out], device=device)
+    np.testing.assert_allclose(out.numpy(), [11.0, 19.0, 11.0, 19.0])
+
+
+@sk.kernel
+def k_array_of_structs(src: sk.array(dtype=Inner), dst: sk.array(dtype=Inner)):
+    i = sk.tid()
+    s = src[i]
+    s.a = s.a * 2.0
+    s.v = sk.vec2(s.v[1], s.v[0])
+    dst[i] = s
+
+
+def test_array_of_structs(device):
+    n = 5
+    rec = np.zeros(n, dtype=sk.zeros(1, dtype=Inner, device="cpu").numpy().dtype)  # the structured dtype
+    rec["a"] = np.arange(n)
+    rec["v"] = np.stack([np.arange(n), -np.arange(n)], axis=1)
+    src = sk.array(rec, dtype=Inner, device=device)
+    dst = sk.zeros(n, dtype=Inner, device=device)
+    sk.launch(k_array_of_structs, dim=n, inputs=[src, dst], device=device)
+    d = dst.numpy()
+    np.testing.assert_allclose(d["a"], 2 * np.arange(n))
+    np.testing.assert_allclose(d["v"], np.stack([-np.arange(n), np.arange(n)], axis=1))
+
+
+def test_struct_field_assignment_checks():
+    p = Params()
+    p.offset = (4.0, 5.0, 6.0)  # converted to vec3
+    assert isinstance(p.offset, sk.vec3) and p.offset.tolist() == [4.0, 5.0, 6.0]
+    try:
+        p.nonexistent = 1
+    except AttributeError as e:
+        assert "nonexistent" in str(e)
+    else:
+        raise AssertionError("unknown field accepted")
+
+
+@sk.kernel
+def k_outer_partial(o: Outer, out: sk.array(dtype=float)):
+    i = sk.tid()
+    out[i] = float(o.arr[i] + o.b)
+
+
+def test_unset_array_field_is_allowed_when_unused(device):
+    # o.grid stays None (a null array): a kernel that never indexes it runs
+    o = Outer()
+    o.b = 1
+    o.arr = sk.array(np.array([4, 5], dtype=np.int32), device=device)
+    out = sk.zeros(2, device=device)
+    sk.launch(k_outer_partial, dim=2, inputs=[o, out], device=device)
+    np.testing.assert_allclose(out.numpy(), [5.0, 6.0])
+
+
+@sk.kernel
+def k_struct_constructor(out: sk.array(dtype=float)):
+    s = Inner(2.0, sk.vec2(1.0, 3.0))
+    t = Inner(a=5, v=sk.vec2(0.0, 7.0))  # an int literal for a float field
+    u = Inner(v=sk.vec2(4.0, 0.0))  # unnamed fields are zero
+    out[0] = s.a + s.v[1]
+    out[1] = t.a + t.v[1]
+    out[2] = u.a + u.v[0]
+
+
+def test_struct_constructor_arguments(device):
+    out = sk.zeros(3, device=device)
+    sk.launch(k_struct_constructor, dim=1, inputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy(), [5.0, 12.0, 4.0])
