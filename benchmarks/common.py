@@ -70,19 +70,21 @@ def bench(fn, *, repeat: int, warmup: int = 1, min_time: float = 0.0, max_time: 
     return Timing(samples)
 
 
-def bench_interleaved(fns: dict, *, repeat: int, warmup: int = 1) -> dict:
-    """Time several functions round-robin (one call of each per round), so that background load
-    (other processes on a small machine) hits every contender alike. Returns {name: Timing}."""
-    for fn in fns.values():
-        for _ in range(warmup):
-            fn()
+def bench_interleaved(fns: dict, *, rounds: int, block: int = 1, warmup: int = 1) -> dict:
+    """Time several functions in alternating blocks: each round runs every function ``warmup`` times
+    (untimed), then ``block`` timed calls back to back. Blocks keep each contender in its steady state
+    (warm caches, OpenMP threads awake); alternating them spreads background load (other processes on
+    a small machine) over every contender alike. Returns {name: Timing} with rounds*block samples."""
     samples = {k: [] for k in fns}
     clock = time.perf_counter
-    for _ in range(repeat):
+    for _ in range(rounds):
         for k, fn in fns.items():
-            t0 = clock()
-            fn()
-            samples[k].append(clock() - t0)
+            for _ in range(warmup):
+                fn()
+            for _ in range(block):
+                t0 = clock()
+                fn()
+                samples[k].append(clock() - t0)
     return {k: Timing(v) for k, v in samples.items()}
 
 

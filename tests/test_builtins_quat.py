@@ -400,7 +400,7 @@ def test_quat_against_warp(device):
         got = _got(outs, name, fam[name])
         want = np.array([np.array(ref(k), dtype=np.float64).reshape(got.shape[1:]) for k in range(N)])
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5, err_msg=f"{name} vs warp")
-    # Warp's defaults
+    # Warp's defaults: quat() is zero, normalize(zero) is the identity
     assert list(wp.quat()) == [0, 0, 0, 0] and list(wp.normalize(wp.quat())) == [0, 0, 0, 1]
 
 

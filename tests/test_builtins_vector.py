@@ -457,6 +457,25 @@ def test_int_vectors(device, dt):
     np.testing.assert_array_equal(c.numpy(), np.all(a == b, 1))
 
 
+@sk.kernel
+def _runtime_index(a: sk.array(dtype=sk.vec3), idx: sk.array(dtype=int), y: sk.array(dtype=float)):
+    i = sk.tid()
+    y[i] = a[i][idx[i]]
+
+
+def test_component_index_out_of_range(device):
+    """Negative indices count from the end; an index past the end raises IndexError after the launch."""
+    a = sk.array(np.arange(6.0).reshape(2, 3), dtype=sk.vec3, device=device)
+    y = sk.zeros(2, dtype=float, device=device)
+    sk.launch(_runtime_index, dim=2, inputs=[a, sk.array(np.array([-1, 1]), dtype=int, device=device)],
+              outputs=[y], device=device)
+    np.testing.assert_array_equal(y.numpy(), [2.0, 4.0])
+    with pytest.raises(IndexError, match="out of bounds"):
+        sk.launch(_runtime_index, dim=2, inputs=[a, sk.array(np.array([0, 3]), dtype=int, device=device)],
+                  outputs=[y], device=device)
+        sk.synchronize()
+
+
 # ---------------------------------------------------------------------------
 # Zero vectors: normalize gives 0, and neither normalize nor length has a NaN gradient.
 

@@ -415,3 +415,82 @@ def test_zero_size_launch(device):
     out = sk.zeros(4, dtype=int, device=device)
     sk.launch(k_large_launch, dim=0, inputs=[out], device=device)
     np.testing.assert_array_equal(out.numpy(), 0)
+
+
+@sk.func
+def find_pair(a: sk.array(dtype=int), target: int):
+    # a tuple returned from a nested loop
+    n = a.shape[0]
+    for x in range(n):
+        for y in range(x + 1, n):
+            if a[x] + a[y] == target:
+                return x, y
+    return -1, -1
+
+
+@sk.func
+def first_big_vec(a: sk.array(dtype=int), limit: int):
+    k = int(0)
+    while k < a.shape[0]:
+        if a[k] > limit:
+            return sk.vec2(float(k), float(a[k]))
+        k += 1
+    return sk.vec2(-1.0, -1.0)
+
+
+@sk.func
+def count_until(a: sk.array(dtype=int), stop: int):
+    c = int(0)
+    for k in range(a.shape[0]):
+        if a[k] == stop:
+            return c
+        if a[k] < 0:
+            continue
+        c += 1
+    return -c
+
+
+@sk.kernel
+def k_returns_in_loops(a: sk.array(dtype=int), out: sk.array(dtype=int, ndim=2), outv: sk.array(dtype=sk.vec2)):
+    i = sk.tid()
+    x, y = find_pair(a, i)
+    out[i, 0] = x
+    out[i, 1] = y
+    out[i, 2] = count_until(a, i)
+    outv[i] = first_big_vec(a, i)
+
+
+def test_returns_from_loops_in_funcs(device):
+    vals = [3, -1, 4, 1, 5, 9, 2, 6]
+    a = sk.array(np.array(vals, np.int32), device=device)
+    n = 12
+    out = sk.zeros((n, 3), dtype=int, device=device)
+    outv = sk.zeros(n, dtype=sk.vec2, device=device)
+    sk.launch(k_returns_in_loops, dim=n, inputs=[a, out, outv], device=device)
+
+    def find_pair_py(t):
+        for x in range(len(vals)):
+            for y in range(x + 1, len(vals)):
+                if vals[x] + vals[y] == t:
+                    return x, y
+        return -1, -1
+
+    def count_until_py(s):
+        c = 0
+        for v in vals:
+            if v == s:
+                return c
+            if v < 0:
+                continue
+            c += 1
+        return -c
+
+    def first_big_py(lim):
+        for k, v in enumerate(vals):
+            if v > lim:
+                return [k, v]
+        return [-1, -1]
+
+    for i in range(n):
+        assert out.numpy()[i].tolist() == [*find_pair_py(i), count_until_py(i)], i
+        assert outv.numpy()[i].tolist() == first_big_py(i), i

@@ -47,7 +47,7 @@ def k_int_ops(a: sk.array(dtype=int), b: sk.array(dtype=int), out: sk.array(dtyp
     out[i, 15] = sk.abs(x)
     out[i, 16] = sk.min(x, y)
     out[i, 17] = sk.max(x, y)
-    out[i, 18] = sk.sign(x)
+    out[i, 18] = sk.sign(x)  # Warp: sign(0) == 1
     out[i, 19] = sk.clamp(x, -3, 3)
     z = x
     z //= y
@@ -70,7 +70,7 @@ def test_int32_ops(device):
         ref = [wrap32(trunc_div(x, y)), wrap32(floor_div(x, y)), wrap32(c_mod(x, y)), wrap32(x * 2147483647),
                wrap32(x + 2147483647), wrap32(-x), x >> 1, wrap32(x << 30), x & y, x | y, x ^ y, ~x,
                x // 2, c_mod(x, 2), trunc_div(x, 2), wrap32(abs(x)), min(x, y), max(x, y),
-               (x > 0) - (x < 0), min(max(x, -3), 3), wrap32(floor_div(x, y)), wrap32(c_mod(x, y))]
+               -1 if x < 0 else 1, min(max(x, -3), 3), wrap32(floor_div(x, y)), wrap32(c_mod(x, y))]
         assert o[i].tolist() == ref, (x, y)
 
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 from . import ir
 from . import types as T
 
-WRITE_KEYS = {"store", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exch", "atomic_cas"}
+WRITE_KEYS = {"store", "store_component", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exch",
+              "atomic_cas"}
+ACCUMULATE_KEYS = {"atomic_add", "atomic_sub"}  # commutative updates: not overwrites
 
 
 class Access:
@@ -19,8 +21,13 @@ class Access:
         self.writes: dict = {}
 
     @property
+    def stores(self) -> set:
+        """Paths overwritten (stores, exch/cas/min/max), as opposed to accumulated into."""
+        return self._stores
+
+    @property
     def inplace(self) -> dict:
-        """Paths both read (plain loads) and written (stores), with the line of the write."""
+        """Paths both read (plain loads) and overwritten, with the line of the write."""
         return {p: line for p, line in self.writes.items() if p in self.reads and p in self._stores}
 
 
@@ -41,7 +48,7 @@ def analyze(fn: ir.Function) -> Access:
                     acc.reads.setdefault(path, s.line)
                 elif key in WRITE_KEYS and path is not None:
                     acc.writes.setdefault(path, s.line)
-                    if key == "store":
+                    if key not in ACCUMULATE_KEYS:
                         acc._stores.add(path)
                 elif s.kind == "func":
                     _through_func(s, origin, acc)

@@ -63,7 +63,8 @@ class array:
                  _np_view=None, _owner=None, _grad=None):
         dtype = T.normalize_dtype(dtype)
         self._desc = None
-        self._version = 0
+        # [all modifications, overwrites]: shared by views of the same memory (see runtime/tape.py)
+        self._ver = _owner._ver if isinstance(_owner, array) else [0, 0]
         self._grad = None
         self._requires_grad = False
         if data is None and shape is None and ptr is None and _np_view is None:
@@ -202,6 +203,26 @@ class array:
         self.itemsize = view.itemsize * (int(np.prod(esh)) if esh else 1)
         self.ptr = view.__array_interface__["data"][0] if view.size else 0
 
+    # ------------------------------------------------------------------ versions
+
+    @property
+    def _version(self) -> int:
+        """Bumped by every write through simkit (launches, copies, fill_, assign)."""
+        return self._ver[0]
+
+    @_version.setter
+    def _version(self, v: int):
+        self._ver[0] = v
+
+    @property
+    def _wversion(self) -> int:
+        """Bumped by overwriting writes only (stores, fill_, assign, copy), not by atomic accumulation."""
+        return self._ver[1]
+
+    def _overwritten(self):
+        self._ver[0] += 1
+        self._ver[1] += 1
+
     # ------------------------------------------------------------------ properties
 
     def __simkit_type__(self):
@@ -308,7 +329,7 @@ class array:
         if not self.device.is_cpu:
             raise NotImplementedError("assigning GPU array elements from Python is not supported; use assign()")
         self._np[key] = np.asarray(value)
-        self._version += 1
+        self._overwritten()
 
     def __len__(self):
         return self.shape[0]
@@ -328,7 +349,7 @@ class array:
             from ..kernels.backends.cuda import driver
 
             driver.fill(self, value)
-        self._version += 1
+        self._overwritten()
         return self
 
     def zero_(self):
@@ -347,7 +368,7 @@ class array:
             from ..kernels.backends.cuda import driver
 
             driver.copy_htod(self, np.ascontiguousarray(data))
-        self._version += 1
+        self._overwritten()
         return self
 
     def reshape(self, shape):
@@ -500,7 +521,7 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
         from ..kernels.backends.cuda import driver
 
         driver.copy(dest, src)
-    dest._version += 1
+    dest._overwritten()
     from .tape import _record_copy
 
     _record_copy(dest, src)

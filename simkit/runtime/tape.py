@@ -37,20 +37,29 @@ class _Launch:
         self.kernel, self.spec, self.dims, self.args, self.device = kernel, spec, dims, args, device
         by_name = dict(zip(kernel.param_names, args))
         access = spec_access(spec)
-        self.reads = []
+        self.reads, self.stores = [], []
         for path in access.reads:
             a = analysis.resolve(path, by_name)
             if a is not None:
                 self.reads.append((".".join(path), a, a._version))
+        for path in access.stores:
+            a = analysis.resolve(path, by_name)
+            if a is not None:
+                self.stores.append((".".join(path), a, a._wversion))
 
     def check(self):
         for name, a, version in self.reads:
             if a._version != version:
                 raise TapeError(
-                    f"array '{name}' read by kernel '{self.kernel.key}' ({_where(self.kernel)}) was overwritten "
-                    f"after that launch was recorded (version {version} -> {a._version}, by a later launch, copy, "
-                    f"fill_ or assign); its gradient would be wrong. Give each step its own output arrays, or "
-                    f"clone the array before overwriting it.")
+                    f"array '{name}' read by kernel '{self.kernel.key}' ({_where(self.kernel)}) was modified "
+                    f"after that launch was recorded (by a later launch, copy, fill_ or assign); its gradient "
+                    f"would be wrong. Give each step its own arrays, or clone the array before changing it.")
+        for name, a, version in self.stores:
+            if a._wversion != version:
+                raise TapeError(
+                    f"array '{name}' written by kernel '{self.kernel.key}' ({_where(self.kernel)}) was "
+                    f"overwritten by a later operation before backward(); the gradient of the values it wrote "
+                    f"is lost. Give each step its own output arrays.")
 
     def backward(self):
         self.check()
@@ -194,22 +203,81 @@ class Tape:
 
 
 def _record_launch(kernel, spec, dims, inputs, outputs, device):
-    if _active:
+    if _active and _active[-1] is not None:
         _active[-1].record_launch(kernel, spec, dims, inputs, outputs, device)
 
 
 def _record_copy(dest, src):
-    if _active:
+    if _active and _active[-1] is not None:
         _active[-1].record_copy(dest, src)
 
 
+class _Segment:
+    """A checkpointed piece of computation: only its inputs and outputs are kept."""
+
+    def __init__(self, fn, inputs, outputs):
+        self.fn, self.inputs, self.outputs = fn, inputs, outputs
+        self.versions = [getattr(a, "_version", None) for a in inputs]
+
+    def check(self):
+        for k, (a, v) in enumerate(zip(self.inputs, self.versions)):
+            if v is not None and a._version != v:
+                raise TapeError(f"input {k} of a checkpointed segment ({getattr(self.fn, '__name__', 'fn')}) was "
+                                f"overwritten after it was recorded; its gradient would be wrong")
+
+    def backward(self):
+        self.check()
+        inner = Tape()
+        with inner:
+            again = _as_tuple(self.fn(*self.inputs))
+        seeds = {}
+        for new, old in zip(again, self.outputs):
+            if getattr(old, "requires_grad", False) and getattr(new, "requires_grad", False):
+                seeds[new] = old.grad.numpy()
+        if seeds:
+            inner.backward(grads=seeds)
+
+    def arrays(self):
+        from .array import array
+
+        return [a for a in list(self.inputs) + list(self.outputs) if isinstance(a, array)]
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def checkpoint(fn, *inputs):
+    """Run ``fn(*inputs)`` without keeping its intermediate arrays; recompute them in ``backward()``.
+
+    Use it for long rollouts: wrap each segment of k steps so that the tape holds
+    one state per segment instead of one per step (memory O(N/k + k) for N steps,
+    at the cost of one extra forward pass). ``fn`` must allocate its outputs with
+    ``requires_grad=True`` and be deterministic.
+    """
+    _active.append(None)  # nothing inside is recorded
+    try:
+        out = fn(*inputs)
+    finally:
+        _active.pop()
+    if _active and _active[-1] is not None:
+        _active[-1].ops.append(_Segment(fn, inputs, _as_tuple(out)))
+    return out
+
+
 def bump_written(spec, kernel, args):
-    """Advance the version of every array the launch writes."""
+    """Advance the versions of every array the launch writes (overwrites also bump _wversion)."""
+    acc = spec_access(spec)
+    if not acc.writes:
+        return
     by_name = dict(zip(kernel.param_names, args))
-    for path in spec_access(spec).writes:
+    for path in acc.writes:
         a = analysis.resolve(path, by_name)
         if a is not None:
-            a._version += 1
+            if path in acc.stores:
+                a._overwritten()
+            else:
+                a._version += 1
 
 
 _ = np

@@ -5,7 +5,7 @@ The compiler maps ``a[i, j]`` to ``load``, ``a[i, j] = v`` to ``store`` and
 flag for contiguous arrays (see native/array.h).
 """
 from ..registry import add_builtin
-from ..types import Any, ArrayType, Int, int32
+from ..types import Any, ArrayType, Int, int32, is_value
 
 
 def _dtype(info):
@@ -14,6 +14,11 @@ def _dtype(info):
 
 def _value_matches(info):
     return info.arg_types[-1] is info.arg_types[0].dtype
+
+
+def _component_matches(info):
+    dt = info.arg_types[0].dtype
+    return is_value(dt) and info.arg_types[-1] is dt._dtype
 
 
 def _view_type(info):
@@ -32,5 +37,9 @@ for _nd in (1, 2, 3, 4):
         add_builtin("view", {"a": ArrayType(Any, _nd), **{"ijkl"[d]: Int for d in range(_k)}}, _view_type,
                     native="sk::view<SKC>", checked=True,
                     doc="Sub-array ``a[i]`` of an n-D array (shares memory).", group="array", hidden=True)
+    add_builtin("store_component", {"a": ArrayType(Any, _nd), **_idx, "comp": Int, "value": Any}, None,
+                native="sk::store_component<SKC>", checked=True, side_effects=True, replay=False,
+                match=_component_matches, doc="Write one component of an element (``a[i].x = value``).",
+                group="array", hidden=True)
     add_builtin("array_shape", {"a": ArrayType(Any, _nd), "dim": Int}, int32, native="sk::array_shape",
                 differentiable=False, doc="``a.shape[dim]``.", group="array", hidden=True)

@@ -168,10 +168,13 @@ for _key, _sym in (("eq", "=="), ("ne", "!=")):
 
 
 def _ctor_native(name):
-    def f(info, ret):
-        return f"sk::{name}<{ret}>"
+    """``sk::mat_<name><R, C, T>``: the target's shape and dtype as template arguments."""
 
-    f.__name__ = f"native_{name}"
+    def f(info, ret):
+        t = info.target
+        return f"sk::mat_{name}<{t._shape[0]}, {t._shape[1]}, {t._dtype._ctype}>"
+
+    f.__name__ = f"native_mat_{name}"
     return f
 
 
@@ -185,17 +188,17 @@ def _from_vectors_error(info):
                     "matrix_from_rows() or matrix_from_cols() instead.")
 
 
-add_builtin("matrix", {}, _target, native=_ctor_native("zero_value"), constructor=True, differentiable=False,
+add_builtin("matrix", {}, _target, native=_ctor_native("zero"), constructor=True, differentiable=False,
             group=_G, doc="The zero matrix: mat33().")
-add_builtin("matrix", {"value": Float}, _target, native=_ctor_native("fill_value"), constructor=True,
+add_builtin("matrix", {"value": Float}, _target, native=_ctor_native("fill"), constructor=True,
             group=_G, doc="A matrix with every element equal to value (not only the diagonal): "
                           "mat33(2.0).")
-add_builtin("matrix", {"value": Int}, _target, native=_ctor_native("fill_value"), constructor=True,
+add_builtin("matrix", {"value": Int}, _target, native=_ctor_native("fill"), constructor=True,
             differentiable=False, group=_G, doc="A matrix with every element equal to value.")
-add_builtin("matrix", {"m": MF}, _target, native=_ctor_native("cast_value"), constructor=True,
+add_builtin("matrix", {"m": MF}, _target, native=_ctor_native("cast"), constructor=True,
             match=lambda info: _same_shape_as_target(info) and T.is_float(info.target._dtype), group=_G,
             doc="Matrix m converted element by element to another dtype: mat33d(m).")
-add_builtin("matrix", {"m": MA}, _target, native=_ctor_native("cast_value"), constructor=True,
+add_builtin("matrix", {"m": MA}, _target, native=_ctor_native("cast"), constructor=True,
             differentiable=False, match=_same_shape_as_target, group=_G,
             doc="Matrix m converted element by element to another dtype.")
 add_builtin("matrix", {"rows": VA}, _from_vectors_error, native="sk::matrix_from_rows", constructor=True,
@@ -221,13 +224,14 @@ def _identity_type(info):
 
 
 def _identity_native(info, ret):
-    return f"sk::identity<{ret}>"
+    t = _identity_type(info)
+    return f"sk::mat_identity<{t._shape[0]}, {t._dtype._ctype}>"
 
 
 _IDENTITY_DOC = ("The n x n identity matrix of dtype (float32 by default): identity(n=3, dtype=float64). "
                  "n and dtype must be compile-time constants.")
 # (n, dtype) first: keyword arguments bind by the first overload's names. The dtype argument
-# is a type, which code generation drops: the C++ call is sk::identity<R>(n).
+# is a type, which code generation drops: the C++ call is sk::mat_identity<n, T>(n).
 add_builtin("identity", {"n": Any, "dtype": Any}, _identity_type, native=_identity_native,
             differentiable=False, group=_G, match=_int_args(0), doc=_IDENTITY_DOC)
 add_builtin("identity", {"n": Any}, _identity_type, native=_identity_native, differentiable=False, group=_G,

@@ -97,10 +97,13 @@ for _key, _sym in (("eq", "=="), ("ne", "!=")):
 
 
 def _ctor_native(name):
-    def f(info, ret):
-        return f"sk::{name}<{ret}>"
+    """``sk::vec_<name><N, T>``: the target's length and dtype as template arguments."""
 
-    f.__name__ = f"native_{name}"
+    def f(info, ret):
+        t = info.target
+        return f"sk::vec_{name}<{t._shape[0]}, {t._dtype._ctype}>"
+
+    f.__name__ = f"native_vec_{name}"
     return f
 
 
@@ -109,18 +112,18 @@ def _same_length_as_target(info) -> bool:
     return t is not None and T.is_vector(info.arg_types[0]) and info.arg_types[0]._shape == t._shape
 
 
-add_builtin("vector", {}, _target, native=_ctor_native("zero_value"), constructor=True, differentiable=False,
+add_builtin("vector", {}, _target, native=_ctor_native("zero"), constructor=True, differentiable=False,
             group=_G, doc="The zero vector: vec3() == vec3(0.0, 0.0, 0.0).")
-add_builtin("vector", {"value": Float}, _target, native=_ctor_native("fill_value"), constructor=True,
+add_builtin("vector", {"value": Float}, _target, native=_ctor_native("fill"), constructor=True,
             group=_G, doc="A vector with every component equal to value, converted to the vector's dtype: "
                           "vec3(1.0) == vec3(1.0, 1.0, 1.0).")
-add_builtin("vector", {"value": Int}, _target, native=_ctor_native("fill_value"), constructor=True,
+add_builtin("vector", {"value": Int}, _target, native=_ctor_native("fill"), constructor=True,
             differentiable=False, group=_G,
             doc="A vector with every component equal to value, converted to the vector's dtype.")
-add_builtin("vector", {"v": VF}, _target, native=_ctor_native("cast_value"), constructor=True,
+add_builtin("vector", {"v": VF}, _target, native=_ctor_native("cast"), constructor=True,
             match=lambda info: _same_length_as_target(info) and T.is_float(info.target._dtype), group=_G,
             doc="Vector v converted component by component to another dtype: vec3d(v).")
-add_builtin("vector", {"v": VA}, _target, native=_ctor_native("cast_value"), constructor=True,
+add_builtin("vector", {"v": VA}, _target, native=_ctor_native("cast"), constructor=True,
             differentiable=False, match=_same_length_as_target, group=_G,
             doc="Vector v converted component by component to another dtype (floats truncate toward "
                 "zero when converted to integers).")

@@ -1,6 +1,7 @@
 """Frontend: Python source (via ``ast``) -> typed IR (``ir.Function``)."""
 from __future__ import annotations
 
+import ast
 import inspect
 
 from .. import ir
@@ -86,10 +87,14 @@ def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dic
           src: SourceInfo | None = None) -> ir.Function:
     """Translate ``pyfunc`` with the given parameter types into an ``ir.Function``."""
     src = src or SourceInfo(pyfunc)
+    b = Builder(src, name=name, is_kernel=is_kernel, param_types=param_types, options=options)
     if not getattr(src, "jumps_lowered", False):
+        if is_kernel:  # checked before lowering, which drops kernel return values
+            for node in ast.walk(src.node):
+                if isinstance(node, ast.Return) and node.value is not None:
+                    raise b.error("kernels cannot return a value; write results to an output array", node)
         lower_jumps(src.node, is_kernel)
         src.jumps_lowered = True
-    b = Builder(src, name=name, is_kernel=is_kernel, param_types=param_types, options=options)
     b.exec_block(src.node.body)
     body = b.blocks[0]
     if not is_kernel and b.return_types and not b.terminated:

@@ -132,7 +132,7 @@ class FunctionBuilder:
         if type is None:
             type, weak = const_type(value)
         if T.is_scalar(type):
-            value = type._np.type(value).item() if type is not T.float16 else float(np.float16(value))
+            value = scalar_value(value, type, exact=weak)
         return ir.Var("const", type, const=value, is_const=True, weak=weak)
 
     def emit(self, stmt):
@@ -233,6 +233,20 @@ class FunctionBuilder:
                 out[i] = self.to_value(d) if not isinstance(d, ir.Var) else d
         return out
 
+    def literal_as(self, v, t):
+        """``v`` as type ``t`` when it is an untyped literal that may take that type, else ``v`` unchanged.
+
+        An int literal may become any int or float type; a float literal only a float type."""
+        if (isinstance(v, ir.Var) and v.is_const and v.weak and T.is_scalar(v.type) and T.is_scalar(t)
+                and t is not T.bool and (T.is_float(t) or not T.is_float(v.type))):
+            return self.const(v.const, t)
+        return v
+
+    def unify_literals(self, a, b):
+        """Two values of one type where an untyped literal can adapt to the other (``1.0`` / ``2``: float32)."""
+        a = self.literal_as(a, b.type)
+        return a, self.literal_as(b, a.type)
+
     def coerce_weak(self, args):
         """Give untyped literals the scalar type of the first typed operand."""
         target = None
@@ -284,6 +298,23 @@ class FunctionBuilder:
             return None
         weak = all(a.weak for a in args)
         return self.const(r, ret, weak=weak)
+
+
+def scalar_value(value, t, exact=False):
+    """``value`` as a Python number of scalar type ``t``: integers wrap like C casts, floats round.
+
+    ``exact`` keeps a float literal's full precision (an untyped literal may still become float64).
+    """
+    if t is T.bool:
+        return bool(value)
+    if T.is_int(t):
+        bits = 8 * t._size
+        v = int(value) if np.isfinite(value) else 0
+        v &= (1 << bits) - 1
+        return v - (1 << bits) if t._kind == "i" and v >= 1 << (bits - 1) else v
+    if exact and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return float(np.float16(value)) if t is T.float16 else t._np.type(value).item()
 
 
 def const_type(value):

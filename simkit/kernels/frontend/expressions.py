@@ -155,8 +155,7 @@ class ExpressionMixin:
         b = self.eval_value(node.orelse)
         orelse = self.pop_block()
         if a.type is not b.type:
-            if a.weak or b.weak:
-                a, b = self.coerce_weak([a, b]) if not a.weak else self.coerce_weak([b, a])[::-1]
+            a, b = self.unify_literals(a, b)
             if a.type is not b.type:
                 raise self.error(f"the two branches of this conditional expression have different types "
                                  f"({T.type_name(a.type)} and {T.type_name(b.type)})", node)
@@ -302,9 +301,8 @@ class ExpressionMixin:
                 raise self.error(f"field '{name}' of struct '{target.__name__}' got {describe(v)}", node)
             ft = fields[name]
             if v.type is not ft:
-                if v.weak and T.is_scalar(ft):
-                    v = self.const(v.const, ft)
-                else:
+                v = self.literal_as(v, ft)
+                if v.type is not ft:
                     raise self.error(f"field '{name}' is {T.type_name(ft)}, got {T.type_name(v.type)}", node)
             new = self.new_var(target)
             self.emit(ir.SetField(out=new, src=out, field=name, value=v))

@@ -13,6 +13,7 @@ from .. import ir
 from .. import types as T
 from .builder import Py, TupleValue, describe
 from .expressions import BINOPS
+from .jumps import RETVAL
 
 MAX_UNROLL = 16
 
@@ -131,13 +132,55 @@ class StatementMixin:
         self.assign_to(target, self.call_builtin(key, [cur, rhs], node))
 
     def match_weak(self, v, t):
-        if v.is_const and v.weak and T.is_scalar(t):
-            return self.const(v.const, t)
-        return v
+        return self.literal_as(v, t)
 
     # ------------------------------------------------------------------ assignment targets
 
+    def element_component_store(self, target, value) -> bool:
+        """``arr[i].x = v`` / ``arr[i][k] = v``: write one component of an array element in place.
+
+        Lowered to ``store_component`` (no read of the element), so it is not an in-place
+        read-modify-write and its gradient is exact."""
+        from .expressions import COMPONENTS
+
+        if isinstance(target, ast.Attribute):
+            elem, comp_node = target.value, None
+        elif isinstance(target, ast.Subscript):
+            elem, comp_node = target.value, target.slice
+        else:
+            return False
+        if not isinstance(elem, ast.Subscript):
+            return False
+        arr = self.eval(elem.value)
+        if not (isinstance(arr, ir.Var) and isinstance(arr.type, T.ArrayType)):
+            return False
+        dt = arr.type.dtype
+        idx = self.index_values(elem.slice)
+        if len(idx) != arr.type.ndim or not T.is_value(dt) or T.is_transform(dt):
+            return False
+        if comp_node is None:
+            if target.attr not in COMPONENTS or COMPONENTS[target.attr] >= dt._length or T.is_matrix(dt):
+                return False
+            comp = self.const(COMPONENTS[target.attr])
+        else:
+            cidx = self.index_values(comp_node)
+            if T.is_matrix(dt):
+                if len(cidx) != 2:
+                    return False
+                ncols = self.const(dt._shape[1])
+                comp = self.call_builtin("add", [self.call_builtin("mul", [cidx[0], ncols], target), cidx[1]], target)
+            elif len(cidx) == 1:
+                comp = cidx[0]
+            else:
+                return False
+        value = self.match_weak(value, dt._dtype)
+        self.call_builtin("store_component", [arr] + idx + [comp, value], target)
+        return True
+
     def assign_to(self, target, value):
+        if isinstance(target, (ast.Attribute, ast.Subscript)) and isinstance(value, ir.Var) and \
+                self.element_component_store(target, value):
+            return
         if isinstance(target, ast.Name):
             if isinstance(value, ir.Var) and value.is_const and not T.is_scalar(value.type):
                 value = self.materialise(value)
@@ -155,6 +198,9 @@ class StatementMixin:
                     raise self.error(f"a {base.type.ndim}D array needs {base.type.ndim} indices to be "
                                      f"assigned, got {len(idx)}", target)
                 value = self.match_weak(value, base.type.dtype)
+                if value.type is not base.type.dtype:
+                    raise self.error(f"cannot store a {T.type_name(value.type)} value in an array of "
+                                     f"{T.type_name(base.type.dtype)}; convert it explicitly", target)
                 self.call_builtin("store", [base] + idx + [value], target)
                 return
             if isinstance(base, ir.Var) and T.is_value(base.type):
@@ -239,10 +285,7 @@ class StatementMixin:
             if not isinstance(a, (ir.Var, type(None))) or not isinstance(b, (ir.Var, type(None))):
                 raise self.error(f"'{name}' refers to different objects in the two branches", node)
             if a is not None and b is not None and a.type is not b.type:
-                if a.weak:
-                    a = self.const(a.const, b.type)
-                elif b.weak:
-                    b = self.const(b.const, a.type)
+                a, b = self.unify_literals(a, b)
                 if a.type is not b.type:
                     raise self.error(f"'{name}' is {T.type_name(a.type)} in one branch and "
                                      f"{T.type_name(b.type)} in the other", node)
@@ -344,10 +387,12 @@ class StatementMixin:
         saved = (self.loop_carried, self.terminated)
         self.loop_carried, self.terminated = carried_pairs, False
         self.loop_depth += 1
+        entry = set(self.symbols)
         self.push_block()
         self.exec_block(stmts)
         if not self.terminated:
             self.write_back()
+            self.export_return_values(entry, carried_pairs)
         body = self.pop_block()
         self.loop_depth -= 1
         self.loop_carried, self.terminated = saved
@@ -361,12 +406,19 @@ class StatementMixin:
             if not isinstance(cur, ir.Var):
                 raise self.error(f"'{n}' must stay a value inside the loop, got {describe(cur)}")
             if cur.type is not m.type:
-                if cur.weak:
-                    cur = self.const(cur.const, m.type)
-                else:
+                cur = self.literal_as(cur, m.type)
+                if cur.type is not m.type:
                     raise self.error(f"'{n}' changes type inside the loop ({T.type_name(m.type)} -> "
                                      f"{T.type_name(cur.type)}); convert it explicitly")
             self.emit(ir.Copy(out=m, src=cur))
+
+    def export_return_values(self, entry, carried_pairs):
+        """A value returned from inside a loop (see jumps.py) is first assigned there: carry it out."""
+        for n, v in list(self.symbols.items()):
+            if n not in entry and n.startswith(RETVAL) and isinstance(v, ir.Var):
+                m = self.new_var(v.type, label=n, mutable=True)
+                self.emit(ir.Copy(out=m, src=v))
+                carried_pairs.append((n, m))
 
     def after_loop(self, before, carried_pairs):
         new_locals = {n for n in self.symbols if n not in before}
@@ -410,8 +462,8 @@ class StatementMixin:
             # weak literals returned first fix the type as written (1.0 -> float32)
             self.return_types = types
         elif types != self.return_types:
-            values = [self.const(v.const, t) if v.weak and T.is_scalar(t) else v
-                      for v, t in zip(values, self.return_types)] if len(values) == len(self.return_types) else values
+            if len(values) == len(self.return_types):
+                values = [self.literal_as(v, t) for v, t in zip(values, self.return_types)]
             if [v.type for v in values] != self.return_types:
                 raise self.error("all return statements must return the same types: "
                                  f"({', '.join(map(T.type_name, self.return_types))}) vs "

@@ -164,6 +164,73 @@ SK_INLINE void adj_store(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const T&, 
     if (a.grad) adj_v += *grad_address<C>(a, i, j, k, l);
 }
 
+// store_component(a, i..., comp, v): set component `comp` (flat index) of element a[i...] to v,
+// without reading the element. Adjoint: v's adjoint is that component of the element's gradient.
+template <bool C, typename T, typename S, typename K, typename... I>
+SK_INLINE void store_component_at(const array_t<T>& a, K comp, S v, I... idx) {
+    flat(*address<C>(a, idx...))[comp] = v;
+}
+template <bool C, typename T, typename S, typename K, typename... I>
+SK_INLINE void store_component_checked_at(int line, const array_t<T>& a, K comp, S v, I... idx) {
+    if (comp < 0 || int64(comp) >= int64(value_traits<T>::length)) {
+        report_error(SK_ERR_BOUNDS, line, -1, int64(comp), value_traits<T>::length);
+        return;
+    }
+    flat(*checked_address<C>(line, a, idx...))[comp] = v;
+}
+template <bool C, typename T, typename S, typename K, typename... I>
+SK_INLINE void adj_store_component_at(const array_t<T>& a, K comp, S& adj_v, I... idx) {
+    if (a.grad) adj_v += flat(*grad_address<C>(a, idx...))[comp];
+}
+
+template <bool C, typename T, typename I0, typename K, typename S>
+SK_INLINE void store_component(const array_t<T>& a, I0 i, K comp, S v) { store_component_at<C>(a, comp, v, i); }
+template <bool C, typename T, typename I0, typename I1, typename K, typename S>
+SK_INLINE void store_component(const array_t<T>& a, I0 i, I1 j, K comp, S v) { store_component_at<C>(a, comp, v, i, j); }
+template <bool C, typename T, typename I0, typename I1, typename I2, typename K, typename S>
+SK_INLINE void store_component(const array_t<T>& a, I0 i, I1 j, I2 k, K comp, S v) {
+    store_component_at<C>(a, comp, v, i, j, k);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3, typename K, typename S>
+SK_INLINE void store_component(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, K comp, S v) {
+    store_component_at<C>(a, comp, v, i, j, k, l);
+}
+template <bool C, typename T, typename I0, typename K, typename S>
+SK_INLINE void store_component_checked(int line, const array_t<T>& a, I0 i, K comp, S v) {
+    store_component_checked_at<C>(line, a, comp, v, i);
+}
+template <bool C, typename T, typename I0, typename I1, typename K, typename S>
+SK_INLINE void store_component_checked(int line, const array_t<T>& a, I0 i, I1 j, K comp, S v) {
+    store_component_checked_at<C>(line, a, comp, v, i, j);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename K, typename S>
+SK_INLINE void store_component_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, K comp, S v) {
+    store_component_checked_at<C>(line, a, comp, v, i, j, k);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3, typename K, typename S>
+SK_INLINE void store_component_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, K comp, S v) {
+    store_component_checked_at<C>(line, a, comp, v, i, j, k, l);
+}
+template <bool C, typename T, typename I0, typename K, typename S>
+SK_INLINE void adj_store_component(const array_t<T>& a, I0 i, K comp, S, array_t<T>&, I0&, K&, S& adj_v) {
+    adj_store_component_at<C>(a, comp, adj_v, i);
+}
+template <bool C, typename T, typename I0, typename I1, typename K, typename S>
+SK_INLINE void adj_store_component(const array_t<T>& a, I0 i, I1 j, K comp, S, array_t<T>&, I0&, I1&, K&,
+                                   S& adj_v) {
+    adj_store_component_at<C>(a, comp, adj_v, i, j);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename K, typename S>
+SK_INLINE void adj_store_component(const array_t<T>& a, I0 i, I1 j, I2 k, K comp, S, array_t<T>&, I0&, I1&, I2&,
+                                   K&, S& adj_v) {
+    adj_store_component_at<C>(a, comp, adj_v, i, j, k);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3, typename K, typename S>
+SK_INLINE void adj_store_component(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, K comp, S, array_t<T>&, I0&, I1&,
+                                   I2&, I3&, K&, S& adj_v) {
+    adj_store_component_at<C>(a, comp, adj_v, i, j, k, l);
+}
+
 // ---------------------------------------------------------------------------
 // view: a[i] on an n-D array is the (n-1)-D sub-array (shares memory and grad).
 

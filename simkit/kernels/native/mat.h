@@ -31,13 +31,13 @@ SK_INLINE void adj_extract(const mat_t<R, C, T>& m, I i, mat_t<R, C, T>& adj_m, 
 
 template <unsigned R, unsigned C, typename T, typename I, typename J>
 SK_INLINE T extract(const mat_t<R, C, T>& m, I i, J j) {
-    int k = vmd::index<R>(i), l = vmd::index<C>(j);
+    int k = vmd::index<R>(i), l = vmd::index<C>(j, 1);
     return (k < 0 || l < 0) ? T(0) : m.data[k][l];
 }
 template <unsigned R, unsigned C, typename T, typename I, typename J, typename IA, typename JA>
 SK_INLINE void adj_extract(const mat_t<R, C, T>& m, I i, J j, mat_t<R, C, T>& adj_m, IA&& adj_i, JA&& adj_j,
                            const T& adj_ret) {
-    int k = vmd::index<R>(i), l = vmd::index<C>(j);
+    int k = vmd::index<R>(i), l = vmd::index<C>(j, 1);
     if (k >= 0 && l >= 0) adj_m.data[k][l] += adj_ret;
 }
 
@@ -45,14 +45,14 @@ SK_INLINE void adj_extract(const mat_t<R, C, T>& m, I i, J j, mat_t<R, C, T>& ad
 template <unsigned R, unsigned C, typename T, typename I, typename J>
 SK_INLINE mat_t<R, C, T> assign(const mat_t<R, C, T>& m, I i, J j, typename vmd::ident<T>::type x) {
     mat_t<R, C, T> r = m;
-    int k = vmd::index<R>(i), l = vmd::index<C>(j);
+    int k = vmd::index<R>(i), l = vmd::index<C>(j, 1);
     if (k >= 0 && l >= 0) r.data[k][l] = x;
     return r;
 }
 template <unsigned R, unsigned C, typename T, typename I, typename J, typename IA, typename JA>
 SK_INLINE void adj_assign(const mat_t<R, C, T>& m, I i, J j, T x, mat_t<R, C, T>& adj_m, IA&& adj_i, JA&& adj_j,
                           T& adj_x, const mat_t<R, C, T>& adj_ret) {
-    int k = vmd::index<R>(i), l = vmd::index<C>(j);
+    int k = vmd::index<R>(i), l = vmd::index<C>(j, 1);
     for (unsigned a = 0; a < R; ++a)
         for (unsigned b = 0; b < C; ++b) {
             if (int(a) == k && int(b) == l)
@@ -81,6 +81,48 @@ SK_INLINE void adj_assign(const mat_t<R, C, T>& m, I i, const vec_t<C, T>& v, ma
             else
                 adj_m.data[a][b] += adj_ret.data[a][b];
         }
+}
+
+// ---------------------------------------------------------------------------
+// Constructors named by shape and dtype (the registry's native names): zero,
+// fill, cast (generic versions in vec.h) and identity.
+
+template <unsigned R, unsigned C, typename T> SK_INLINE mat_t<R, C, T> mat_zero() { return zero<mat_t<R, C, T>>(); }
+template <unsigned R, unsigned C, typename T> SK_INLINE void adj_mat_zero(const mat_t<R, C, T>& adj_ret) {}
+template <unsigned R, unsigned C, typename T, typename S> SK_INLINE mat_t<R, C, T> mat_fill(S x) {
+    return fill_value<mat_t<R, C, T>>(x);
+}
+template <unsigned R, unsigned C, typename T, typename S>
+SK_INLINE void adj_mat_fill(S x, S& adj_x, const mat_t<R, C, T>& adj_ret) {
+    adj_fill_value<mat_t<R, C, T>>(x, adj_x, adj_ret);
+}
+template <unsigned R, unsigned C, typename T, typename V> SK_INLINE mat_t<R, C, T> mat_cast(const V& v) {
+    return cast_value<mat_t<R, C, T>>(v);
+}
+template <unsigned R, unsigned C, typename T, typename V>
+SK_INLINE void adj_mat_cast(const V& v, V& adj_v, const mat_t<R, C, T>& adj_ret) {
+    adj_cast_value<mat_t<R, C, T>>(v, adj_v, adj_ret);
+}
+// identity(n, dtype): n and dtype are compile-time constants already in N and T.
+template <unsigned N, typename T, typename... Args> SK_INLINE mat_t<N, N, T> mat_identity(Args...) {
+    mat_t<N, N, T> r;
+    for (unsigned i = 0; i < N; ++i)
+        for (unsigned j = 0; j < N; ++j) r.data[i][j] = i == j ? T(1) : T(0);
+    return r;
+}
+
+// Accumulation (adjoints of array loads/stores add gradients with +=).
+template <unsigned R, unsigned C, typename T>
+SK_INLINE mat_t<R, C, T>& operator+=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j) a.data[i][j] += b.data[i][j];
+    return a;
+}
+template <unsigned R, unsigned C, typename T>
+SK_INLINE mat_t<R, C, T>& operator-=(mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j) a.data[i][j] -= b.data[i][j];
+    return a;
 }
 
 // ---------------------------------------------------------------------------
@@ -395,18 +437,6 @@ template <unsigned N, typename T> SK_INLINE vec_t<N, T> get_diag(const mat_t<N, 
 template <unsigned N, typename T>
 SK_INLINE void adj_get_diag(const mat_t<N, N, T>& m, mat_t<N, N, T>& adj_m, const vec_t<N, T>& adj_ret) {
     for (unsigned i = 0; i < N; ++i) adj_m.data[i][i] += adj_ret.c[i];
-}
-
-// identity<R>(n, dtype): the arguments are compile-time constants already folded into R.
-template <typename Rt, typename... Args> SK_INLINE Rt identity(Args...) {
-    typedef typename value_traits<Rt>::scalar T;
-    Rt r = zero<Rt>();
-    T* p = flat(r);
-    const unsigned n = value_traits<Rt>::length;
-    unsigned side = 0;
-    while ((side + 1) * (side + 1) <= n) ++side;
-    for (unsigned i = 0; i < side; ++i) p[i * side + i] = T(1);
-    return r;
 }
 
 // skew(v) a = cross(v, a)

@@ -286,6 +286,12 @@ template <typename C> SK_INLINE bool inf(C x) { return sk::isinf(x); }
 
 }  // namespace qm
 
+// Adjoint accumulation (a += b component-wise; half accumulates in float).
+template <typename T> SK_INLINE quat_t<T>& operator+=(quat_t<T>& a, const quat_t<T>& b) {
+    qm::accum(a, b);
+    return a;
+}
+
 // ---------------------------------------------------------------------------
 // Constructors (registry key "quaternion"; S is the target scalar type)
 

@@ -17,6 +17,12 @@ template <typename C> SK_INLINE transform_t<C> tf(const vec_t<3, C>& p, const qu
 }
 }  // namespace qm
 
+// Adjoint accumulation (a += b over the 7 scalars; half accumulates in float).
+template <typename T> SK_INLINE transform_t<T>& operator+=(transform_t<T>& a, const transform_t<T>& b) {
+    qm::accum(a, b);
+    return a;
+}
+
 // ---------------------------------------------------------------------------
 // Constructors (registry key "transformation"; S is the target scalar type)
 

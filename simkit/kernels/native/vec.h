@@ -6,13 +6,14 @@
 #pragma once
 
 #include "core.h"
+#include "error.h"
 #include "scalar.h"
 
-// Out-of-range component index (after wrapping negative indices, as Python
-// does): reads give 0 and writes are dropped. A debug build may define this
-// hook to report the error.
+// Out-of-range component index (after wrapping negative indices as Python
+// does): reads give 0, writes are dropped, and the launch reports an
+// IndexError (error.h). A build may define this hook to do otherwise.
 #ifndef SK_INDEX_ERROR
-#define SK_INDEX_ERROR(index, length) ((void)0)
+#define SK_INDEX_ERROR(axis, index, length) sk::report_error(SK_ERR_BOUNDS, 0, (axis), (index), (length))
 #endif
 
 namespace sk {
@@ -29,11 +30,11 @@ template <typename T> using acc_t = wrap_t<T>;
 template <typename T> struct ident { typedef T type; };
 
 // Component index with Python-style negative wrapping; -1 when out of range.
-template <unsigned N, typename I> SK_INLINE int index(I i) {
+template <unsigned N, typename I> SK_INLINE int index(I i, int axis = 0) {
     long long k = (long long)i;
     if (k < 0) k += (long long)N;
     if (k < 0 || k >= (long long)N) {
-        SK_INDEX_ERROR(i, N);
+        SK_INDEX_ERROR(axis, (long long)i, (long long)N);
         return -1;
     }
     return int(k);
@@ -87,6 +88,35 @@ template <typename R, typename V> SK_INLINE void adj_cast_value(const V& v, V& a
 // Zero value: vec3(), mat33().
 template <typename R> SK_INLINE R zero_value() { return zero<R>(); }
 template <typename R> SK_INLINE void adj_zero_value(const R& adj_ret) {}
+
+// The same constructors named by the vector's length and dtype (the builtin
+// registry's native names: no nested template arguments).
+template <unsigned N, typename T> SK_INLINE vec_t<N, T> vec_zero() { return zero<vec_t<N, T>>(); }
+template <unsigned N, typename T> SK_INLINE void adj_vec_zero(const vec_t<N, T>& adj_ret) {}
+template <unsigned N, typename T, typename S> SK_INLINE vec_t<N, T> vec_fill(S x) {
+    return fill_value<vec_t<N, T>>(x);
+}
+template <unsigned N, typename T, typename S>
+SK_INLINE void adj_vec_fill(S x, S& adj_x, const vec_t<N, T>& adj_ret) {
+    adj_fill_value<vec_t<N, T>>(x, adj_x, adj_ret);
+}
+template <unsigned N, typename T, typename V> SK_INLINE vec_t<N, T> vec_cast(const V& v) {
+    return cast_value<vec_t<N, T>>(v);
+}
+template <unsigned N, typename T, typename V>
+SK_INLINE void adj_vec_cast(const V& v, V& adj_v, const vec_t<N, T>& adj_ret) {
+    adj_cast_value<vec_t<N, T>>(v, adj_v, adj_ret);
+}
+
+// Accumulation (adjoints of array loads/stores add gradients with +=).
+template <unsigned N, typename T> SK_INLINE vec_t<N, T>& operator+=(vec_t<N, T>& a, const vec_t<N, T>& b) {
+    for (unsigned i = 0; i < N; ++i) a.c[i] += b.c[i];
+    return a;
+}
+template <unsigned N, typename T> SK_INLINE vec_t<N, T>& operator-=(vec_t<N, T>& a, const vec_t<N, T>& b) {
+    for (unsigned i = 0; i < N; ++i) a.c[i] -= b.c[i];
+    return a;
+}
 
 // ---------------------------------------------------------------------------
 // Component access. Indices are runtime integers; negative ones count from the end.

@@ -122,16 +122,19 @@ def _init() -> None:
             return
         try:
             api = cu()
+        except RuntimeError as e:  # no cuda-python
+            _init_error = str(e)
+            _init_done = True
+            return
+        try:
             err = api.cuInit(0)[0]
             code = int(err)
             if code == 100:  # CUDA_ERROR_NO_DEVICE
                 _init_error = "the NVIDIA driver reports no CUDA-capable GPU"
             elif code != 0:
                 _init_error = f"cuInit failed: {error_name(err)}"
-        except RuntimeError as e:
-            _init_error = str(e)
         except Exception as e:  # the driver library (libcuda.so) cannot be loaded
-            _init_error = f"the NVIDIA driver (libcuda) is not available: {type(e).__name__}: {e}"
+            _init_error = f"the NVIDIA driver library (libcuda.so) could not be loaded ({type(e).__name__}: {e})"
         _init_done = True
 
 
@@ -489,13 +492,10 @@ PATTERN_MAX = 256
 
 
 def _view_bytes(ptr: int, shape, strides) -> bytes:
-    shape = list(shape) + [1] * (4 - len(shape))
-    strides = list(strides) + [0] * (4 - len(strides))
-    return _VIEW.pack(ptr, *shape, *strides, len([s for s in shape]) if False else _ndim_of(shape), 0)
-
-
-def _ndim_of(shape4) -> int:
-    return 4  # padded dims have extent 1: decomposing over all 4 is exact
+    nd = len(shape)
+    if not 1 <= nd <= 4:
+        raise ValueError(f"strided views have 1 to 4 dimensions, got {nd}")
+    return _VIEW.pack(int(ptr), *(list(shape) + [1] * (4 - nd)), *(list(strides) + [0] * (4 - nd)), nd, 0)
 
 
 def _rt_function(st: _DeviceState, name: str):
@@ -729,13 +729,12 @@ def copy(dest, src) -> None:
         _host_view(dest)[...] = _host_view(src).reshape(_host_view(dest).shape)
         return
     if src.device.is_cpu:  # host -> device
-        host = np.ascontiguousarray(_host_view(src)).reshape(-1).view(np.uint8)
-        copy_htod(dest, host)
+        copy_htod(dest, np.ascontiguousarray(_host_view(src)))
         return
     if dest.device.is_cpu:  # device -> host
         dv = _host_view(dest)
         if dv.flags.c_contiguous:
-            copy_dtoh(dv.reshape(-1).view(np.uint8) if dv.ndim else dv, src)
+            copy_dtoh(dv, src)
         else:
             tmp = np.empty(dv.shape, dtype=dv.dtype)
             copy_dtoh(tmp, src)

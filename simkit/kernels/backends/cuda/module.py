@@ -1,0 +1,224 @@
+"""Load NVRTC-compiled module source into a GPU context and launch its kernels.
+
+``load_unit`` compiles (or takes from the disk cache) the CUBIN of a generated
+module for the device's architecture, loads it with ``cuModuleLoadData`` and
+returns a :class:`Unit`. ``Unit.launch`` runs a kernel entry
+
+    extern "C" __global__ void <cname>_cuda_fwd(<cname>_args a, sk::launch_bounds_t b)
+
+Kernel arguments are passed through ``kernelParams``: an array of two pointers,
+one to the packed argument struct and one to the launch bounds. The driver reads
+each parameter's size and offset from the CUBIN, so no alignment arithmetic is
+done here, and it copies the parameter values during the ``cuLaunchKernel``
+call (and into the graph node during capture), so the host buffers only need to
+live for the call. cuda-python takes ``kernelParams`` as a plain integer
+address of a ``void*[2]`` array (its documented "already configured void**"
+form), which avoids its ctypes-type conversion path; ``extra`` is passed as 0.
+"""
+from __future__ import annotations
+
+import ctypes
+import struct as _struct
+
+from .... import config
+from . import driver, nvrtc
+
+# sk::error_state_t lives in namespace sk: its symbol is mangled (Itanium ABI)
+_ERROR_SYMBOLS = (b"_ZN2sk14sk_error_stateE", b"sk_error_state")
+_ERROR = _struct.Struct("<iiqqq")  # code, line, a, b, c (32 bytes)
+
+_supported: list | None = None
+
+
+def supported_archs() -> list:
+    """Compute capabilities NVRTC can compile for, e.g. [75, 80, 86, 89, 90, ...]."""
+    global _supported
+    if _supported is None:
+        try:
+            from cuda.bindings import nvrtc as nv
+
+            r = nv.nvrtcGetSupportedArchs()
+            _supported = sorted(int(a) for a in r[1]) if int(r[0]) == 0 else []
+        except Exception:  # pragma: no cover - very old NVRTC
+            _supported = []
+    return _supported
+
+
+def target_arch(arch: str) -> str:
+    """NVRTC target for a GPU ``arch`` ("sm_90"): itself when NVRTC supports it (CUBIN), else PTX for the
+    newest older ``compute_XX`` (the driver JIT-compiles it)."""
+    cc = int(arch.split("_", 1)[1].rstrip("af"))
+    sup = supported_archs()
+    if not sup or cc in sup:
+        return arch
+    older = [a for a in sup if a <= cc]
+    if not older:
+        raise RuntimeError(f"GPU architecture {arch} is older than the oldest one NVRTC {nvrtc.version()} supports "
+                           f"(sm_{sup[0]})")
+    return f"compute_{older[-1]}"
+
+
+def _image_for(source: str, target: str, name: str) -> bytes:
+    """CUBIN (or NUL-terminated PTX) bytes of ``source`` for ``target`` (cached on disk)."""
+    path = nvrtc.compile_cached(source, target, name)
+    with open(path, "rb") as f:
+        data = f.read()
+    if target.startswith("compute_") and not data.endswith(b"\0"):
+        data += b"\0"
+    return data
+
+
+def load_module(device, source: str, name: str):
+    """Compile ``source`` for ``device`` (a Device or ordinal) and load it into its context; returns a CUmodule."""
+    st = driver.state(device)
+    arch = driver.enumerate_devices()[st.ordinal][2]
+    image = _image_for(source, target_arch(arch), name)
+    st.make_current()
+    try:
+        return driver.check(driver.cu().cuModuleLoadData(image), f"cuModuleLoadData({name}, {arch})")
+    except driver.CudaError as e:
+        raise driver.CudaError(f"{e} [driver CUDA {driver.driver_version()}, NVRTC {nvrtc.version()}: a driver "
+                               "older than NVRTC may reject its binaries; update the NVIDIA driver]", e.code) from None
+
+
+class Entry:
+    """A kernel entry point of a unit (resolved per device on first use there)."""
+
+    __slots__ = ("cname", "which", "name")
+
+    def __init__(self, cname: str, which: str):
+        self.cname = cname
+        self.which = which
+        self.name = f"{cname}_cuda_{which}"
+
+    def __repr__(self):
+        return f"Entry({self.name})"
+
+
+class _Loaded:
+    """A unit's module loaded on one device: module handle, functions, error-state address."""
+
+    __slots__ = ("module", "funcs", "err_ptr")
+
+    def __init__(self, module, err_ptr):
+        self.module = module
+        self.funcs: dict = {}  # name -> (CUfunction, max threads per block)
+        self.err_ptr = err_ptr
+
+
+class Unit:
+    """One compiled module for one GPU architecture; loaded lazily into each device's context that uses it."""
+
+    def __init__(self, source: str, name: str, device, specs=(), options=None):
+        self.source = source
+        self.name = name
+        self.device = device
+        self.specs = list(specs)
+        self.options = dict(options or {})
+        self.device_kind = device.arch
+        self._loaded: dict = {}
+        self._load(device.ordinal)  # compile + load now: errors surface at build time
+
+    # -- loading ------------------------------------------------------------
+
+    def _load(self, ordinal: int) -> _Loaded:
+        rec = self._loaded.get(ordinal)
+        if rec is None:
+            mod = load_module(ordinal, self.source, self.name)
+            err_ptr = 0
+            api = driver.cu()
+            for sym in _ERROR_SYMBOLS:
+                r = api.cuModuleGetGlobal(mod, sym)
+                if int(r[0]) == 0:
+                    err_ptr = int(r[1])
+                    break
+            rec = self._loaded[ordinal] = _Loaded(mod, err_ptr)
+        return rec
+
+    def _function(self, ordinal: int, name: str):
+        rec = self._load(ordinal)
+        f = rec.funcs.get(name)
+        if f is None:
+            api = driver.cu()
+            func = driver.check(api.cuModuleGetFunction(rec.module, name.encode()), f"cuModuleGetFunction({name})")
+            maxt = int(driver.check(api.cuFuncGetAttribute(
+                api.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, func), "cuFuncGetAttribute"))
+            sizes = None
+            if hasattr(api, "cuFuncGetParamInfo"):  # CUDA >= 12.4: lets launch() check the argument layout
+                try:
+                    sizes = tuple(int(driver.check(api.cuFuncGetParamInfo(func, i), "cuFuncGetParamInfo")[1])
+                                  for i in range(2))
+                except Exception:
+                    sizes = None
+            f = rec.funcs[name] = (func, maxt, sizes)
+        return f
+
+    def entry(self, cname: str, which: str = "fwd") -> Entry:
+        e = Entry(cname, which)
+        self._function(self.device.ordinal, e.name)  # fails now if the entry is missing
+        return e
+
+    # -- launching ----------------------------------------------------------
+
+    def _resolve(self, stream, device):
+        """(ordinal, stream handle) for a launch."""
+        if stream is not None and hasattr(stream, "handle"):  # a simkit Stream
+            ordinal = stream.device.ordinal
+            if device is not None and device.ordinal != ordinal:
+                raise ValueError(f"stream is on {stream.device.alias}, launch is on {device.alias}")
+            return ordinal, stream.handle
+        ordinal = device.ordinal if device is not None else self.device.ordinal
+        if stream is None:
+            return ordinal, driver.current_stream(ordinal)
+        return ordinal, int(stream)  # a raw CUstream handle (int or cuda-python CUstream)
+
+    def launch(self, entry: Entry, packed: bytes, bounds: bytes, size: int, block_dim: int = 256, stream=None,
+               device=None):
+        """Launch ``entry`` over ``size`` threads; returns None, or (code, line, a, b, c) in debug mode."""
+        if size <= 0:
+            return None
+        ordinal, s = self._resolve(stream, device)
+        st = driver.state(ordinal)
+        func, maxt, sizes = self._function(ordinal, entry.name)
+        if sizes is not None and (len(packed) < sizes[0] or len(bounds) != sizes[1]):
+            raise RuntimeError(f"kernel {entry.cname}: argument layout mismatch (packed {len(packed)} bytes, "
+                               f"bounds {len(bounds)} bytes; the kernel expects {sizes[0]} and {sizes[1]})")
+        block = max(1, min(int(block_dim) if block_dim else 256, maxt, 1024))
+        grid = min((int(size) + block - 1) // block, driver.GRID_CAP)
+        a = ctypes.create_string_buffer(packed, len(packed))
+        b = ctypes.create_string_buffer(bounds, len(bounds))
+        argv = (ctypes.c_void_p * 2)(ctypes.addressof(a), ctypes.addressof(b))
+        api = driver.cu()
+        st.make_current()
+        driver.check(api.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, s, ctypes.addressof(argv), 0),
+                     f"launch of kernel {entry.cname} on cuda:{ordinal}")
+        if config.mode == "debug":
+            return self._read_error(st, ordinal, s)
+        return None
+
+    def _read_error(self, st, ordinal: int, s: int):
+        """Synchronize ``s`` and read (then clear) the module's error state; None when no error was reported."""
+        rec = self._loaded[ordinal]
+        if not rec.err_ptr or st.capturing:
+            return None  # no checks compiled in, or cannot synchronize inside a graph capture
+        api = driver.cu()
+        buf = ctypes.create_string_buffer(_ERROR.size)
+        driver.check(api.cuMemcpyDtoHAsync(ctypes.addressof(buf), rec.err_ptr, _ERROR.size, s), "cuMemcpyDtoHAsync")
+        driver.check(api.cuStreamSynchronize(s), "cuStreamSynchronize")
+        code, line, a, b, c = _ERROR.unpack(buf.raw)
+        if code == 0:
+            return None
+        driver.check(api.cuMemsetD8Async(rec.err_ptr, 0, _ERROR.size, s), "cuMemsetD8Async")
+        driver.check(api.cuStreamSynchronize(s), "cuStreamSynchronize")
+        return (code, line, a, b, c)
+
+    def error(self, device=None):
+        """(code, line, a, b, c) of a reported error on ``device`` (default: the unit's), or None."""
+        ordinal = device.ordinal if device is not None else self.device.ordinal
+        st = driver.state(ordinal)
+        return self._read_error(st, ordinal, st.stream())
+
+
+def load_unit(source: str, name: str, device, specs=(), options=None) -> Unit:
+    """Compile ``source`` with NVRTC for ``device`` (cached) and load it; see :class:`Unit`."""
+    return Unit(source, name, device, specs, options)

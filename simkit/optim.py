@@ -1,0 +1,122 @@
+"""Optimizers that update arrays in place with kernels, from their ``.grad``.
+
+Example::
+
+    opt = sk.optim.Adam([velocity], lr=0.05)
+    for it in range(100):
+        tape = sk.Tape()
+        with tape:
+            loss = simulate(velocity)
+        tape.backward(loss)
+        opt.step()
+        tape.zero()
+
+Parameters may hold float scalars or vectors/matrices of floats (updated
+component-wise); they must be contiguous and have ``requires_grad=True``.
+"""
+from __future__ import annotations
+
+from .kernels import lang as sk
+from .kernels import types as T
+from .kernels.decorators import kernel
+from .kernels.types import Any
+from .runtime.array import array, zeros
+from .runtime.launch import launch
+
+
+@kernel
+def _sgd_step(x: array(dtype=Any), g: array(dtype=Any), b: array(dtype=Any), lr: Any, momentum: Any,
+              dampening: Any, nesterov: int, first: int):
+    i = sk.tid()
+    d = g[i]
+    if momentum != 0.0:
+        if first == 1:
+            b[i] = d
+        else:
+            b[i] = momentum * b[i] + (1.0 - dampening) * d
+        if nesterov == 1:
+            d = d + momentum * b[i]
+        else:
+            d = b[i]
+    x[i] = x[i] - lr * d
+
+
+@kernel
+def _adam_step(x: array(dtype=Any), g: array(dtype=Any), m: array(dtype=Any), v: array(dtype=Any), lr: Any,
+               b1: Any, b2: Any, eps: Any, c1: Any, c2: Any):
+    i = sk.tid()
+    gi = g[i]
+    m[i] = b1 * m[i] + (1.0 - b1) * gi
+    v[i] = b2 * v[i] + (1.0 - b2) * gi * gi
+    mhat = m[i] / c1
+    vhat = v[i] / c2
+    x[i] = x[i] - lr * mhat / (sk.sqrt(vhat) + eps)
+
+
+def _scalar_view(a: array) -> array:
+    """The same memory as a flat array of its scalar type (vec3 (n,) -> float (3n,))."""
+    if not a.is_contiguous:
+        raise ValueError("optimizer parameters must be contiguous arrays")
+    s = T.scalar_of(a.dtype)
+    n = a.size * (a.dtype._length if T.is_value(a.dtype) else 1)
+    return array(ptr=a.ptr, dtype=s, shape=(n,), device=a.device, _owner=a)
+
+
+class Optimizer:
+    def __init__(self, params):
+        self.params = list(params)
+        for p in self.params:
+            if not p.requires_grad:
+                raise ValueError("every optimizer parameter needs requires_grad=True")
+            if not T.is_float(T.scalar_of(p.dtype)):
+                raise TypeError(f"cannot optimize an array of {T.type_name(p.dtype)}")
+        self.flat = [_scalar_view(p) for p in self.params]
+        self.grads = [_scalar_view(p.grad) for p in self.params]
+
+    def _scalar(self, p, value):
+        return T.scalar_of(p.dtype)._np.type(value)
+
+    def _bump(self, p):
+        p._overwritten()
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum (PyTorch's update rule)."""
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 nesterov: bool = False):
+        super().__init__(params)
+        self.lr, self.momentum, self.dampening, self.nesterov = lr, momentum, dampening, nesterov
+        self.buffers = [zeros(f.size, dtype=f.dtype, device=f.device) for f in self.flat]
+        self.first = True
+
+    def step(self):
+        for p, x, g, b in zip(self.params, self.flat, self.grads, self.buffers):
+            s = lambda v: self._scalar(p, v)  # noqa: E731
+            launch(_sgd_step, dim=x.size, inputs=[x, g, b, s(self.lr), s(self.momentum), s(self.dampening),
+                                                  int(self.nesterov), int(self.first)], device=x.device,
+                   record_tape=False)
+            self._bump(p)
+        self.first = False
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba) with bias correction."""
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8):
+        super().__init__(params)
+        self.lr, self.b1, self.b2, self.eps = lr, betas[0], betas[1], eps
+        self.m = [zeros(f.size, dtype=f.dtype, device=f.device) for f in self.flat]
+        self.v = [zeros(f.size, dtype=f.dtype, device=f.device) for f in self.flat]
+        self.t = 0
+
+    def step(self):
+        self.t += 1
+        c1 = 1.0 - self.b1 ** self.t
+        c2 = 1.0 - self.b2 ** self.t
+        for p, x, g, m, v in zip(self.params, self.flat, self.grads, self.m, self.v):
+            s = lambda val: self._scalar(p, val)  # noqa: E731
+            launch(_adam_step, dim=x.size, inputs=[x, g, m, v, s(self.lr), s(self.b1), s(self.b2), s(self.eps),
+                                                  s(c1), s(c2)], device=x.device, record_tape=False)
+            self._bump(p)
+
