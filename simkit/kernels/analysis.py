@@ -105,3 +105,19 @@ def resolve(path: tuple, args_by_name: dict):
             return None
         v = getattr(v, field, None)
     return v
+
+
+def may_report_errors(fn: ir.Function) -> bool:
+    """Does the kernel call builtins that report errors in release mode (expect_*)?"""
+    def calls(f, seen):
+        for s in ir.walk(f.body):
+            if isinstance(s, ir.Call):
+                if s.builtin is not None and s.builtin.needs_line:
+                    return True
+                if s.kind == "func" and id(s.func) not in seen:
+                    seen.add(id(s.func))
+                    if calls(s.func.ir, seen):
+                        return True
+        return False
+
+    return calls(fn, set())

@@ -119,11 +119,18 @@ class KernelSpec:
         self.native = {}  # device alias -> native entry handles
         self.layout = arg_layout(self.types)
         self.has_arrays = any(_contains_array(t) for t in self.types)
+        self.packer = None  # runtime fast argument packer, built on first launch
+        self.may_error = False  # can report errors without debug mode (expect_*)
+        self.writes = True  # writes arrays (refined once the IR is built)
 
     def build_ir(self, options: dict):
         if self.ir is None:
             self.ir = build(self.kernel.func, self.param_types, is_kernel=True, name=self.cname,
                             options=options, src=self.kernel.source())
+            from .analysis import analyze, may_report_errors
+
+            self.writes = bool(analyze(self.ir).writes)
+            self.may_error = may_report_errors(self.ir)
         return self.ir
 
 

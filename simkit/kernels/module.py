@@ -48,6 +48,12 @@ def generator_hash() -> str:
     return _generator_hash
 
 
+def native_key(device, adjoint: bool) -> str:
+    """Key of a loaded entry point: device kind, forward/adjoint, build mode."""
+    return (("cpu" if device.is_cpu else device.arch) + (":bwd" if adjoint else "")
+            + ("/debug" if config.mode == "debug" else ""))
+
+
 def compile_options() -> dict:
     return {"mode": config.mode, "max_unroll": config.max_unroll}
 
@@ -102,7 +108,7 @@ class Module:
         Forward and adjoint code live in separate units: the adjoint unit is built on
         the first backward pass, so forward-only users never pay for it.
         """
-        kind = ("cpu" if device.is_cpu else device.arch) + (":bwd" if adjoint else "")
+        kind = native_key(device, adjoint)
         if kind in spec.native:
             return
         options = compile_options()

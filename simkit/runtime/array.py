@@ -233,7 +233,10 @@ class array:
 
     @property
     def is_contiguous(self) -> bool:
-        return self.strides == _contiguous_strides(self.shape, self.itemsize)
+        c = self.__dict__.get("_contig")
+        if c is None:
+            c = self._contig = self.strides == _contiguous_strides(self.shape, self.itemsize)
+        return c
 
     @property
     def requires_grad(self) -> bool:

@@ -21,6 +21,7 @@ class Device:
         self.arch = arch  # "cpu" or "sm_90"
         self.is_cpu = alias == "cpu"
         self.is_cuda = not self.is_cpu
+        self.kind = "cpu" if self.is_cpu else arch  # what compiled code is keyed by
         self.context = None  # CUDA context handle (cuda backend)
 
     def __repr__(self):

@@ -17,9 +17,11 @@ import numpy as np
 from .. import config
 from ..kernels import types as T
 from ..kernels.decorators import Kernel
+from ..kernels.module import native_key
 from . import tape
 from .array import array
-from .device import get_device
+from .device import Device, get_device
+from .packer import Mismatch, make_packer
 
 _BOUNDS = _struct.Struct("<4iiiq")
 _ncpu = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -144,44 +146,73 @@ def _infer_device(args):
     return get_device(None)
 
 
+_bounds_cache: dict = {}
+
+
+def _bounds(dim):
+    b = _bounds_cache.get(dim) if isinstance(dim, (int, tuple)) else None
+    if b is None:
+        b = bounds_bytes(_dims(dim))
+        if isinstance(dim, (int, tuple)) and len(_bounds_cache) < 4096:
+            _bounds_cache[dim] = b
+    return b
+
+
 def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None, device=None,
            stream=None, adjoint: bool = False, record_tape: bool = True, block_dim: int = 256,
            max_blocks: int = 0):
     """Run ``kernel`` once per index of ``dim`` (an int or a tuple of up to 4 ints)."""
-    if not isinstance(kernel, Kernel):
+    if kernel.__class__ is not Kernel:
         raise TypeError(f"launch() needs a @kernel, got {type(kernel).__name__}")
-    args = list(inputs) + list(outputs)
+    args = [*inputs, *outputs]
     if len(args) != len(kernel.param_names):
         raise TypeError(f"kernel '{kernel.key}' takes {len(kernel.param_names)} arguments "
                         f"({', '.join(kernel.param_names)}), got {len(args)}")
-    dims = _dims(dim)
-    device = get_device(device) if device is not None else _infer_device(args)
+    if device is None:
+        device = _infer_device(args)
+    elif device.__class__ is not Device:
+        device = get_device(device)
     if kernel.generic:
         types = tuple(_arg_type(kernel, n, v) if T.is_generic(t) else t
                       for n, t, v in zip(kernel.param_names, kernel.param_types.values(), args))
         spec = kernel.spec_for(types)
     else:
         spec = kernel.specs[None]
-    packed, contiguous = _check_and_pack(kernel, spec, args, device)
-    kind = "cpu" if device.is_cpu else device.arch
-    native = spec.native.get(kind)
-    if native is None:
-        kernel.module.load(spec, device)
-        native = spec.native[kind]
-    entry, unit = native
-    bounds, size = bounds_bytes(dims)
+    packer = spec.packer
+    if packer is None:
+        packer = spec.packer = make_packer(spec)
+    try:
+        packed, contiguous = packer(args, device)
+    except Mismatch:
+        packed, contiguous = _check_and_pack(kernel, spec, args, device)
+    b = _bounds_cache.get(dim) if dim.__class__ is int else None
+    bounds, size = b if b is not None else _bounds(dim)
     if adjoint:
-        adj = None
         if adj_inputs is not None or adj_outputs is not None:
             adj = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
             packed, contiguous = _check_and_pack(kernel, spec, args, device, adj)
-        _run(kernel, spec, device, packed, contiguous, dims, block_dim, stream, adjoint=True)
+        _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True)
         return
+    key = device.kind if config.mode != "debug" else native_key(device, False)
+    native = spec.native.get(key)
+    if native is None:
+        kernel.module.load(spec, device)
+        native = spec.native[key]
     if size:
-        _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream)
-    tape.bump_written(spec, kernel, args)
-    if record_tape:
-        tape._record_launch(kernel, spec, dims, inputs, outputs, device)
+        entry, unit = native
+        if device.is_cpu:
+            entry(packed, bounds, (config.cpu_threads or _ncpu) if size >= config.cpu_parallel_min else 1,
+                  1 if contiguous else 0)
+            if spec.may_error or config.mode == "debug":
+                err = unit.library.error()
+                if err is not None:
+                    raise_kernel_error(kernel, err)
+        else:
+            _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream)
+    if spec.writes:
+        tape.bump_written(spec, kernel, args)
+    if record_tape and tape._active and tape._active[-1] is not None:
+        tape._active[-1].record_launch(kernel, spec, _dims(dim), inputs, outputs, device)
 
 
 def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream):
@@ -195,13 +226,12 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
         raise_kernel_error(kernel, err)
 
 
-def _run(kernel, spec, device, packed, contiguous, dims, block_dim, stream, adjoint):
-    kind = ("cpu" if device.is_cpu else device.arch) + (":bwd" if adjoint else "")
+def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint):
+    kind = native_key(device, adjoint)
     native = spec.native.get(kind)
     if native is None:
         kernel.module.load(spec, device, adjoint=adjoint)
         native = spec.native[kind]
-    bounds, size = bounds_bytes(dims)
     if size:
         _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream)
 
@@ -219,7 +249,8 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
     if not any(_needs_grad(a) for a in args):
         return  # no array carries a gradient: nothing to propagate
     packed, contiguous = _check_and_pack(kernel, spec, args, device)
-    _run(kernel, spec, device, packed, contiguous, dims, block_dim, stream, adjoint=True)
+    bounds, size = bounds_bytes(tuple(dims))
+    _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True)
 
 
 def raise_kernel_error(kernel, err):

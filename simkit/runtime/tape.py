@@ -267,14 +267,17 @@ def checkpoint(fn, *inputs):
 
 def bump_written(spec, kernel, args):
     """Advance the versions of every array the launch writes (overwrites also bump _wversion)."""
-    acc = spec_access(spec)
-    if not acc.writes:
-        return
-    by_name = dict(zip(kernel.param_names, args))
-    for path in acc.writes:
-        a = analysis.resolve(path, by_name)
+    steps = spec.__dict__.get("_bump_steps")
+    if steps is None:
+        acc = spec_access(spec)
+        names = kernel.param_names
+        steps = spec._bump_steps = [(names.index(p[0]), p, p in acc.stores) for p in acc.writes]
+    for idx, path, overwrite in steps:
+        a = args[idx]
+        if len(path) > 1:
+            a = analysis.resolve(path[1:], {path[1]: getattr(a, path[1], None)}) if a is not None else None
         if a is not None:
-            if path in acc.stores:
+            if overwrite:
                 a._overwritten()
             else:
                 a._version += 1
