@@ -17,6 +17,16 @@ if os.environ.get("SIMKIT_VERIFY_CUDA", "1") != "0" and nvrtc.is_available():
 DEVICES = [d.alias for d in sk.get_devices()]
 
 
+@pytest.fixture(scope="session", autouse=True)
+def nvrtc_verification():
+    """After the session: every module compiled by the tests (forward and adjoint) must compile
+    with NVRTC for each GPU architecture in sk.config.verify_cuda_archs."""
+    yield
+    if sk.config.verify_cuda:
+        n = nvrtc.wait_verifications()
+        print(f"\nNVRTC verified {n} module builds for {', '.join(sk.config.verify_cuda_archs)}")
+
+
 @pytest.fixture(params=DEVICES)
 def device(request):
     return request.param

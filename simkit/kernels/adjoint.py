@@ -196,8 +196,7 @@ class AdjointEmitter(Emitter):
                 call_args.append(adj(outs[0]))
         else:
             callee = adjoint_name(s.callee)
-            if outs:
-                call_args.append(adj(outs[0]))
+            call_args += [adj(o) for o in outs]  # several results: one adjoint argument each
         text = f"{callee}({', '.join(call_args)});"
         if pre:
             self.w("{ " + " ".join(pre) + " " + text + " }", depth)

@@ -164,8 +164,10 @@ def _unit_name(name: str) -> str:
 
 
 def verify_cuda(source: str, name: str) -> None:
-    """Compile a unit's source with NVRTC for each of ``config.verify_cuda_archs`` (no GPU needed)."""
+    """Check a unit's source with NVRTC for each of ``config.verify_cuda_archs`` (no GPU needed).
+
+    Runs in a background worker process; ``nvrtc.wait_verifications()`` collects the results.
+    """
     from .backends.cuda import nvrtc
 
-    for arch in config.verify_cuda_archs:
-        nvrtc.compile_cached(source, arch, name)
+    nvrtc.verify_async(source, config.verify_cuda_archs, name)

@@ -32,6 +32,13 @@ typedef long long int64_t;
 typedef unsigned long long uint64_t;
 #endif
 
+#if SK_CUDA && !defined(INFINITY)
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#if SK_CUDA && !defined(NAN)
+#define NAN __int_as_float(0x7fffffff)
+#endif
+
 namespace sk {
 
 typedef bool bool_t;

@@ -47,10 +47,11 @@ def version() -> str:
 
 
 def options(arch: str, debug: bool = False) -> list:
-    opts = [f"--gpu-architecture={arch}", "--std=c++17", f"-I{NATIVE_DIR}", "-default-device",
-            "--use_fast_math" if False else "-ftz=false", "-DSK_NVRTC=1"]
+    opts = [f"--gpu-architecture={arch}", "--std=c++17", f"-I{NATIVE_DIR}", "-default-device", "-ftz=false"]
     if debug:
         opts.append("-lineinfo")
+    if arch.startswith("compute_"):  # verification only (PTX, unoptimised): checks the code, fast
+        opts.append("-G")
     return opts
 
 
@@ -78,6 +79,49 @@ def compile_source(source: str, arch: str, name: str = "module") -> bytes:
         return out
     finally:
         nv.nvrtcDestroyProgram(prog)
+
+
+_pool = None
+_pending: list = []
+
+
+def _verify_job(source: str, arch: str, name: str):
+    compile_cached(source, arch, name)
+    return None
+
+
+def verify_async(source: str, archs, name: str) -> None:
+    """Check that ``source`` compiles with NVRTC for each GPU architecture, in a worker process.
+
+    Verification compiles PTX for ``compute_XX`` without optimisation: it checks the generated
+    code for that architecture (what CI needs) at a fraction of an optimised build's cost.
+    ``wait_verifications()`` raises the first failure.
+    """
+    global _pool
+    import concurrent.futures as cf
+    import multiprocessing as mp
+
+    if _pool is None:
+        _pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
+    for arch in archs:
+        target = "compute_" + arch.split("_", 1)[1] if arch.startswith("sm_") else arch
+        _pending.append((name, target, _pool.submit(_verify_job, source, target, name)))
+
+
+def wait_verifications() -> int:
+    """Wait for every pending NVRTC verification; raise NativeCompileError for the first failure."""
+    global _pool
+    done = 0
+    try:
+        while _pending:
+            name, arch, fut = _pending.pop(0)
+            fut.result()  # re-raises the worker's NativeCompileError
+            done += 1
+    finally:
+        if _pool is not None and not _pending:
+            _pool.shutdown()
+            _pool = None
+    return done
 
 
 def compile_cached(source: str, arch: str, name: str = "module") -> str:
