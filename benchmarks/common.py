@@ -108,14 +108,40 @@ def progress(msg: str):
 
 
 def cpu_model() -> str:
+    """Model name from /proc/cpuinfo, with family/model numbers (VMs often report a generic name) and
+    the widest SIMD extension."""
+    info = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith(("model name", "Model", "cpu model")):
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break  # first processor only
+                k, _, v = line.partition(":")
+                info.setdefault(k.strip(), v.strip())
     except OSError:
-        pass
-    return platform.processor() or platform.machine()
+        return platform.processor() or platform.machine()
+    name = info.get("model name") or info.get("Model") or info.get("cpu model") or platform.machine()
+    extra = []
+    if "cpu family" in info:
+        extra.append(f"family {info['cpu family']}, model {info.get('model', '?')}")
+    flags = set(info.get("flags", "").split())
+    simd = next((x for x in ("avx512f", "avx2", "avx", "sse4_2") if x in flags), None)
+    if simd:
+        extra.append(simd.upper().replace("AVX512F", "AVX-512"))
+    return f"{name} ({'; '.join(extra)})" if extra else name
+
+
+def git_revision() -> str:
+    """Short commit of the repository holding the benchmarks, with '+dirty' for local changes."""
+    root = os.path.dirname(HERE)
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+        return (rev + ("+dirty" if dirty else "")) if rev else "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
 
 
 def core_count() -> int:
@@ -176,7 +202,7 @@ def machine_info(threads: int) -> list:
         ("C compiler", compiler_version("gcc")),
         ("Python", platform.python_version()),
         ("numpy", np.__version__),
-        ("simkit", sk_version),
+        ("simkit", f"{sk_version} (git {git_revision()})"),
         ("warp-lang", package_version("warp-lang")),
     ]
 

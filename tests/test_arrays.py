@@ -424,3 +424,51 @@ def test_launch_checks_array_dims(device):
         sk.launch(k_scale1, dim=4, inputs=[a, 1.0], device=device)
     with pytest.raises(TypeError, match="'a'"):
         sk.launch(k_scale1, dim=4, inputs=[sk.zeros(4, dtype=sk.float64, device=device), 1.0], device=device)
+
+
+def test_view_as_scalar_type_adds_element_dims(device):
+    # Warp semantics: a vector/matrix array viewed as a scalar of the component size
+    v = sk.array(np.arange(6, dtype=np.float32), dtype=sk.vec3, device=device)
+    f = v.view(float)
+    assert f.shape == (2, 3) and f.dtype is sk.float32
+    np.testing.assert_array_equal(f.numpy(), np.arange(6).reshape(2, 3))
+    i = v.view(sk.int32)
+    assert i.shape == (2, 3)
+    np.testing.assert_array_equal(i.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3).view(np.int32))
+    assert sk.zeros((2, 2), dtype=sk.mat22, device=device).view(float).shape == (2, 2, 2, 2)
+    with pytest.raises(ValueError):
+        sk.zeros((2, 2, 2), dtype=sk.mat22, device=device).view(float)  # would be 5D
+    with pytest.raises(ValueError):
+        v.view(sk.float64)
+    sk.launch(k_scale2, dim=(2, 3), inputs=[f, 2.0], device=device)  # the view shares memory
+    np.testing.assert_array_equal(v.numpy(), np.arange(6).reshape(2, 3) * 2)
+
+
+def test_view_and_copy_reinterpret_bits_cpu():
+    a = sk.array(np.arange(6, dtype=np.float32), device="cpu")
+    s = a[::2].view(sk.int32)  # a strided view reinterpreted in place
+    assert s.strides == (8,)
+    np.testing.assert_array_equal(s.numpy(), np.array([0, 2, 4], np.float32).view(np.int32))
+    s.numpy()[1] = np.float32(9.0).view(np.int32)
+    assert a.numpy()[2] == 9.0
+    # copy between element types of one size copies bits (as on the GPU, and as Warp does)
+    d = sk.zeros(3, dtype=int, device="cpu")
+    sk.copy(d, sk.ones(3, device="cpu"))
+    np.testing.assert_array_equal(d.numpy(), np.ones(3, np.float32).view(np.int32))
+    d6 = sk.zeros(6, dtype=int, device="cpu")
+    sk.copy(d6[1::2], sk.array(np.array([1.0, 2.0, 3.0], np.float32), device="cpu"))
+    np.testing.assert_array_equal(d6.numpy()[1::2], np.array([1, 2, 3], np.float32).view(np.int32))
+    np.testing.assert_array_equal(d6.numpy()[::2], 0)
+    # flatten/reshape to the same shape is a view, contiguous or not
+    f = a[::2].flatten()
+    f.fill_(-1.0)
+    np.testing.assert_array_equal(a.numpy(), [-1, 1, -1, 3, -1, 5])
+
+
+def test_empty_arrays(device):
+    e = sk.zeros((0, 3), requires_grad=True, device=device)
+    assert e.shape == (0, 3) and e.size == 0 and e.is_contiguous and e.grad.shape == (0, 3)
+    assert sk.array([], dtype=float, device=device).shape == (0,)
+    assert e.reshape((0, 5)).shape == (0, 5)
+    sk.launch(k_scale2, dim=(0, 3), inputs=[e, 2.0], device=device)  # nothing to do, no error
+    assert e.numpy().shape == (0, 3)

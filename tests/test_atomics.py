@@ -240,3 +240,89 @@ def test_float_add_under_contention(device):
     acc = sk.zeros(4, device=device)
     sk.launch(k_atomic_float_contention, dim=N_BIG, inputs=[acc], device=device)
     np.testing.assert_array_equal(acc.numpy(), N_BIG / 8)  # exact: every partial sum is representable
+
+
+# ---------------------------------------------------------------------------- small types, exch on values
+
+
+def _make_small_kernel(dtype):
+    @sk.kernel
+    def k(acc: sk.array(dtype=dtype), vals: sk.array(dtype=dtype), old: sk.array(dtype=dtype)):
+        i = sk.tid()
+        sk.atomic_add(acc, 0, dtype(1))
+        sk.atomic_min(acc, 1, vals[i])
+        sk.atomic_max(acc, 2, vals[i])
+        old[i] = sk.atomic_exch(acc, 3 + i, vals[i])
+
+    return k
+
+
+SMALL_TYPES = {"int8": (sk.int8, np.int8), "uint8": (sk.uint8, np.uint8), "int16": (sk.int16, np.int16),
+               "uint16": (sk.uint16, np.uint16), "uint64": (sk.uint64, np.uint64),
+               "float16": (sk.float16, np.float16)}
+SMALL_KERNELS = {name: _make_small_kernel(t) for name, (t, _) in SMALL_TYPES.items()}
+
+
+@pytest.mark.parametrize("name", list(SMALL_TYPES))
+def test_small_type_atomics(device, name):
+    dtype, npt = SMALL_TYPES[name]
+    n = 1000
+    rng = np.random.default_rng(5)
+    vals = rng.integers(0, 100, size=n).astype(npt)
+    init = np.zeros(3 + n, npt)
+    init[1] = 100
+    init[3:] = np.arange(n) % 50
+    acc = sk.array(init, device=device)
+    old = sk.zeros(n, dtype=dtype, device=device)
+    sk.launch(SMALL_KERNELS[name], dim=n, inputs=[acc, sk.array(vals, device=device), old], device=device)
+    a = acc.numpy()
+    expect_count = np.array(n).astype(npt)  # 8-bit counters wrap
+    assert a[0] == expect_count and a[1] == vals.min() and a[2] == vals.max()
+    np.testing.assert_array_equal(old.numpy(), init[3:])
+    np.testing.assert_array_equal(a[3:], vals)
+
+
+@sk.kernel
+def k_exch_values(v: sk.array(dtype=sk.vec3), m: sk.array(dtype=sk.mat22), ov: sk.array(dtype=sk.vec3),
+                  om: sk.array(dtype=sk.mat22)):
+    i = sk.tid()
+    ov[i] = sk.atomic_exch(v, i, sk.vec3(float(i), 1.0, 2.0))
+    om[i] = sk.atomic_exch(m, i, sk.mat22(float(i), 0.0, 0.0, 1.0))
+
+
+def test_exch_vector_matrix(device):
+    n = 10
+    v0 = np.arange(3 * n, dtype=np.float32).reshape(n, 3)
+    m0 = np.arange(4 * n, dtype=np.float32).reshape(n, 2, 2)
+    v = sk.array(v0, dtype=sk.vec3, device=device)
+    m = sk.array(m0, dtype=sk.mat22, device=device)
+    ov, om = sk.zeros(n, dtype=sk.vec3, device=device), sk.zeros(n, dtype=sk.mat22, device=device)
+    sk.launch(k_exch_values, dim=n, inputs=[v, m, ov, om], device=device)
+    np.testing.assert_array_equal(ov.numpy(), v0)
+    np.testing.assert_array_equal(om.numpy(), m0)
+    np.testing.assert_array_equal(v.numpy(), np.stack([np.arange(n), np.ones(n), 2 * np.ones(n)], 1))
+    np.testing.assert_array_equal(m.numpy()[:, 0, 0], np.arange(n))
+
+
+def test_cas_on_vectors_is_a_compile_error():
+    @sk.kernel
+    def k_cas_vec(a: sk.array(dtype=sk.vec3)):
+        sk.atomic_cas(a, 0, a[0], sk.vec3(1.0))
+
+    with pytest.raises(sk.CompileError, match="atomic_cas"):
+        sk.launch(k_cas_vec, dim=1, inputs=[sk.zeros(1, dtype=sk.vec3, device="cpu")], device="cpu")
+
+
+def test_counts_exact_with_oversubscribed_cpu_threads():
+    # more threads than cores: preemption in the middle of read-modify-write sequences
+    saved = sk.config.cpu_threads
+    sk.config.cpu_threads = 16
+    try:
+        c = sk.zeros(10, dtype=int, device="cpu")
+        sk.launch(k_count, dim=N_BIG, inputs=[c], device="cpu")
+        acc = sk.zeros(4, device="cpu")
+        sk.launch(k_atomic_float_contention, dim=N_BIG, inputs=[acc], device="cpu")
+    finally:
+        sk.config.cpu_threads = saved
+    np.testing.assert_array_equal(c.numpy(), np.bincount(np.arange(N_BIG) % 10, minlength=10))
+    np.testing.assert_array_equal(acc.numpy(), N_BIG / 8)

@@ -371,6 +371,25 @@ def test_quat_to_axis_angle(device):
     assert (angle.numpy() >= 0).all() and (angle.numpy() <= np.pi).all()
 
 
+@sk.kernel(module="tests.test_builtins_quat.axis_angle")
+def _axis_angle_d(q: sk.array(dtype=sk.quatd), axis: sk.array(dtype=sk.vec3d), angle: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    a, t = sk.quat_to_axis_angle(q[i])
+    axis[i] = a
+    angle[i] = t
+
+
+def test_quat_to_axis_angle_gradient(device):
+    if not hasattr(sk, "autograd"):
+        pytest.skip("needs sk.autograd")
+    r = np.random.default_rng(6)
+    q = r.uniform(-1.0, 1.0, (4, 4))
+    q[1, 3] = -abs(q[1, 3])  # w < 0: the axis flips sign
+    ins = [sk.array(q, dtype=sk.quatd, device=device)]
+    outs = [sk.zeros(4, dtype=sk.vec3d, device=device), sk.zeros(4, dtype=sk.float64, device=device)]
+    assert sk.autograd.gradcheck(_axis_angle_d, 4, ins, outs, eps=1e-6, atol=1e-6, rtol=1e-5, device=device)
+
+
 # ---------------------------------------------------------------------------
 # warp-lang as the reference (its Python-scope builtins run Warp's native code)
 

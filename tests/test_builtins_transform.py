@@ -381,6 +381,28 @@ def test_transform_defaults(device):
     np.testing.assert_array_equal(x, [[1, 2, 3, 4, 5, 6], np.zeros(6), [1, 2, 3, 4, 5, 6]])
 
 
+# Warp also allows transform_set_translation / transform_set_rotation as statements that
+# update a local transform in place (as ``t.p = p`` does).
+
+
+@sk.kernel
+def _set_statement(t: sk.array(dtype=sk.transform), out: sk.array(dtype=sk.transform)):
+    i = sk.tid()
+    x = t[i]
+    sk.transform_set_translation(x, sk.vec3(0.0, 0.0, 1.0))
+    sk.transform_set_rotation(x, sk.quat_identity())
+    out[i] = x
+
+
+@pytest.mark.xfail(reason="compiler: a transform_set_* call used as a statement does not update its argument "
+                          "(the registry's setters are functional; t.p = ... works)", strict=False)
+def test_transform_set_statement(device):
+    t = sk.array(np.array([[1.0, 2.0, 3.0, 0.0, 0.0, 0.6, 0.8]], np.float32), dtype=sk.transform, device=device)
+    out = sk.zeros(1, dtype=sk.transform, device=device)
+    sk.launch(_set_statement, dim=1, inputs=[t], outputs=[out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [[0, 0, 1, 0, 0, 0, 1]])
+
+
 # ---------------------------------------------------------------------------
 # warp-lang as the reference (its Python-scope builtins run Warp's native code)
 

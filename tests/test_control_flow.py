@@ -269,7 +269,7 @@ def test_ifexp_and_boolops(device):
     np.testing.assert_array_equal(out.numpy(), ref)
 
 
-@sk.kernel
+@sk.kernel(module="tests.test_control_flow.debug")  # compiled only in debug mode (bounds checks)
 def k_short_circuit(a: sk.array(dtype=int), out: sk.array(dtype=int)):
     i = sk.tid()
     # a[i] would be out of bounds for i >= len(a): the right operand must not run
@@ -494,3 +494,56 @@ def test_returns_from_loops_in_funcs(device):
     for i in range(n):
         assert out.numpy()[i].tolist() == [*find_pair_py(i), count_until_py(i)], i
         assert outv.numpy()[i].tolist() == first_big_py(i), i
+
+
+@sk.kernel
+def k_chained_and_aug(out: sk.array(dtype=int, ndim=2)):
+    i = sk.tid()
+    a = b = i * 2  # chained assignment
+    b += 1
+    x = i
+    x += 5
+    x -= 2
+    x *= 3
+    x //= 2
+    x %= 5
+    x <<= 2
+    x >>= 1
+    x |= 1
+    x &= 7
+    x ^= 2
+    out[i, 0] = a
+    out[i, 1] = b
+    out[i, 2] = x
+
+
+def test_chained_and_augmented_assignment(device):
+    out = sk.zeros((6, 3), dtype=int, device=device)
+    sk.launch(k_chained_and_aug, dim=6, inputs=[out], device=device)
+    for i in range(6):
+        x = (i + 5 - 2) * 3 // 2
+        x = x % 5  # non-negative here: C and Python agree
+        x = ((((x << 2) >> 1) | 1) & 7) ^ 2
+        assert out.numpy()[i].tolist() == [2 * i, 2 * i + 1, x], i
+
+
+@sk.kernel(module="tests.test_control_flow.debug")
+def k_assert(a: sk.array(dtype=int)):
+    i = sk.tid()
+    assert a[i] >= 0  # MARK-assert
+    a[i] = a[i] + 1
+
+
+def test_assert_checked_in_debug_mode(device):
+    a = sk.array(np.array([1, 2, -3, 4], np.int32), device=device)
+    mode = sk.config.mode
+    sk.config.mode = "debug"
+    try:
+        with pytest.raises(RuntimeError, match=r"test_control_flow.py:\d+: assertion failed") as info:
+            sk.launch(k_assert, dim=4, inputs=[a], device=device)
+        assert "assert a[i] >= 0" in str(info.value)  # the offending source line
+    finally:
+        sk.config.mode = mode
+    a = sk.array(np.array([1, 2, -3, 4], np.int32), device=device)
+    sk.launch(k_assert, dim=4, inputs=[a], device=device)  # release mode: asserts are not checked
+    np.testing.assert_array_equal(a.numpy(), [2, 3, -2, 5])

@@ -336,3 +336,66 @@ def test_generic_kernel_specialised_per_launch(device):
         sk.launch(k_generic_kernel, dim=5, inputs=[a, out, s], device=device)
         assert out.numpy().dtype == npdt
         np.testing.assert_array_equal(out.numpy(), np.arange(5, dtype=npdt) * 2 * s)
+
+
+@sk.func
+def plus_one_generic(x: Any):
+    return x + type(x)(1)
+
+
+@sk.kernel
+def k_type_of(a: sk.array(dtype=Any), out: sk.array(dtype=Any)):
+    i = sk.tid()
+    out[i] = plus_one_generic(a[i]) * a.dtype(2)
+
+
+@sk.kernel
+def k_type_of_vec(a: sk.array(dtype=sk.vec3), out: sk.array(dtype=sk.vec3)):
+    i = sk.tid()
+    v = a[i]
+    z = type(v)()  # zero vector of v's type
+    out[i] = plus_one_generic(v) + z
+
+
+def test_type_of_value_and_array_dtype(device):
+    for dt, npt in ((sk.float32, np.float32), (sk.int32, np.int32), (sk.float64, np.float64), (sk.uint8, np.uint8)):
+        a = sk.array(np.arange(4, dtype=npt), device=device)
+        out = sk.zeros(4, dtype=dt, device=device)
+        sk.launch(k_type_of, dim=4, inputs=[a, out], device=device)
+        np.testing.assert_array_equal(out.numpy(), (np.arange(4, dtype=npt) + 1) * 2)
+    av = sk.array(np.arange(6, dtype=np.float32), dtype=sk.vec3, device=device)
+    ov = sk.zeros(2, dtype=sk.vec3, device=device)
+    sk.launch(k_type_of_vec, dim=2, inputs=[av, ov], device=device)
+    np.testing.assert_array_equal(ov.numpy(), np.arange(6).reshape(2, 3) + 1)
+
+
+WEIGHTS = [0.5, 0.25, 2.0]
+PAIRS = ((1, 10), (2, 20), (3, 30))
+
+
+@sk.kernel
+def k_static_loops(out: sk.array(dtype=float)):
+    s = float(0.0)
+    for w in sk.static(WEIGHTS):  # unrolled over Python values
+        s += w
+    out[0] = s
+    t = int(0)
+    for a, b in sk.static(PAIRS):
+        t += a * b
+    out[1] = float(t)
+    u = int(0)
+    for k in sk.static(range(40)):  # longer than max_unroll: static() still unrolls
+        if k == 7:
+            break
+        u += k
+    out[2] = float(u)
+    v = sk.static(sk.vec3(1.0, 2.0, 3.0))
+    for k in sk.static(range(3)):
+        v[k] = v[k] * float(k)
+    out[3] = v[0] + v[1] + v[2]
+
+
+def test_static_for_loops(device):
+    out = sk.zeros(4, device=device)
+    sk.launch(k_static_loops, dim=1, inputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy(), [2.75, 140.0, 21.0, 8.0])

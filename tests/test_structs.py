@@ -249,3 +249,18 @@ def test_struct_constructor_arguments(device):
     out = sk.zeros(3, device=device)
     sk.launch(k_struct_constructor, dim=1, inputs=[out], device=device)
     np.testing.assert_allclose(out.numpy(), [5.0, 12.0, 4.0])
+
+
+def test_struct_arrays_from_instances(device):
+    items = [Inner(a=1.0, v=sk.vec2(2.0, 3.0)), Inner(a=-1.0), Inner(v=sk.vec2(0.5, 0.25))]
+    src = sk.array(items, dtype=Inner, device=device)
+    assert src.shape == (3,)
+    d = src.numpy()
+    np.testing.assert_array_equal(d["a"], [1.0, -1.0, 0.0])
+    np.testing.assert_array_equal(d["v"], [[2, 3], [0, 0], [0.5, 0.25]])
+    filled = sk.zeros(4, dtype=Inner, device=device).fill_(Inner(a=7.0, v=sk.vec2(1.0, 2.0)))
+    np.testing.assert_array_equal(filled.numpy()["a"], 7.0)
+    np.testing.assert_array_equal(filled.numpy()["v"], [[1, 2]] * 4)
+    dst = sk.zeros(3, dtype=Inner, device=device)
+    sk.launch(k_array_of_structs, dim=3, inputs=[src, dst], device=device)
+    np.testing.assert_array_equal(dst.numpy()["a"], [2.0, -2.0, 0.0])

@@ -260,4 +260,10 @@ def gen_struct_accum(t) -> str:
         if not isinstance(ft, T.ArrayType):
             lines.append(f"    accum(a.{fname}, b.{fname});")
     lines.append("} }")
+    # atomic gradient accumulation into arrays of this struct: field by field (found by ADL)
+    lines.append(f"SK_INLINE void atomic_accumulate({st.cname}* p, const {st.cname}& v) {{")
+    for fname, ft in st.fields.items():
+        if not isinstance(ft, T.ArrayType):
+            lines.append(f"    sk::atomic_accumulate(&p->{fname}, v.{fname});")
+    lines.append("}")
     return "\n".join(lines)

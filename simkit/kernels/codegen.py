@@ -51,6 +51,8 @@ def ctype(t) -> str:
         return f"sk::array_t<{ctype(t.dtype)}>"
     if T.is_struct(t):
         return t._simkit_struct.cname
+    if T.is_opaque(t):
+        return t._simkit_opaque
     raise TypeError(f"no C++ type for {T.type_name(t)}")
 
 
@@ -109,7 +111,7 @@ class Emitter:
             self.last_line = line
             i = line - self.fn.first_line
             src = self.fn.source_lines[i].strip() if 0 <= i < len(self.fn.source_lines) else ""
-            src = src.replace("*/", "* /").replace("\\", "\\\\")
+            src = src.rstrip("\\ \t")  # a trailing backslash would splice the next C++ line into the comment
             self.w(f"// {self.rel}:{line}: {src}", depth)
 
     def call_args(self, s: ir.Call) -> tuple[str, list[str]]:

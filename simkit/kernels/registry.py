@@ -51,6 +51,7 @@ class Builtin:
     replay: bool = True  # re-executed in the adjoint's forward replay (False for stores, prints)
     checked: bool = False  # array access: in debug mode calls <native>_checked(line, args...)
     needs_line: bool = False  # always called as native(line, args...)
+    inout: tuple = ()  # argument names the native function updates in place (query states, output indices)
 
     def callee(self, info: CallInfo, ret_ctype: str) -> str:
         return self.native(info, ret_ctype) if callable(self.native) else self.native
@@ -103,6 +104,7 @@ def _consistent_scalars(specs, arg_types) -> bool:
 
 _builtins: dict[str, list[Builtin]] = {}
 _headers: list[str] = []
+_inout_keys: set = set()
 
 
 def add_builtin(
@@ -123,6 +125,7 @@ def add_builtin(
     replay: bool = True,
     checked: bool = False,
     needs_line: bool = False,
+    inout: tuple = (),
 ) -> Builtin:
     """Declare one overload of builtin ``key``. Returns the registered entry."""
     b = Builtin(
@@ -142,7 +145,10 @@ def add_builtin(
         replay=replay,
         checked=checked,
         needs_line=needs_line,
+        inout=tuple(inout),
     )
+    if inout:
+        _inout_keys.add(key)
     _builtins.setdefault(key, []).append(b)
     return b
 
@@ -151,6 +157,11 @@ def add_header(path: str) -> None:
     """Add a native header (absolute path) that generated code includes."""
     if path not in _headers:
         _headers.append(path)
+
+
+def inout_keys() -> set:
+    """Keys of builtins that update some arguments in place (the frontend treats those as assignments)."""
+    return _inout_keys
 
 
 def headers() -> list[str]:

@@ -352,6 +352,12 @@ def is_struct(t) -> _py.bool:
     return getattr(t, "_simkit_struct", None) is not None
 
 
+def is_opaque(t) -> _py.bool:
+    """A native value type known to the compiler only by its C++ name (class attribute ``_simkit_opaque``),
+    e.g. a geometry query state declared in a collision header; a plain aggregate with a default constructor."""
+    return isinstance(t, type) and getattr(t, "_simkit_opaque", None) is not None
+
+
 def is_generic(t) -> _py.bool:
     if isinstance(t, _Generic):
         return True

@@ -116,6 +116,8 @@ class array:
 
     def _init_from_data(self, data, copy):
         nd, esh = np_dtype_of(self.dtype)
+        if T.is_struct(self.dtype) and not isinstance(data, np.ndarray):
+            data = _struct_records(self.dtype, data)
         src = data if isinstance(data, np.ndarray) and data.dtype == nd else np.asarray(data, dtype=nd)
         if esh:
             k = len(esh)
@@ -235,7 +237,7 @@ class array:
     def is_contiguous(self) -> bool:
         c = self.__dict__.get("_contig")
         if c is None:
-            c = self._contig = self.strides == _contiguous_strides(self.shape, self.itemsize)
+            c = self._contig = self.size == 0 or self.strides == _contiguous_strides(self.shape, self.itemsize)
         return c
 
     @property
@@ -346,6 +348,8 @@ class array:
 
     def fill_(self, value):
         """Set every element to ``value`` (scalar, or a vector/matrix for value dtypes)."""
+        if T.is_struct(self.dtype) and isinstance(value, self.dtype):
+            value = _struct_records(self.dtype, value)
         if self.device.is_cpu:
             self._np[...] = np.asarray(value, dtype=self._np.dtype) if not T.is_struct(self.dtype) else value
         else:
@@ -383,7 +387,7 @@ class array:
             shape[shape.index(-1)] = self.size // max(known, 1)
         if int(np.prod(shape)) != self.size:
             raise ValueError(f"cannot reshape {self.shape} to {tuple(shape)}")
-        if not self.is_contiguous:
+        if not self.is_contiguous and tuple(shape) != self.shape:
             raise ValueError("reshape needs a contiguous array; use .contiguous() first")
         if self.device.is_cpu:
             esh = np_dtype_of(self.dtype)[1]
@@ -398,20 +402,35 @@ class array:
         return self.reshape((self.size,))
 
     def view(self, dtype):
-        """Reinterpret the memory as another element type of the same size."""
+        """Reinterpret the memory as another element type of the same size, sharing it.
+
+        As in Warp, a vector/matrix array viewed as its scalar type (or another scalar of that
+        size) gains the element's dimensions: ``zeros(4, dtype=vec3).view(float)`` has shape (4, 3).
+        """
         dtype = T.normalize_dtype(dtype)
         nd, esh = np_dtype_of(dtype)
+        snd, sesh = np_dtype_of(self.dtype)
         size = np.dtype(nd).itemsize * (int(np.prod(esh)) if esh else 1)
-        if size != self.itemsize:
+        shape, strides = self.shape, self.strides
+        if T.is_scalar(dtype) and sesh and size == np.dtype(snd).itemsize and not T.is_struct(self.dtype):
+            shape, strides = shape + sesh, strides + _contiguous_strides(sesh, size)  # scalars of each element
+            if len(shape) > 4:
+                raise ValueError(f"view: {self.ndim}D array of {T.type_name(self.dtype)} would have {len(shape)} "
+                                 "dimensions (at most 4)")
+        elif size != self.itemsize:
             raise ValueError(f"view: {T.type_name(dtype)} is {size} bytes, elements are {self.itemsize} bytes")
         if self.device.is_cpu:
-            raw = self._np.view(np.uint8).reshape(self.shape + (self.itemsize,)) if self.is_contiguous else None
-            if raw is None:
-                raise ValueError("view needs a contiguous array")
-            v = raw.view(nd).reshape(self.shape + esh)
+            if np.dtype(nd).itemsize == np.dtype(snd).itemsize and not T.is_struct(self.dtype) \
+                    and not T.is_struct(dtype):
+                base = self._np.view(nd)  # same scalar size: any strides
+            elif self.is_contiguous:
+                base = self._np.view(np.uint8).reshape(-1).view(nd)
+            else:
+                raise ValueError("view: a non-contiguous array can only be viewed as a type of the same scalar size")
+            v = np.lib.stride_tricks.as_strided(base, shape=shape + esh,
+                                                strides=strides + _contiguous_strides(esh, np.dtype(nd).itemsize))
             return array(dtype=dtype, device=self.device, _np_view=v, _owner=self)
-        return array(ptr=self.ptr, dtype=dtype, shape=self.shape, strides=self.strides, device=self.device,
-                     _owner=self)
+        return array(ptr=self.ptr, dtype=dtype, shape=shape, strides=strides, device=self.device, _owner=self)
 
     def contiguous(self):
         return self if self.is_contiguous else clone(self)
@@ -428,12 +447,29 @@ class array:
         return clone(self)
 
 
+def _struct_records(dtype, data):
+    """Struct instances (one, or nested lists of them) as numpy records of the struct's layout."""
+    nd = np_dtype_of(dtype)[0]
+    if isinstance(data, dtype):
+        return np.frombuffer(dtype._simkit_struct.pack(data), dtype=nd)[0]
+    if isinstance(data, (list, tuple)):
+        return np.array([_struct_records(dtype, d) for d in data], dtype=nd)
+    return data
+
+
 def _contiguous_strides(shape, itemsize) -> tuple:
     strides, s = [], itemsize
     for d in reversed(shape):
         strides.append(s)
         s *= d
     return tuple(reversed(strides))
+
+
+def _element_bytes(a: array) -> np.ndarray:
+    """A uint8 view of a CPU array, shape ``a.shape + (itemsize,)`` (elements are contiguous bytes)."""
+    flat = a._np.reshape(a._np.shape[:a.ndim] + (-1,))  # element dims are contiguous: no copy
+    return np.lib.stride_tricks.as_strided(flat[..., :1].view(np.uint8), shape=a.shape + (a.itemsize,),
+                                           strides=a.strides + (1,))
 
 
 def _extent(shape, strides, itemsize) -> int:
@@ -519,7 +555,10 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
     if dest.itemsize != src.itemsize:
         raise ValueError("copy: element types differ in size")
     if dest.device.is_cpu and src.device.is_cpu:
-        dest._np[...] = src._np.reshape(dest._np.shape)
+        if dest._np.dtype == src._np.dtype and dest._np.shape[dest.ndim:] == src._np.shape[src.ndim:]:
+            dest._np[...] = src._np.reshape(dest._np.shape)
+        else:  # different element types of one size: copy the bits, as on the GPU (and in Warp)
+            _element_bytes(dest)[...] = _element_bytes(src).reshape(dest.shape + (dest.itemsize,))
     else:
         from ..kernels.backends.cuda import driver
 

@@ -32,6 +32,7 @@ ERRORS = {
     3: "{a} indices given for a {b}D array",
     4: "expectation failed (expect_eq / expect_near)",
     5: "adjoint loop stack overflow",
+    6: "assertion failed",
 }
 
 
@@ -41,7 +42,7 @@ def _dims(dim) -> tuple:
     else:
         try:
             dims = tuple(int(d) for d in dim)
-        except TypeError:
+        except (TypeError, ValueError):
             raise TypeError(f"launch dim must be an int or a tuple of 1-4 ints, got {dim!r}") from None
     if not 1 <= len(dims) <= 4:
         raise ValueError(f"launch dim must have 1 to 4 dimensions, got {len(dims)}")
@@ -198,6 +199,10 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     if native is None:
         kernel.module.load(spec, device)
         native = spec.native[key]
+    tids = spec.ir.uses_tid if spec.ir is not None else 0
+    if tids > 1 and len(_dims(dim)) < tids:  # the missing indices would be garbage: out-of-bounds writes
+        raise ValueError(f"kernel '{kernel.key}' unpacks tid() into {tids} indices but is launched over "
+                         f"{len(_dims(dim))} dimension(s): dim={dim!r}")
     if size:
         entry, unit = native
         if device.is_cpu:

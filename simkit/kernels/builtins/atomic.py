@@ -2,6 +2,7 @@
 
 ``arr[i] += v`` in a kernel is ``atomic_add(arr, i, v)`` (Warp semantics).
 """
+from .. import types as T
 from ..registry import add_builtin
 from ..types import Any, ArrayType, Int
 
@@ -14,12 +15,18 @@ def _value_matches(info):
     return all(t is info.arg_types[0].dtype for t in info.arg_types[1 + info.arg_types[0].ndim:])
 
 
+def _scalar_value_matches(info):
+    """atomic_cas compares whole elements: scalar element types only."""
+    return T.is_scalar(info.arg_types[0].dtype) and _value_matches(info)
+
+
 _DOCS = {
     "atomic_add": "Atomically add value to a[i...]; returns the old value.",
     "atomic_sub": "Atomically subtract value from a[i...]; returns the old value.",
     "atomic_min": "Atomically store min(a[i...], value); returns the old value.",
     "atomic_max": "Atomically store max(a[i...], value); returns the old value.",
-    "atomic_exch": "Atomically replace a[i...] with value; returns the old value.",
+    "atomic_exch": "Atomically replace a[i...] with value (vectors/matrices component by component); returns "
+                   "the old value.",
 }
 
 for _nd in (1, 2, 3, 4):
@@ -31,6 +38,7 @@ for _nd in (1, 2, 3, 4):
     if _nd <= 3:
         add_builtin("atomic_cas", {"a": ArrayType(Any, _nd), **_idx, "compare": Any, "value": Any}, _dtype,
                     native="sk::atomic_cas<SKC>", checked=True, side_effects=True, replay=False,
-                    differentiable=False, match=_value_matches,
-                    doc="Atomically set a[i...] = value if it equals compare; returns the old value.",
+                    differentiable=False, match=_scalar_value_matches,
+                    doc="Atomically set a[i...] = value if it equals compare (scalar elements); returns the old "
+                        "value.",
                     group="atomic")

@@ -280,24 +280,25 @@ def _row_ok(info) -> bool:
     return T.is_vector(v) and v is _row_type(info)
 
 
-add_builtin("extract", {"a": MF, "i": Any}, _row_type, match=_int_args(1), hidden=True, group=_G,
+_ACCESS = dict(hidden=True, checked=True, group=_G)  # checked: debug builds report out-of-range indices
+add_builtin("extract", {"a": MF, "i": Any}, _row_type, match=_int_args(1), **_ACCESS,
             doc="Row i of matrix a (a[i]), as a vector; negative i counts from the end.")
-add_builtin("extract", {"a": MA, "i": Any}, _row_type, differentiable=False, match=_int_args(1), hidden=True,
-            group=_G, doc="Row i of matrix a (a[i]), as a vector; negative i counts from the end.")
-add_builtin("extract", {"a": MF, "i": Any, "j": Any}, _scalar0, match=_int_args(1, 2), hidden=True,
-            group=_G, doc="Element a[i, j] (row i, column j).")
+add_builtin("extract", {"a": MA, "i": Any}, _row_type, differentiable=False, match=_int_args(1), **_ACCESS,
+            doc="Row i of matrix a (a[i]), as a vector; negative i counts from the end.")
+add_builtin("extract", {"a": MF, "i": Any, "j": Any}, _scalar0, match=_int_args(1, 2), **_ACCESS,
+            doc="Element a[i, j] (row i, column j).")
 add_builtin("extract", {"a": MA, "i": Any, "j": Any}, _scalar0, differentiable=False, match=_int_args(1, 2),
-            hidden=True, group=_G, doc="Element a[i, j] (row i, column j).")
-add_builtin("assign", {"a": MF, "i": Any, "j": Any, "value": Float}, same_as(0), match=_int_args(1, 2),
-            hidden=True, group=_G, doc="A copy of matrix a with element [i, j] set to value.")
-add_builtin("assign", {"a": MA, "i": Any, "j": Any, "value": Any}, same_as(0), differentiable=False,
-            hidden=True, group=_G, doc="A copy of matrix a with element [i, j] set to value.",
-            match=lambda info: _int_args(1, 2)(info) and info.arg_types[3] is T.scalar_of(info.arg_types[0]))
-add_builtin("assign", {"a": MF, "i": Any, "value": VF}, same_as(0), hidden=True, group=_G,
+            **_ACCESS, doc="Element a[i, j] (row i, column j).")
+add_builtin("assign", {"a": MF, "i": Any, "j": Any, "value": Float}, same_as(0), match=_int_args(1, 2), **_ACCESS,
+            doc="A copy of matrix a with element [i, j] set to value.")
+add_builtin("assign", {"a": MA, "i": Any, "j": Any, "value": Any}, same_as(0), differentiable=False, **_ACCESS,
+            match=lambda info: _int_args(1, 2)(info) and info.arg_types[3] is T.scalar_of(info.arg_types[0]),
+            doc="A copy of matrix a with element [i, j] set to value.")
+add_builtin("assign", {"a": MF, "i": Any, "value": VF}, same_as(0), **_ACCESS,
             match=lambda info: _int_args(1)(info) and _row_ok(info),
             doc="A copy of matrix a with row i set to vector value.")
-add_builtin("assign", {"a": MA, "i": Any, "value": VA}, same_as(0), differentiable=False, hidden=True,
-            group=_G, match=lambda info: _int_args(1)(info) and _row_ok(info),
+add_builtin("assign", {"a": MA, "i": Any, "value": VA}, same_as(0), differentiable=False, **_ACCESS,
+            match=lambda info: _int_args(1)(info) and _row_ok(info),
             doc="A copy of matrix a with row i set to vector value.")
 
 # ---------------------------------------------------------------------------

@@ -28,3 +28,6 @@ add_builtin("expect_near", {"a": Any, "b": Any, "tolerance": Scalar}, None, nati
             side_effects=True, replay=False, differentiable=False, match=_same_types, needs_line=True,
             defaults={"tolerance": 1.0e-6},
             doc="Report an error (raised after the launch) if |a - b| > tolerance.", group="utility")
+add_builtin("assert_true", {"cond": bool_t}, None, native="sk::assert_true", checked=True, side_effects=True,
+            replay=False, differentiable=False, hidden=True,
+            doc="``assert cond`` in a kernel: in debug mode a failure raises after the launch.", group="utility")

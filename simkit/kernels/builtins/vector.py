@@ -131,15 +131,16 @@ add_builtin("vector", {"v": VA}, _target, native=_ctor_native("cast"), construct
 # ---------------------------------------------------------------------------
 # Component access: v[i], v.x (extract) and v[i] = x (assign, functional)
 
-add_builtin("extract", {"a": VF, "i": Any}, scalar_of_arg(0), match=_int_index(1), hidden=True, group=_G,
+_ACCESS = dict(hidden=True, checked=True, group=_G)  # checked: debug builds report out-of-range indices
+add_builtin("extract", {"a": VF, "i": Any}, scalar_of_arg(0), match=_int_index(1), **_ACCESS,
             doc="Component i of vector a (a[i]); negative i counts from the end.")
-add_builtin("extract", {"a": VA, "i": Any}, scalar_of_arg(0), differentiable=False, match=_int_index(1),
-            hidden=True, group=_G, doc="Component i of vector a (a[i]); negative i counts from the end.")
-add_builtin("assign", {"a": VF, "i": Any, "value": Float}, same_as(0), match=_int_index(1), hidden=True,
-            group=_G, doc="A copy of vector a with component i set to value (a[i] = value).")
-add_builtin("assign", {"a": VA, "i": Any, "value": Any}, same_as(0), differentiable=False, hidden=True,
+add_builtin("extract", {"a": VA, "i": Any}, scalar_of_arg(0), differentiable=False, match=_int_index(1), **_ACCESS,
+            doc="Component i of vector a (a[i]); negative i counts from the end.")
+add_builtin("assign", {"a": VF, "i": Any, "value": Float}, same_as(0), match=_int_index(1), **_ACCESS,
+            doc="A copy of vector a with component i set to value (a[i] = value).")
+add_builtin("assign", {"a": VA, "i": Any, "value": Any}, same_as(0), differentiable=False, **_ACCESS,
             match=lambda info: _int_index(1)(info) and info.arg_types[2] is T.scalar_of(info.arg_types[0]),
-            group=_G, doc="A copy of vector a with component i set to value (a[i] = value).")
+            doc="A copy of vector a with component i set to value (a[i] = value).")
 
 # ---------------------------------------------------------------------------
 # Functions

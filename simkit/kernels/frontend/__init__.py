@@ -33,8 +33,9 @@ class Builder(StatementMixin, ExpressionMixin, FunctionBuilder):
                 error = error or e
         else:
             if error is None:
-                error = TypeError(f"@func '{fn.key}' cannot take these arguments: "
-                                  f"{len(args)} positional, keywords {sorted(kw)}")
+                sigs = " or ".join(f"{fn.key}{inspect.signature(f)}" for f, _, _ in fn.overloads)
+                given = f"{len(args)} positional argument(s)" + (f" and keywords {sorted(kw)}" if kw else "")
+                error = TypeError(f"@func '{fn.key}' cannot take {given}; it is {sigs}")
             raise self.error(str(error), node)
         if spec not in self.funcs:
             self.funcs.append(spec)

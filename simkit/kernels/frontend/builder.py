@@ -204,6 +204,13 @@ class FunctionBuilder:
         folded = self.fold(key, args, ret)
         if folded is not None:
             return folded
+        if b.inout:
+            args = self.inout_args(b, args, node, kw)
+        if isinstance(ret, tuple):  # several results: the native function returns a struct {r0, r1, ...}
+            outs = [self.new_var(t) for t in ret]
+            self.emit(ir.Call(out=outs[0], outs=outs[1:], builtin=b, args=args, callee=b.callee(info, "auto"),
+                              kind="builtin"))
+            return TupleValue(outs)
         out = self.new_var(ret) if ret is not None else None
         callee = b.callee(info, ctype_or_void(ret))
         self.emit(ir.Call(out=out, builtin=b, args=args, callee=callee, kind="builtin"))
@@ -212,6 +219,39 @@ class FunctionBuilder:
                 if not a.is_const and not a.is_param and T.is_scalar(a.type) and a.type is T.uint32:
                     a.ref = True
         return out
+
+    # names whose current values a `while` condition may update in place (the loop's carried vars)
+    inplace_vars: frozenset = frozenset()
+
+    def inout_args(self, b, args, node, kw):
+        """Arguments a builtin updates in place (``bvh_query_next(query, index)``) act as assignments.
+
+        Each one is passed as a fresh mutable copy and the Python name it came from is rebound to
+        that copy, so SSA values stay immutable (the adjoint's replay and loop restores rely on it).
+        Inside a ``while`` condition a loop-carried var is updated in place instead: the adjoint
+        records carried values after the condition, so the body sees the updated values."""
+        names = list(b.input_types)
+        nodes = list(node.args) if isinstance(node, ast.Call) else []
+        if isinstance(node, ast.Call):
+            nodes += [None] * (len(names) - len(nodes))
+            for k in node.keywords:
+                if k.arg in names:
+                    nodes[names.index(k.arg)] = k.value
+        args = list(args)
+        for name in b.inout:
+            i = names.index(name)
+            if i >= len(args):
+                continue
+            a = args[i]
+            if a.mutable and a in self.inplace_vars:
+                continue
+            m = self.new_var(a.type, label=a.label, mutable=True)
+            self.emit(ir.Copy(out=m, src=a))
+            args[i] = m
+            src = nodes[i] if i < len(nodes) else None
+            if isinstance(src, ast.Name) and src.id in self.symbols:
+                self.symbols[src.id] = m
+        return args
 
     def _bind_kwargs(self, key, args, kw, node):
         ovs = R.overloads(key)
@@ -346,8 +386,17 @@ def describe(a) -> str:
     return type(a).__name__
 
 
+OPERATOR_SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "mod": "%", "pow": "**",
+                    "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!=", "bit_and": "&",
+                    "bit_or": "|", "bit_xor": "^", "lshift": "<<", "rshift": ">>"}
+
+
 def no_overload_message(key, arg_types) -> str:
     got = ", ".join(T.type_name(t) for t in arg_types)
+    if key in OPERATOR_SYMBOLS and len(arg_types) == 2:
+        a, b = (T.type_name(t) for t in arg_types)
+        hint = "; convert one operand explicitly, e.g. float(x)" if a != b else ""
+        return f"operator {OPERATOR_SYMBOLS[key]} is not defined for {a} and {b}{hint}"
     ovs = R.overloads(key)
     if not ovs:
         return f"'{key}' is not a builtin"

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import builtins as pybuiltins
+import operator
 
 from .. import ir
 from .. import registry as R
@@ -23,6 +24,10 @@ PY_BUILTINS = {pybuiltins.abs: "abs", pybuiltins.min: "min", pybuiltins.max: "ma
 PY_TYPES = {pybuiltins.int: T.int32, pybuiltins.float: T.float32, pybuiltins.bool: T.bool}
 
 COMPONENTS = {"x": 0, "y": 1, "z": 2, "w": 3}
+
+STATIC_CMP = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+              ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
+              ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 
 
 class ExpressionMixin:
@@ -79,6 +84,8 @@ class ExpressionMixin:
                     return ShapeOf(base)
                 if attr == "ndim":
                     return self.const(t.ndim)
+                if attr == "dtype":
+                    return Py(t.dtype)
                 raise self.error(f"arrays have no attribute '{attr}' in kernels (use .shape)", node)
             if T.is_struct(t):
                 fields = t._simkit_struct.fields
@@ -112,17 +119,35 @@ class ExpressionMixin:
         return self.call_builtin(UNARYOPS[type(node.op)], [self.eval_value(node.operand)], node)
 
     def expr_Compare(self, node):
-        left = self.eval_value(node.left)
+        operands = [self.eval(node.left)] + [self.eval(c) for c in node.comparators]
+        if any(isinstance(o, Py) for o in operands):
+            return self.compare_static(node, operands)
+        for o, n in zip(operands, [node.left] + node.comparators):
+            if not isinstance(o, ir.Var):
+                raise self.error(f"'{ast.unparse(n)}' is not a single value", n)
         result = None
-        for op, comp in zip(node.ops, node.comparators):
+        for op, left, right in zip(node.ops, operands, operands[1:]):
             key = CMPOPS.get(type(op))
             if key is None:
                 raise self.error(f"unsupported comparison {type(op).__name__}", node)
-            right = self.eval_value(comp)
             r = self.call_builtin(key, [left, right], node)
             result = r if result is None else self.call_builtin("logical_and", [result, r], node)
-            left = right
         return result
+
+    def compare_static(self, node, operands):
+        """Comparisons of compile-time Python objects (``type(x) == float``, ``static(mode) == "fast"``,
+        ``x is None``) are evaluated now, to a constant bool."""
+        for o, n in zip(operands, [node.left] + node.comparators):
+            if isinstance(o, ir.Var) and not o.is_const:
+                raise self.error(f"'{ast.unparse(n)}' is a runtime value; it cannot be compared with a "
+                                 f"compile-time object", n)
+        py = [o.obj if isinstance(o, Py) else o.const for o in operands]
+        py = [PY_TYPES.get(o, o) if isinstance(o, type) else o for o in py]  # float is float32 in kernels
+        try:
+            result = all(STATIC_CMP[type(op)](a, b) for op, a, b in zip(node.ops, py, py[1:]))
+        except Exception as e:
+            raise self.error(f"cannot compare {py[0]!r} at compile time: {type(e).__name__}: {e}", node) from None
+        return self.const(bool(result))
 
     def expr_BoolOp(self, node):
         # short-circuit: later operands are evaluated only when needed
@@ -226,6 +251,10 @@ class ExpressionMixin:
             return self.eval_static(node)
         if obj is pybuiltins.len:
             return self.eval_len(node)
+        if obj is pybuiltins.type:  # type(x): the type of a value, usable as a constructor (generic code)
+            if len(node.args) != 1 or node.keywords:
+                raise self.error("type() takes one argument in kernels", node)
+            return Py(self.eval_value(node.args[0]).type)
         if obj is pybuiltins.range:
             raise self.error("range() is only allowed as a for-loop iterator", node)
         args = [self.eval(a) for a in node.args]
@@ -320,6 +349,10 @@ class ExpressionMixin:
         raise self.error(f"len() of {T.type_name(v.type)}", node)
 
     def eval_static(self, node):
+        return self.to_value(self.static_value(node))
+
+    def static_value(self, node):
+        """The Python value of ``static(expr)``, evaluated now in the function's global/closure scope."""
         if len(node.args) != 1:
             raise self.error("static() takes one expression", node)
         expr = ast.unparse(node.args[0])
@@ -330,7 +363,7 @@ class ExpressionMixin:
         except Exception as e:  # pragma: no cover - message path
             raise self.error(f"static({expr}) failed: {type(e).__name__}: {e}", node) from None
         self.static_values.append((expr, repr(value)))
-        return self.to_value(value)
+        return value
 
     def eval_tid(self, node):
         target_count = getattr(self, "_tid_targets", 1)

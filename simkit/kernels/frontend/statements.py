@@ -10,7 +10,9 @@ from __future__ import annotations
 import ast
 
 from .. import ir
+from .. import registry as R
 from .. import types as T
+from ..errors import CompileError
 from .builder import Py, TupleValue, describe
 from .expressions import BINOPS
 from .jumps import RETVAL
@@ -30,10 +32,42 @@ def assigned_names(stmts) -> list:
                 targets = [node.target]
             elif isinstance(node, ast.For):
                 targets = [node.target]
+            elif isinstance(node, ast.Call):
+                targets = inout_targets(node)
             for t in targets:
-                for n in ast.walk(t):
-                    if isinstance(n, ast.Name) and n.id not in out:
-                        out.append(n.id)
+                for n in _bound_names(t):
+                    if n not in out:
+                        out.append(n)
+    return out
+
+
+def _bound_names(target):
+    """Names a target rebinds: `x`, `a, b`, and the root of `v[i] = ...` / `s.f = ...` (not the indices)."""
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for e in target.elts:
+            yield from _bound_names(e)
+    elif isinstance(target, (ast.Subscript, ast.Attribute)):
+        yield from _bound_names(target.value)
+    elif isinstance(target, ast.Starred):
+        yield from _bound_names(target.value)
+
+
+def inout_targets(call) -> list:
+    """Argument expressions of a call to a builtin that updates them in place (see registry ``inout``)."""
+    f = call.func
+    key = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+    if key not in R.inout_keys():
+        return []
+    out = []
+    for b in R.overloads(key):
+        names = list(b.input_types)
+        for name in b.inout:
+            i = names.index(name)
+            if i < len(call.args):
+                out.append(call.args[i])
+        out += [k.value for k in call.keywords if k.arg in b.inout]
     return out
 
 
@@ -64,6 +98,10 @@ class StatementMixin:
         prev, self.cur_node = self.cur_node, node
         try:
             method(node)
+        except CompileError:
+            raise
+        except Exception as e:  # a compiler bug: still point at the user's line
+            raise self.error(f"internal compiler error: {type(e).__name__}: {e}", node) from e
         finally:
             self.cur_node = prev
 
@@ -78,8 +116,13 @@ class StatementMixin:
         self.eval(node.value)
 
     def stmt_Assign(self, node):
-        if len(node.targets) != 1:
-            raise self.error("chained assignment (a = b = c) is not supported in kernels", node)
+        if len(node.targets) != 1:  # a = b = value: one value, several names
+            value = self.eval(node.value)
+            for target in node.targets:
+                if not isinstance(target, ast.Name):
+                    raise self.error("chained assignment (a = b = c) only assigns names in kernels", target)
+                self.assign_to(target, value)
+            return
         target = node.targets[0]
         if isinstance(target, (ast.Tuple, ast.List)):
             self._tid_targets = len(target.elts)
@@ -330,9 +373,13 @@ class StatementMixin:
     def stmt_For(self, node):
         if node.orelse:
             raise self.error("for ... else is not supported in kernels", node)
+        rng = self.range_args(node)
+        if rng is None:
+            self.static_for(node)
+            return
         if not isinstance(node.target, ast.Name):
             raise self.error("the loop variable must be a single name", node.target)
-        start, end, step = self.range_args(node)
+        start, end, step = rng
         name = node.target.id
         if start.is_const and end.is_const and step.is_const:
             if step.const == 0:
@@ -352,12 +399,50 @@ class StatementMixin:
                          carried=[m for _, m in carried], stop=stop))
         self.after_loop(before, carried)
 
+    def static_for(self, node):
+        """``for x in static(iterable)``: unrolled over the Python values of the iterable."""
+        try:
+            values = list(self.static_value(node.iter))
+        except TypeError as e:
+            raise self.error(f"static() loop over a non-iterable: {e}", node.iter) from None
+        stop = getattr(node, "_sk_stop", ())  # break/return flags (see jumps.py): skip later iterations
+        for k, value in enumerate(values):
+            self.bind_static(node.target, value)
+            if stop and k > 0:
+                guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=ast.BoolOp(
+                    op=ast.Or(), values=[ast.Name(id=f, ctx=ast.Load()) for f in stop])), body=node.body, orelse=[])
+                self.exec_stmt(ast.fix_missing_locations(ast.copy_location(guard, node)))
+            else:
+                self.exec_block(node.body)
+
+    def bind_static(self, target, value):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            items = list(value) if isinstance(value, (tuple, list)) else None
+            if items is None or len(items) != len(target.elts):
+                raise self.error(f"cannot unpack {value!r} into {len(target.elts)} names", target)
+            for t, v in zip(target.elts, items):
+                self.bind_static(t, v)
+            return
+        if not isinstance(target, ast.Name):
+            raise self.error("the loop variable must be a name or a tuple of names", target)
+        v = self.to_value(value)
+        self.symbols[target.id] = self.materialise(v) if isinstance(v, ir.Var) and v.is_const and \
+            not T.is_scalar(v.type) else v
+
+    def stmt_Assert(self, node):
+        """``assert cond``: checked in debug mode (an error raised after the launch), a no-op in release."""
+        self.call_builtin("assert_true", [self.to_bool(self.eval_value(node.test), node)], node)
+
     def stmt_While(self, node):
         if node.orelse:
             raise self.error("while ... else is not supported in kernels", node)
         carried_pairs, before = self.enter_loop(node.body + [ast.Expr(node.test)])
         self.push_block()
-        cond = self.to_bool(self.eval_value(node.test), node)
+        saved, self.inplace_vars = self.inplace_vars, frozenset(m for _, m in carried_pairs)
+        try:
+            cond = self.to_bool(self.eval_value(node.test), node)
+        finally:
+            self.inplace_vars = saved
         cond_block = self.pop_block()
         body = self.run_loop_body(node.body, carried_pairs)
         self.emit(ir.While(cond_block=cond_block, cond=cond, body=body, carried=[m for _, m in carried_pairs]))

@@ -10,6 +10,7 @@ namespace sk {
 // ---------------------------------------------------------------------------
 // Compare-and-swap on the bit pattern of a 2/4/8-byte scalar.
 template <typename T> struct bits_of;
+template <> struct bits_of<bool_t> { typedef uint8 type; };
 template <> struct bits_of<half> { typedef uint16 type; };
 template <> struct bits_of<float> { typedef uint32 type; };
 template <> struct bits_of<double> { typedef uint64 type; };
@@ -105,6 +106,7 @@ template <typename T> struct atomic_elem {
     static SK_INLINE T add(T* p, const T& v) { return atomic_add_scalar(p, v); }
     static SK_INLINE T min(T* p, const T& v) { return atomic_update(p, min_op<T>{v}); }
     static SK_INLINE T max(T* p, const T& v) { return atomic_update(p, max_op<T>{v}); }
+    static SK_INLINE T exch(T* p, const T& v) { return atomic_update(p, exch_op<T>{v}); }
 };
 template <typename V> struct atomic_value {
     typedef typename value_traits<V>::scalar S;
@@ -118,6 +120,9 @@ template <typename V> struct atomic_value {
     static SK_INLINE V max(V* p, const V& v) {
         V old; for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::max(flat(*p) + i, flat(v)[i]); return old;
     }
+    static SK_INLINE V exch(V* p, const V& v) {
+        V old; for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::exch(flat(*p) + i, flat(v)[i]); return old;
+    }
 };
 template <unsigned N, typename T> struct atomic_elem<vec_t<N, T>> : atomic_value<vec_t<N, T>> {};
 template <unsigned R, unsigned C, typename T> struct atomic_elem<mat_t<R, C, T>> : atomic_value<mat_t<R, C, T>> {};
@@ -125,6 +130,7 @@ template <typename T> struct atomic_elem<quat_t<T>> : atomic_value<quat_t<T>> {}
 template <typename T> struct atomic_elem<transform_t<T>> : atomic_value<transform_t<T>> {};
 
 template <typename T> SK_INLINE void atomic_accumulate(T* p, const T& v) { atomic_elem<T>::add(p, v); }
+template <> SK_INLINE void atomic_accumulate<bool_t>(bool_t*, const bool_t&) {}  // bools carry no gradient
 
 template <typename T> SK_INLINE T neg_value(const T& v) {
     T r = v;
@@ -171,7 +177,7 @@ SK_ATOMIC_FORWARD(atomic_add, atomic_elem<T>::add(p, v))
 SK_ATOMIC_FORWARD(atomic_sub, atomic_elem<T>::add(p, neg_value(v)))
 SK_ATOMIC_FORWARD(atomic_min, atomic_elem<T>::min(p, v))
 SK_ATOMIC_FORWARD(atomic_max, atomic_elem<T>::max(p, v))
-SK_ATOMIC_FORWARD(atomic_exch, atomic_update(p, exch_op<T>{v}))
+SK_ATOMIC_FORWARD(atomic_exch, atomic_elem<T>::exch(p, v))
 
 // Adjoints: the value's adjoint reads the array's gradient at the element
 // (negated for sub). min/max pass the gradient to the value only where it won.

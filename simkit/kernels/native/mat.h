@@ -31,13 +31,13 @@ SK_INLINE void adj_extract(const mat_t<R, C, T>& m, I i, mat_t<R, C, T>& adj_m, 
 
 template <unsigned R, unsigned C, typename T, typename I, typename J>
 SK_INLINE T extract(const mat_t<R, C, T>& m, I i, J j) {
-    int k = vmd::index<R>(i), l = vmd::index<C>(j, 1);
+    int k = vmd::index<R>(i), l = vmd::index<C>(j);
     return (k < 0 || l < 0) ? T(0) : m.data[k][l];
 }
 template <unsigned R, unsigned C, typename T, typename I, typename J, typename IA, typename JA>
 SK_INLINE void adj_extract(const mat_t<R, C, T>& m, I i, J j, mat_t<R, C, T>& adj_m, IA&& adj_i, JA&& adj_j,
                            const T& adj_ret) {
-    int k = vmd::index<R>(i), l = vmd::index<C>(j, 1);
+    int k = vmd::index<R>(i), l = vmd::index<C>(j);
     if (k >= 0 && l >= 0) adj_m.data[k][l] += adj_ret;
 }
 
@@ -45,14 +45,14 @@ SK_INLINE void adj_extract(const mat_t<R, C, T>& m, I i, J j, mat_t<R, C, T>& ad
 template <unsigned R, unsigned C, typename T, typename I, typename J>
 SK_INLINE mat_t<R, C, T> assign(const mat_t<R, C, T>& m, I i, J j, typename vmd::ident<T>::type x) {
     mat_t<R, C, T> r = m;
-    int k = vmd::index<R>(i), l = vmd::index<C>(j, 1);
+    int k = vmd::index<R>(i), l = vmd::index<C>(j);
     if (k >= 0 && l >= 0) r.data[k][l] = x;
     return r;
 }
 template <unsigned R, unsigned C, typename T, typename I, typename J, typename IA, typename JA>
 SK_INLINE void adj_assign(const mat_t<R, C, T>& m, I i, J j, T x, mat_t<R, C, T>& adj_m, IA&& adj_i, JA&& adj_j,
                           T& adj_x, const mat_t<R, C, T>& adj_ret) {
-    int k = vmd::index<R>(i), l = vmd::index<C>(j, 1);
+    int k = vmd::index<R>(i), l = vmd::index<C>(j);
     for (unsigned a = 0; a < R; ++a)
         for (unsigned b = 0; b < C; ++b) {
             if (int(a) == k && int(b) == l)
@@ -81,6 +81,28 @@ SK_INLINE void adj_assign(const mat_t<R, C, T>& m, I i, const vec_t<C, T>& v, ma
             else
                 adj_m.data[a][b] += adj_ret.data[a][b];
         }
+}
+
+// Debug-mode variants (the registry's checked=True): out-of-range indices report an IndexError.
+template <unsigned R, unsigned C, typename T, typename I>
+SK_INLINE vec_t<C, T> extract_checked(int line, const mat_t<R, C, T>& m, I i) {
+    vmd::index_checked<R>(line, i);
+    return extract(m, i);
+}
+template <unsigned R, unsigned C, typename T, typename I, typename J>
+SK_INLINE T extract_checked(int line, const mat_t<R, C, T>& m, I i, J j) {
+    if (vmd::index_checked<R>(line, i) >= 0) vmd::index_checked<C>(line, j, 1);
+    return extract(m, i, j);
+}
+template <unsigned R, unsigned C, typename T, typename I, typename J>
+SK_INLINE mat_t<R, C, T> assign_checked(int line, const mat_t<R, C, T>& m, I i, J j, typename vmd::ident<T>::type x) {
+    if (vmd::index_checked<R>(line, i) >= 0) vmd::index_checked<C>(line, j, 1);
+    return assign(m, i, j, x);
+}
+template <unsigned R, unsigned C, typename T, typename I>
+SK_INLINE mat_t<R, C, T> assign_checked(int line, const mat_t<R, C, T>& m, I i, const vec_t<C, T>& v) {
+    vmd::index_checked<R>(line, i);
+    return assign(m, i, v);
 }
 
 // ---------------------------------------------------------------------------
@@ -442,9 +464,9 @@ SK_INLINE void adj_get_diag(const mat_t<N, N, T>& m, mat_t<N, N, T>& adj_m, cons
 // skew(v) a = cross(v, a)
 template <typename T> SK_INLINE mat_t<3, 3, T> skew(const vec_t<3, T>& v) {
     mat_t<3, 3, T> r;
-    r.data[0][0] = T(0);     r.data[0][1] = neg(v.c[2]); r.data[0][2] = v.c[1];
-    r.data[1][0] = v.c[2];   r.data[1][1] = T(0);       r.data[1][2] = neg(v.c[0]);
-    r.data[2][0] = neg(v.c[1]); r.data[2][1] = v.c[0];   r.data[2][2] = T(0);
+    r.data[0][0] = T(0);        r.data[0][1] = neg(v.c[2]); r.data[0][2] = v.c[1];
+    r.data[1][0] = v.c[2];      r.data[1][1] = T(0);        r.data[1][2] = neg(v.c[0]);
+    r.data[2][0] = neg(v.c[1]); r.data[2][1] = v.c[0];      r.data[2][2] = T(0);
     return r;
 }
 template <typename T>
@@ -477,7 +499,7 @@ namespace vmd {
 template <typename V, typename M, typename... Args>
 SK_INLINE void adj_from_vectors(bool rows, const V& first, Args&&... args) {
     const void* p[] = {static_cast<const void*>(&first), static_cast<const void*>(&args)...};
-    const unsigned K = (sizeof...(Args) + 1 - 1) / 2;
+    const unsigned K = sizeof...(Args) / 2;  // args: K - 1 vectors, K adjoints, adj_ret
     const M& g = *static_cast<const M*>(p[2 * K]);
     const unsigned n = value_traits<V>::length;
     for (unsigned k = 0; k < K; ++k) {

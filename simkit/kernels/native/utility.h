@@ -53,4 +53,11 @@ template <typename T, typename S> SK_INLINE void expect_near(int line, const T& 
     }
 }
 
+// assert cond: a no-op in release builds; debug builds call the _checked form with the line.
+#define SK_ERR_ASSERT 6
+SK_INLINE void assert_true(bool_t) {}
+SK_INLINE void assert_true_checked(int line, bool_t cond) {
+    if (!cond) report_error(SK_ERR_ASSERT, line, 0, 0, 0);
+}
+
 }  // namespace sk

@@ -9,13 +9,6 @@
 #include "error.h"
 #include "scalar.h"
 
-// Out-of-range component index (after wrapping negative indices as Python
-// does): reads give 0, writes are dropped, and the launch reports an
-// IndexError (error.h). A build may define this hook to do otherwise.
-#ifndef SK_INDEX_ERROR
-#define SK_INDEX_ERROR(axis, index, length) sk::report_error(SK_ERR_BOUNDS, 0, (axis), (index), (length))
-#endif
-
 namespace sk {
 
 // ---------------------------------------------------------------------------
@@ -29,15 +22,18 @@ template <typename T> using acc_t = wrap_t<T>;
 // Non-deduced context: lets a scalar argument take its type from the vector.
 template <typename T> struct ident { typedef T type; };
 
-// Component index with Python-style negative wrapping; -1 when out of range.
-template <unsigned N, typename I> SK_INLINE int index(I i, int axis = 0) {
+// Component index with Python-style negative wrapping; -1 when out of range
+// (reads then give 0 and writes are dropped).
+template <unsigned N, typename I> SK_INLINE int index(I i) {
     long long k = (long long)i;
     if (k < 0) k += (long long)N;
-    if (k < 0 || k >= (long long)N) {
-        SK_INDEX_ERROR(axis, (long long)i, (long long)N);
-        return -1;
-    }
-    return int(k);
+    return (k < 0 || k >= (long long)N) ? -1 : int(k);
+}
+// The same, reporting an out-of-range index (debug mode: IndexError at this source line).
+template <unsigned N, typename I> SK_INLINE int index_checked(int line, I i, int axis = 0) {
+    int k = index<N>(i);
+    if (k < 0) report_error(SK_ERR_BOUNDS, line, axis, (long long)i, (long long)N);
+    return k;
 }
 
 }  // namespace vmd
@@ -56,8 +52,8 @@ template <typename R, typename S> SK_INLINE R fill_value(S x) {
 }
 template <typename R, typename S> SK_INLINE void adj_fill_value(S x, S& adj_x, const R& adj_ret) {
     typedef typename value_traits<R>::scalar T;
-    typedef calc_t<T> A;
     if constexpr (is_float_type<S>::value && is_float_type<T>::value) {
+        typedef calc_t<T> A;
         A s = A(0);
         const T* g = flat(adj_ret);
         for (unsigned i = 0; i < value_traits<R>::length; ++i) s += A(g[i]);
@@ -151,6 +147,17 @@ SK_INLINE void adj_assign(const vec_t<N, T>& v, I i, T x, vec_t<N, T>& adj_v, IA
             else
                 adj_v.c[j] += adj_ret.c[j];
         }
+}
+
+// Debug-mode variants (the registry's checked=True): out-of-range indices report an IndexError.
+template <unsigned N, typename T, typename I> SK_INLINE T extract_checked(int line, const vec_t<N, T>& v, I i) {
+    vmd::index_checked<N>(line, i);
+    return extract(v, i);
+}
+template <unsigned N, typename T, typename I>
+SK_INLINE vec_t<N, T> assign_checked(int line, const vec_t<N, T>& v, I i, typename vmd::ident<T>::type x) {
+    vmd::index_checked<N>(line, i);
+    return assign(v, i, x);
 }
 
 // ---------------------------------------------------------------------------

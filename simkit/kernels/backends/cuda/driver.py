@@ -29,14 +29,11 @@ Design
 """
 from __future__ import annotations
 
-import ctypes
-import struct as _struct
 import sys
 import threading
 
 import numpy as np
 
-from ... import types as T
 
 _api = None  # the cuda.bindings.driver module once imported (tests may substitute a fake)
 _lock = threading.RLock()
@@ -185,13 +182,35 @@ def is_available() -> bool:
     return bool(enumerate_devices())
 
 
+# Hooks installed by simkit.runtime (this layer may not import it): resolve a device identifier
+# ("cuda:0", None for the default device, a Device) and make a device the default inside a with-block.
+_runtime_get_device = None
+_runtime_scoped_device = None
+
+
+def set_runtime_hooks(get_device, scoped_device=None) -> None:
+    """Called once by ``simkit.runtime.device``: ``get_device(ident) -> Device`` and ``ScopedDevice``."""
+    global _runtime_get_device, _runtime_scoped_device
+    _runtime_get_device, _runtime_scoped_device = get_device, scoped_device
+
+
+def resolve_device(ident=None):
+    """The runtime Device for ``ident`` (a Device passes through)."""
+    if _runtime_get_device is not None:
+        return _runtime_get_device(ident)
+    if hasattr(ident, "ordinal") and hasattr(ident, "is_cuda"):
+        return ident
+    raise RuntimeError("device names cannot be resolved before simkit.runtime is imported "
+                       "(import simkit first, or pass a Device)")
+
+
 # ---------------------------------------------------------------------------
 # Per-device state: primary context, default stream, pool, capture bookkeeping
 
 
 class _DeviceState:
     def __init__(self, ordinal: int):
-        api = cu()
+        api = self.api = cu()  # bound: objects freed late still talk to the driver that made them
         self.ordinal = ordinal
         self.dev = check(api.cuDeviceGet(ordinal), "cuDeviceGet")
         self.ctx = check(api.cuDevicePrimaryCtxRetain(self.dev), "cuDevicePrimaryCtxRetain")
@@ -223,10 +242,11 @@ class _DeviceState:
         self.deferred: list = []  # frees requested while capturing
         self.rt_module = None  # runtime kernels (fill, strided copy)
         self.rt_funcs: dict = {}
+        self.scratch: dict = {}  # stream handle -> DeviceAllocation (adjoint loop stacks)
         self.lock = threading.RLock()
 
     def make_current(self):
-        check(cu().cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
+        check(self.api.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
 
     def stream(self) -> int:
         """Handle of the device's current stream."""
@@ -273,18 +293,22 @@ def default_stream(device) -> int:
 class DeviceAllocation:
     """Owns ``nbytes`` of device memory at ``ptr``; frees it when garbage collected."""
 
-    __slots__ = ("ptr", "nbytes", "ordinal", "pooled", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "state", "pooled", "__weakref__")
 
-    def __init__(self, ptr: int, nbytes: int, ordinal: int, pooled: bool):
+    def __init__(self, ptr: int, nbytes: int, st: _DeviceState, pooled: bool):
         self.ptr = ptr
         self.nbytes = nbytes
-        self.ordinal = ordinal
+        self.state = st
         self.pooled = pooled
+
+    @property
+    def ordinal(self) -> int:
+        return self.state.ordinal
 
     def free(self):
         ptr, self.ptr = self.ptr, 0
         if ptr:
-            _free(self.ordinal, ptr, self.pooled)
+            _free(self.state, ptr, self.pooled)
 
     def __del__(self):
         try:
@@ -311,8 +335,12 @@ def _capture_mode_relaxed():
     return _Relaxed()
 
 
-def alloc(device, nbytes: int):
-    """Allocate ``nbytes`` on ``device``: returns ``(ptr, owner)``; the owner frees the memory on GC."""
+def alloc(device, nbytes: int, stream: int | None = None):
+    """Allocate ``nbytes`` on ``device``: returns ``(ptr, owner)``; the owner frees the memory on GC.
+
+    The allocation is ordered on ``stream`` (default: the device's current stream); use it there, or after
+    synchronizing with that stream.
+    """
     nbytes = int(nbytes)
     if nbytes <= 0:
         return 0, None
@@ -325,27 +353,37 @@ def alloc(device, nbytes: int):
             with _capture_mode_relaxed():
                 if st.pools:
                     if not st.side_stream:
-                        st.side_stream = int(check(api.cuStreamCreate(api.CUstream_flags.CU_STREAM_NON_BLOCKING),
+                        st.side_stream = int(check(api.cuStreamCreate(int(api.CUstream_flags.CU_STREAM_NON_BLOCKING)),
                                                    "cuStreamCreate"))
                     ptr = int(check(api.cuMemAllocAsync(nbytes, st.side_stream), "cuMemAllocAsync"))
                     check(api.cuStreamSynchronize(st.side_stream), "cuStreamSynchronize")
                 else:
                     ptr = int(check(api.cuMemAlloc(nbytes), "cuMemAlloc"))
-            owner = DeviceAllocation(ptr, nbytes, st.ordinal, st.pools)
+            owner = DeviceAllocation(ptr, nbytes, st, st.pools)
             st.capture_keep.append(owner)
             return ptr, owner
         if st.pools:
-            ptr = int(check(api.cuMemAllocAsync(nbytes, st.stream()), f"cuMemAllocAsync({nbytes} bytes)"))
+            s = st.stream() if stream is None else stream
+            ptr = int(check(api.cuMemAllocAsync(nbytes, s), f"cuMemAllocAsync({nbytes} bytes)"))
         else:
             ptr = int(check(api.cuMemAlloc(nbytes), f"cuMemAlloc({nbytes} bytes)"))
-    return ptr, DeviceAllocation(ptr, nbytes, st.ordinal, st.pools)
+    return ptr, DeviceAllocation(ptr, nbytes, st, st.pools)
 
 
-def _free(ordinal: int, ptr: int, pooled: bool) -> None:
+def scratch(device, stream: int, nbytes: int) -> int:
+    """A scratch buffer of at least ``nbytes`` for work on ``stream`` (reused by later calls on that stream)."""
+    st = state(device)
+    with st.lock:
+        cur = st.scratch.get(stream)
+        if cur is None or cur.nbytes < nbytes:
+            cur = None  # the old buffer is freed after the work already issued
+            _ptr, cur = alloc(st.ordinal, max(int(nbytes), 1), stream)
+            st.scratch[stream] = cur
+        return cur.ptr
+
+
+def _free(st: _DeviceState, ptr: int, pooled: bool) -> None:
     if sys.is_finalizing():
-        return
-    st = _states.get(ordinal)
-    if st is None:
         return
     with st.lock:
         if st.capturing:
@@ -355,7 +393,7 @@ def _free(ordinal: int, ptr: int, pooled: bool) -> None:
 
 
 def _free_now(st: _DeviceState, ptr: int, pooled: bool) -> None:
-    api = cu()
+    api = st.api
     st.make_current()
     if pooled:
         # legacy NULL stream (0): ordered after all work on the context's blocking streams
@@ -373,8 +411,9 @@ class PinnedBuffer:
         if not devs:
             raise RuntimeError(f"pinned memory needs a CUDA GPU ({unavailable_reason()})")
         state(0).make_current()
+        self._api = api
         self.nbytes = max(1, int(nbytes))
-        flags = api.CU_MEMHOSTALLOC_PORTABLE  # pinned for every context
+        flags = int(api.CU_MEMHOSTALLOC_PORTABLE)  # pinned for every context
         self.ptr = int(check(api.cuMemHostAlloc(self.nbytes, flags), "cuMemHostAlloc"))
 
     @property
@@ -385,7 +424,7 @@ class PinnedBuffer:
         ptr, self.ptr = getattr(self, "ptr", 0), 0
         if ptr and not sys.is_finalizing():
             try:
-                cu().cuMemFreeHost(ptr)
+                self._api.cuMemFreeHost(ptr)
             except Exception:  # pragma: no cover
                 pass
 
@@ -402,396 +441,13 @@ def alloc_pinned(nbytes: int, dtype=np.uint8, shape=None) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------------
-# Runtime kernels: strided fill and copy (compiled once per arch with NVRTC)
-
-RUNTIME_SOURCE = r"""
-// simkit runtime kernels: fill with a byte pattern and copy between strided views.
-#ifdef __CUDACC_RTC__
-#define SK_RT_KERNEL(name, T) extern "C" __global__ void name(T a_)
-#define SK_RT_ARGS const auto& a = a_;
-#define SK_RT_LOOP(n) for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
-                           i += (long long)blockDim.x * gridDim.x)
-#else
-#define SK_RT_KERNEL(name, T) extern "C" void name(const T* a_)
-#define SK_RT_ARGS const auto& a = *a_;
-#define SK_RT_LOOP(n) for (long long i = 0; i < (n); ++i)
-#endif
-
-struct sk_rt_view {
-    unsigned long long ptr;
-    long long shape[4];
-    long long strides[4];  // bytes
-    int ndim;
-    int pad_;
-};
-
-struct sk_rt_fill_args {
-    sk_rt_view dst;
-    long long n;
-    int itemsize;
-    int unit;  // 4: copy 32-bit words (aligned), 1: bytes
-    unsigned char pattern[256];
-};
-
-struct sk_rt_copy_args {
-    sk_rt_view dst;
-    sk_rt_view src;
-    long long n;
-    int itemsize;
-    int unit;
-};
-
-static_assert(sizeof(sk_rt_view) == 80, "view layout");
-static_assert(sizeof(sk_rt_fill_args) == 352, "fill layout");
-static_assert(sizeof(sk_rt_copy_args) == 176, "copy layout");
-
-#ifdef __CUDACC_RTC__
-__device__
-#endif
-inline unsigned char* sk_rt_at(const sk_rt_view& v, long long i) {
-    long long off = 0;
-    for (int d = v.ndim - 1; d >= 0; --d) {
-        long long k = i % v.shape[d];
-        i /= v.shape[d];
-        off += k * v.strides[d];
-    }
-    return (unsigned char*)v.ptr + off;
-}
-
-SK_RT_KERNEL(sk_rt_fill, sk_rt_fill_args) {
-    SK_RT_ARGS
-    SK_RT_LOOP(a.n) {
-        unsigned char* p = sk_rt_at(a.dst, i);
-        if (a.unit == 4) {
-            for (int b = 0; b < a.itemsize; b += 4)
-                *(unsigned int*)(p + b) = *(const unsigned int*)(a.pattern + b);
-        } else {
-            for (int b = 0; b < a.itemsize; ++b) p[b] = a.pattern[b];
-        }
-    }
-}
-
-SK_RT_KERNEL(sk_rt_copy, sk_rt_copy_args) {
-    SK_RT_ARGS
-    SK_RT_LOOP(a.n) {
-        unsigned char* d = sk_rt_at(a.dst, i);
-        const unsigned char* s = sk_rt_at(a.src, i);
-        if (a.unit == 4) {
-            for (int b = 0; b < a.itemsize; b += 4) *(unsigned int*)(d + b) = *(const unsigned int*)(s + b);
-        } else {
-            for (int b = 0; b < a.itemsize; ++b) d[b] = s[b];
-        }
-    }
-}
-"""
-
-_VIEW = _struct.Struct("<Q4q4qii")
-_FILL_TAIL = _struct.Struct("<qii256s")
-_COPY_TAIL = _struct.Struct("<qii")
-PATTERN_MAX = 256
-
-
-def _view_bytes(ptr: int, shape, strides) -> bytes:
-    nd = len(shape)
-    if not 1 <= nd <= 4:
-        raise ValueError(f"strided views have 1 to 4 dimensions, got {nd}")
-    return _VIEW.pack(int(ptr), *(list(shape) + [1] * (4 - nd)), *(list(strides) + [0] * (4 - nd)), nd, 0)
-
-
-def _rt_function(st: _DeviceState, name: str):
-    f = st.rt_funcs.get(name)
-    if f is None:
-        with st.lock:
-            if st.rt_module is None:
-                from . import module as cuda_module
-
-                st.rt_module = cuda_module.load_module(st.ordinal, RUNTIME_SOURCE, "simkit_runtime")
-            f = st.rt_funcs[name] = check(cu().cuModuleGetFunction(st.rt_module, name.encode()),
-                                          f"cuModuleGetFunction({name})")
-    return f
-
-
-def _launch_rt(st: _DeviceState, name: str, params: bytes, n: int, stream: int) -> None:
-    api = cu()
-    f = _rt_function(st, name)
-    buf = ctypes.create_string_buffer(params, len(params))
-    argv = (ctypes.c_void_p * 1)(ctypes.addressof(buf))
-    block = 256
-    grid = max(1, min((n + block - 1) // block, GRID_CAP))
-    st.make_current()
-    check(api.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, stream, ctypes.addressof(argv), 0),
-          f"cuLaunchKernel({name})")
-
-
-def _unit(itemsize: int, *ptrs_and_strides) -> int:
-    if itemsize % 4:
-        return 1
-    return 4 if all(int(v) % 4 == 0 for v in ptrs_and_strides) else 1
-
-
-def _strided_fill(st, ptr, shape, strides, itemsize, pattern: bytes, stream) -> None:
-    n = int(np.prod(shape)) if len(shape) else 1
-    if n == 0:
-        return
-    unit = _unit(itemsize, ptr, *strides)
-    params = _view_bytes(ptr, shape, strides) + _FILL_TAIL.pack(n, itemsize, unit, pattern.ljust(PATTERN_MAX, b"\0"))
-    _launch_rt(st, "sk_rt_fill", params, n, stream)
-
-
-def _strided_copy(st, dst, src, n, itemsize, stream) -> None:
-    """dst/src: (ptr, shape, strides) on the same device; copies ``n`` elements in row-major order."""
-    if n == 0:
-        return
-    unit = _unit(itemsize, dst[0], src[0], *dst[2], *src[2])
-    params = _view_bytes(*dst) + _view_bytes(*src) + _COPY_TAIL.pack(n, itemsize, unit)
-    _launch_rt(st, "sk_rt_copy", params, n, stream)
-
-
-# ---------------------------------------------------------------------------
-# memset / fill
-
-
-def _contig_strides(shape, itemsize) -> tuple:
-    out, s = [], itemsize
-    for d in reversed(shape):
-        out.append(s)
-        s *= d
-    return tuple(reversed(out))
-
-
-def _is_contiguous(arr) -> bool:
-    return tuple(arr.strides) == _contig_strides(arr.shape, arr.itemsize)
+# Synchronization
 
 
 def _no_capture(st, what: str):
     if st.capturing:
         raise RuntimeError(f"{what} is not possible while a CUDA graph is being captured on cuda:{st.ordinal} "
                            "(it needs host memory or a synchronization); do it before capture_begin()")
-
-
-def memset(arr, value: int = 0) -> None:
-    """Set every byte of ``arr``'s elements to ``value`` (0-255) on its device's current stream."""
-    value = int(value) & 0xFF
-    if arr.size == 0:
-        return
-    st = state(arr.device)
-    api = cu()
-    with st.lock:
-        st.make_current()
-        s = st.stream()
-        if _is_contiguous(arr):
-            check(api.cuMemsetD8Async(arr.ptr, value, arr.size * arr.itemsize, s), "cuMemsetD8Async")
-        elif arr.itemsize <= PATTERN_MAX:
-            _strided_fill(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, bytes([value]) * arr.itemsize, s)
-        else:
-            _staged_fill(st, arr, bytes([value]) * arr.itemsize, s)
-
-
-def fill_pattern(dtype, value, itemsize: int) -> bytes:
-    """Bytes of one element of ``dtype`` holding ``value`` (a scalar broadcasts over vector/matrix components)."""
-    if T.is_struct(dtype):
-        if isinstance(value, dtype):
-            b = T.pack_value(dtype, value)
-        elif np.ndim(value) == 0 and value == 0:
-            b = bytes(itemsize)
-        else:
-            raise TypeError(f"fill value for a {dtype.__name__} array must be a {dtype.__name__} instance or 0")
-    elif T.is_value(dtype):
-        b = np.ascontiguousarray(np.broadcast_to(np.asarray(value, dtype=dtype._dtype._np), tuple(dtype._shape)))
-        b = b.tobytes()
-    elif T.is_scalar(dtype):
-        b = np.asarray(value, dtype=dtype._np).reshape(()).tobytes()
-    else:
-        raise TypeError(f"cannot fill an array of {T.type_name(dtype)}")
-    if len(b) != itemsize:
-        raise ValueError(f"fill value has {len(b)} bytes, elements have {itemsize}")
-    return b
-
-
-def fill(arr, value) -> None:
-    """Set every element of ``arr`` to ``value`` (scalar, vector/matrix value, or struct instance)."""
-    if arr.size == 0:
-        return
-    pattern = fill_pattern(arr.dtype, value, arr.itemsize)
-    st = state(arr.device)
-    api = cu()
-    with st.lock:
-        st.make_current()
-        s = st.stream()
-        contiguous = _is_contiguous(arr)
-        nbytes = arr.size * arr.itemsize
-        if contiguous:
-            if pattern == pattern[:1] * len(pattern):
-                check(api.cuMemsetD8Async(arr.ptr, pattern[0], nbytes, s), "cuMemsetD8Async")
-                return
-            if len(pattern) % 4 == 0 and arr.ptr % 4 == 0 and pattern == pattern[:4] * (len(pattern) // 4):
-                word = int.from_bytes(pattern[:4], "little")
-                check(api.cuMemsetD32Async(arr.ptr, word, nbytes // 4, s), "cuMemsetD32Async")
-                return
-            if len(pattern) % 2 == 0 and arr.ptr % 2 == 0 and pattern == pattern[:2] * (len(pattern) // 2):
-                half = int.from_bytes(pattern[:2], "little")
-                check(api.cuMemsetD16Async(arr.ptr, half, nbytes // 2, s), "cuMemsetD16Async")
-                return
-        if arr.itemsize <= PATTERN_MAX:
-            _strided_fill(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, pattern, s)
-        else:
-            _staged_fill(st, arr, pattern, s)
-
-
-def _staged_fill(st, arr, pattern: bytes, s: int) -> None:
-    """Large elements: build the data on the host and copy it (into a temporary when strided)."""
-    _no_capture(st, "filling an array with elements larger than 256 bytes")
-    host = np.frombuffer(pattern * arr.size, dtype=np.uint8)
-    _htod(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, host, s)
-
-
-# ---------------------------------------------------------------------------
-# Copies
-
-
-def _nbytes(arr) -> int:
-    return arr.size * arr.itemsize
-
-
-def _htod(st, ptr, shape, strides, itemsize, host: np.ndarray, s: int) -> None:
-    api = cu()
-    n = int(np.prod(shape)) if len(shape) else 1
-    nbytes = n * itemsize
-    if host.nbytes != nbytes:
-        raise ValueError(f"copy: host data has {host.nbytes} bytes, the device array {nbytes}")
-    if not host.flags.c_contiguous:
-        host = np.ascontiguousarray(host)
-    if nbytes == 0:
-        return
-    _no_capture(st, "copying from host memory")
-    st.make_current()
-    if tuple(strides) == _contig_strides(shape, itemsize):
-        check(api.cuMemcpyHtoDAsync(ptr, host.ctypes.data, nbytes, s), "cuMemcpyHtoDAsync")
-        return
-    tmp_ptr, tmp_owner = alloc(st.ordinal, nbytes)
-    check(api.cuMemcpyHtoDAsync(tmp_ptr, host.ctypes.data, nbytes, s), "cuMemcpyHtoDAsync")
-    _strided_copy(st, (ptr, shape, strides), (tmp_ptr, (n,), (itemsize,)), n, itemsize, s)
-    del tmp_owner  # freed on the legacy stream: after the copy kernel
-
-
-def _dtoh(st, host: np.ndarray, ptr, shape, strides, itemsize, s: int) -> None:
-    api = cu()
-    n = int(np.prod(shape)) if len(shape) else 1
-    nbytes = n * itemsize
-    if host.nbytes != nbytes:
-        raise ValueError(f"copy: host buffer has {host.nbytes} bytes, the device array {nbytes}")
-    if not host.flags.c_contiguous:
-        raise ValueError("copy: the host buffer must be C-contiguous")
-    if nbytes == 0:
-        return
-    _no_capture(st, "copying to host memory")
-    st.make_current()
-    tmp_owner = None
-    if tuple(strides) != _contig_strides(shape, itemsize):
-        tmp_ptr, tmp_owner = alloc(st.ordinal, nbytes)
-        _strided_copy(st, (tmp_ptr, (n,), (itemsize,)), (ptr, shape, strides), n, itemsize, s)
-        ptr = tmp_ptr
-    check(api.cuMemcpyDtoHAsync(host.ctypes.data, ptr, nbytes, s), "cuMemcpyDtoHAsync")
-    check(api.cuStreamSynchronize(s), "cuStreamSynchronize")
-    del tmp_owner
-
-
-def copy_htod(arr, host: np.ndarray) -> None:
-    """Copy host data (``host.nbytes`` must equal the array's bytes) into the CUDA array ``arr``."""
-    st = state(arr.device)
-    with st.lock:
-        _htod(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, np.asarray(host), st.stream())
-
-
-def copy_dtoh(host: np.ndarray, arr) -> None:
-    """Copy the CUDA array ``arr`` into the C-contiguous numpy array ``host``; returns when done."""
-    st = state(arr.device)
-    with st.lock:
-        _dtoh(st, host, arr.ptr, arr.shape, arr.strides, arr.itemsize, st.stream())
-
-
-def _host_view(arr) -> np.ndarray:
-    """The numpy array of a CPU simkit array (elements' trailing dims included)."""
-    return arr._np
-
-
-def copy(dest, src) -> None:
-    """Copy ``src`` into ``dest`` (same number of elements and element size) between any two devices."""
-    n = src.size
-    if dest.size != n:
-        raise ValueError(f"copy: sizes differ ({dest.size} vs {n})")
-    if dest.itemsize != src.itemsize:
-        raise ValueError("copy: element types differ in size")
-    if n == 0:
-        return
-    itemsize = src.itemsize
-    if dest.device.is_cpu and src.device.is_cpu:
-        _host_view(dest)[...] = _host_view(src).reshape(_host_view(dest).shape)
-        return
-    if src.device.is_cpu:  # host -> device
-        copy_htod(dest, np.ascontiguousarray(_host_view(src)))
-        return
-    if dest.device.is_cpu:  # device -> host
-        dv = _host_view(dest)
-        if dv.flags.c_contiguous:
-            copy_dtoh(dv, src)
-        else:
-            tmp = np.empty(dv.shape, dtype=dv.dtype)
-            copy_dtoh(tmp, src)
-            dv[...] = tmp
-        return
-    sd, ss = state(dest.device), state(src.device)
-    api = cu()
-    d_contig, s_contig = _is_contiguous(dest), _is_contiguous(src)
-    if sd is ss:
-        with sd.lock:
-            sd.make_current()
-            s = sd.stream()
-            if d_contig and s_contig:
-                check(api.cuMemcpyDtoDAsync(dest.ptr, src.ptr, n * itemsize, s), "cuMemcpyDtoDAsync")
-            else:
-                _strided_copy(sd, (dest.ptr, dest.shape, dest.strides), (src.ptr, src.shape, src.strides),
-                              n, itemsize, s)
-        return
-    # peer copy between two GPUs
-    if sd.capturing or ss.capturing:
-        raise RuntimeError("copies between two GPUs are not supported during CUDA graph capture")
-    nbytes = n * itemsize
-    src_ptr, src_tmp = src.ptr, None
-    if not s_contig:  # gather on the source device first
-        src_ptr, src_tmp = alloc(ss.ordinal, nbytes)
-        with ss.lock:
-            _strided_copy(ss, (src_ptr, (n,), (itemsize,)), (src.ptr, src.shape, src.strides), n, itemsize,
-                          ss.stream())
-    dst_ptr, dst_tmp = dest.ptr, None
-    if not d_contig:
-        dst_ptr, dst_tmp = alloc(sd.ordinal, nbytes)
-    # destination stream waits for the source's current stream; the source stream waits for the copy
-    _stream_wait_stream(sd, sd.stream(), ss, ss.stream())
-    sd.make_current()
-    check(api.cuMemcpyPeerAsync(dst_ptr, sd.ctx, src_ptr, ss.ctx, nbytes, sd.stream()), "cuMemcpyPeerAsync")
-    if dst_tmp is not None:
-        _strided_copy(sd, (dest.ptr, dest.shape, dest.strides), (dst_ptr, (n,), (itemsize,)), n, itemsize,
-                      sd.stream())
-    _stream_wait_stream(ss, ss.stream(), sd, sd.stream())
-    del src_tmp, dst_tmp
-
-
-def _stream_wait_stream(waiter_st, waiter: int, other_st, other: int) -> None:
-    """Make stream ``waiter`` wait for the work issued so far on ``other`` (any devices)."""
-    api = cu()
-    other_st.make_current()
-    ev = check(api.cuEventCreate(api.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
-    try:
-        check(api.cuEventRecord(ev, other), "cuEventRecord")
-        waiter_st.make_current()
-        check(api.cuStreamWaitEvent(waiter, ev, 0), "cuStreamWaitEvent")
-    finally:
-        check(api.cuEventDestroy(ev), "cuEventDestroy")  # released once the wait is satisfied
-
-
-# ---------------------------------------------------------------------------
-# Synchronization
 
 
 def synchronize_device(device=None) -> None:
@@ -837,10 +493,9 @@ def _capture_finished(st: _DeviceState) -> tuple:
         return keep, deferred
 
 
-def release_deferred(ordinal: int, deferred: list) -> None:
+def release_deferred(st: _DeviceState, deferred: list) -> None:
     """Free memory whose release was postponed (called when a captured graph is destroyed)."""
-    st = _states.get(ordinal)
-    if st is None or sys.is_finalizing():
+    if not deferred or sys.is_finalizing():
         return
     with st.lock:
         if st.capturing:
@@ -851,3 +506,20 @@ def release_deferred(ordinal: int, deferred: list) -> None:
                 _free_now(st, ptr, pooled)
             except Exception:  # pragma: no cover
                 pass
+
+
+# ---------------------------------------------------------------------------
+# Fills and copies live in memops.py; they are re-exported here (the interface array.py uses).
+
+_MEMOPS = ("memset", "fill", "fill_pattern", "copy", "copy_htod", "copy_dtoh", "RUNTIME_SOURCE")
+
+
+def __getattr__(name):
+    if name in _MEMOPS:
+        from . import memops
+
+        value = getattr(memops, name)
+        globals()[name] = value  # later lookups are plain attribute reads
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+

@@ -23,9 +23,18 @@ import struct as _struct
 from .... import config
 from . import driver, nvrtc
 
-# sk::error_state_t lives in namespace sk: its symbol is mangled (Itanium ABI)
+# Device globals live in namespace sk: their symbols are mangled (Itanium ABI)
 _ERROR_SYMBOLS = (b"_ZN2sk14sk_error_stateE", b"sk_error_state")
+_STACK_BASE = b"_ZN2sk13sk_stack_baseE"  # char*: per-thread adjoint loop stacks (native/stack.h)
+_STACK_CAP = b"_ZN2sk17sk_stack_capacityE"  # int64: bytes per CUDA thread, 16-byte header included
 _ERROR = _struct.Struct("<iiqqq")  # code, line, a, b, c (32 bytes)
+SK_ERR_STACK = 5
+
+#: Adjoint loop stacks: bytes per CUDA thread and the most memory all threads of one launch may use
+#: (launches are given fewer blocks to stay under it; the grid-stride loop covers the rest).
+#: ``simkit.config.cuda_stack_bytes`` / ``cuda_stack_budget`` override these when set.
+STACK_BYTES = 16 * 1024
+STACK_BUDGET = 1 << 30
 
 _supported: list | None = None
 
@@ -81,6 +90,12 @@ def load_module(device, source: str, name: str):
                                "older than NVRTC may reject its binaries; update the NVIDIA driver]", e.code) from None
 
 
+def _global(module, symbol: bytes) -> int:
+    """Device address of a ``__device__`` variable of ``module`` (0 when the module has none)."""
+    r = driver.cu().cuModuleGetGlobal(module, symbol)
+    return int(r[1]) if int(r[0]) == 0 else 0
+
+
 class Entry:
     """A kernel entry point of a unit (resolved per device on first use there)."""
 
@@ -98,12 +113,13 @@ class Entry:
 class _Loaded:
     """A unit's module loaded on one device: module handle, functions, error-state address."""
 
-    __slots__ = ("module", "funcs", "err_ptr")
+    __slots__ = ("module", "funcs", "err_ptr", "stack")
 
-    def __init__(self, module, err_ptr):
+    def __init__(self, module, err_ptr, stack):
         self.module = module
-        self.funcs: dict = {}  # name -> (CUfunction, max threads per block)
+        self.funcs: dict = {}  # name -> (CUfunction, max threads per block, param sizes or None)
         self.err_ptr = err_ptr
+        self.stack = stack  # (address of sk_stack_base, address of sk_stack_capacity) or None
 
 
 class Unit:
@@ -116,6 +132,9 @@ class Unit:
         self.specs = list(specs)
         self.options = dict(options or {})
         self.device_kind = device.arch
+        self.uses_stack = "sk::push(" in source  # adjoint code with dynamic loops
+        # kernels that report errors even in release mode (expect_*): their error state is read after launch
+        self._may_error = {s.cname for s in self.specs if getattr(s, "may_error", False)}
         self._loaded: dict = {}
         self._load(device.ordinal)  # compile + load now: errors surface at build time
 
@@ -126,13 +145,15 @@ class Unit:
         if rec is None:
             mod = load_module(ordinal, self.source, self.name)
             err_ptr = 0
-            api = driver.cu()
             for sym in _ERROR_SYMBOLS:
-                r = api.cuModuleGetGlobal(mod, sym)
-                if int(r[0]) == 0:
-                    err_ptr = int(r[1])
+                err_ptr = _global(mod, sym)
+                if err_ptr:
                     break
-            rec = self._loaded[ordinal] = _Loaded(mod, err_ptr)
+            stack = None
+            if self.uses_stack:
+                base, cap = _global(mod, _STACK_BASE), _global(mod, _STACK_CAP)
+                stack = (base, cap) if base and cap else None
+            rec = self._loaded[ordinal] = _Loaded(mod, err_ptr, stack)
         return rec
 
     def _function(self, ordinal: int, name: str):
@@ -180,21 +201,38 @@ class Unit:
         ordinal, s = self._resolve(stream, device)
         st = driver.state(ordinal)
         func, maxt, sizes = self._function(ordinal, entry.name)
-        if sizes is not None and (len(packed) < sizes[0] or len(bounds) != sizes[1]):
+        if sizes is not None and (len(packed) != sizes[0] or len(bounds) != sizes[1]):
             raise RuntimeError(f"kernel {entry.cname}: argument layout mismatch (packed {len(packed)} bytes, "
                                f"bounds {len(bounds)} bytes; the kernel expects {sizes[0]} and {sizes[1]})")
         block = max(1, min(int(block_dim) if block_dim else 256, maxt, 1024))
         grid = min((int(size) + block - 1) // block, driver.GRID_CAP)
+        api = driver.cu()
+        stack = self._loaded[ordinal].stack if entry.which == "bwd" else None
+        st.make_current()
+        if stack is not None:
+            grid = self._setup_stack(st, stack, s, grid, block)
         a = ctypes.create_string_buffer(packed, len(packed))
         b = ctypes.create_string_buffer(bounds, len(bounds))
         argv = (ctypes.c_void_p * 2)(ctypes.addressof(a), ctypes.addressof(b))
-        api = driver.cu()
-        st.make_current()
         driver.check(api.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, s, ctypes.addressof(argv), 0),
                      f"launch of kernel {entry.cname} on cuda:{ordinal}")
-        if config.mode == "debug":
-            return self._read_error(st, ordinal, s)
+        if config.mode == "debug" or stack is not None or entry.cname in self._may_error:
+            return self._read_error(st, ordinal, s)  # (a stack overflow must never pass silently)
         return None
+
+    def _setup_stack(self, st, stack, s: int, grid: int, block: int) -> int:
+        """Point the module's sk_stack_base/sk_stack_capacity at a scratch buffer for this launch (ordered on
+        stream ``s`` with memsets, so it also works inside graph capture); returns the grid to use."""
+        api = driver.cu()
+        cap = int(getattr(config, "cuda_stack_bytes", None) or STACK_BYTES)
+        cap = max(64, (cap + 15) // 16 * 16)
+        budget = int(getattr(config, "cuda_stack_budget", None) or STACK_BUDGET)
+        grid = max(1, min(grid, budget // (cap * block)))
+        base = driver.scratch(st.ordinal, s, grid * block * cap)
+        for addr, value in ((stack[0], base), (stack[1], cap)):
+            driver.check(api.cuMemsetD32Async(addr, value & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
+            driver.check(api.cuMemsetD32Async(addr + 4, (value >> 32) & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
+        return grid
 
     def _read_error(self, st, ordinal: int, s: int):
         """Synchronize ``s`` and read (then clear) the module's error state; None when no error was reported."""

@@ -27,9 +27,7 @@ _captures: dict = {}  # ordinal -> list of (Stream, external)
 
 def _cuda_device(device=None):
     """Resolve ``device`` (None: the default device) to a CUDA Device, or raise a clear error."""
-    from ....runtime.device import get_device
-
-    dev = get_device(device)
+    dev = driver.resolve_device(device)
     if not dev.is_cuda:
         raise RuntimeError(f"streams, events and graph capture need a CUDA device, got '{dev.alias}'")
     return dev
@@ -44,7 +42,7 @@ class Stream:
 
     def __init__(self, device=None, priority: int = 0, *, cuda_stream=None):
         self.device = _cuda_device(device)
-        st = driver.state(self.device)
+        st = self._st = driver.state(self.device)  # bound state (context + driver API)
         self._owner = cuda_stream is None
         self._cached_event = None
         if cuda_stream is not None:  # wrap an external handle (e.g. torch.cuda.Stream.cuda_stream); not destroyed
@@ -60,6 +58,7 @@ class Stream:
     def _wrap(cls, device, handle: int) -> Stream:
         s = cls.__new__(cls)
         s.device = device
+        s._st = driver.state(device)
         s.handle = int(handle)
         s._owner = False
         s._cached_event = None
@@ -72,7 +71,7 @@ class Stream:
 
     @property
     def priority(self) -> int:
-        driver.state(self.device).make_current()
+        self._st.make_current()
         return int(driver.check(_api().cuStreamGetPriority(self.handle), "cuStreamGetPriority"))
 
     @property
@@ -87,13 +86,13 @@ class Stream:
             event = Event(self.device)
         elif event.device != self.device:
             raise ValueError(f"event is on {event.device.alias}, stream is on {self.device.alias}")
-        driver.state(self.device).make_current()
+        self._st.make_current()
         driver.check(_api().cuEventRecord(event.handle, self.handle), "cuEventRecord")
         return event
 
     def wait_event(self, event: Event) -> None:
         """Work issued to this stream from now on waits until ``event`` has completed (any device)."""
-        driver.state(self.device).make_current()
+        self._st.make_current()
         driver.check(_api().cuStreamWaitEvent(self.handle, event.handle, 0), "cuStreamWaitEvent")
 
     def wait_stream(self, other_stream: Stream, event: Event | None = None) -> None:
@@ -106,7 +105,7 @@ class Stream:
     @property
     def is_complete(self) -> bool:
         """True when all work issued to the stream has finished."""
-        driver.state(self.device).make_current()
+        self._st.make_current()
         err = _api().cuStreamQuery(self.handle)[0]
         if int(err) == 600:  # CUDA_ERROR_NOT_READY
             return False
@@ -115,7 +114,7 @@ class Stream:
 
     @property
     def is_capturing(self) -> bool:
-        driver.state(self.device).make_current()
+        self._st.make_current()
         status = driver.check(_api().cuStreamIsCapturing(self.handle), "cuStreamIsCapturing")
         return int(status) == 1  # CU_STREAM_CAPTURE_STATUS_ACTIVE
 
@@ -139,8 +138,8 @@ class Stream:
         if getattr(self, "_owner", False) and self.handle:
             h, self.handle = self.handle, 0
             try:
-                driver.state(self.device).make_current()
-                _api().cuStreamDestroy(h)  # pending work still completes; resources are released after
+                self._st.make_current()
+                self._st.api.cuStreamDestroy(h)  # pending work still completes; resources are released after
             except Exception:  # pragma: no cover - interpreter shutdown
                 pass
 
@@ -157,7 +156,8 @@ class Event:
         if interprocess:
             flags |= int(api.CUevent_flags.CU_EVENT_INTERPROCESS)
         self.enable_timing = enable_timing
-        driver.state(self.device).make_current()
+        self._st = driver.state(self.device)
+        self._st.make_current()
         self.handle = int(driver.check(api.cuEventCreate(flags), "cuEventCreate"))
 
     @property
@@ -171,7 +171,7 @@ class Event:
 
     @property
     def is_complete(self) -> bool:
-        driver.state(self.device).make_current()
+        self._st.make_current()
         err = _api().cuEventQuery(self.handle)[0]
         if int(err) == 600:
             return False
@@ -179,7 +179,7 @@ class Event:
         return True
 
     def synchronize(self) -> None:
-        driver.state(self.device).make_current()
+        self._st.make_current()
         driver.check(_api().cuEventSynchronize(self.handle), "cuEventSynchronize")
 
     def __repr__(self):
@@ -189,8 +189,8 @@ class Event:
         h, self.handle = getattr(self, "handle", 0), 0
         if h:
             try:
-                driver.state(self.device).make_current()
-                _api().cuEventDestroy(h)
+                self._st.make_current()
+                self._st.api.cuEventDestroy(h)
             except Exception:  # pragma: no cover
                 pass
 
@@ -225,9 +225,7 @@ def set_stream(stream: Stream, device=None, sync: bool = False) -> None:
 
 
 def _calling_stream(fallback_device) -> Stream:
-    from ....runtime.device import get_device
-
-    dev = get_device(None)
+    dev = driver.resolve_device(None)
     return get_stream(dev if dev.is_cuda else fallback_device)
 
 
@@ -286,10 +284,10 @@ class ScopedStream:
     def __enter__(self):
         if self.stream is None:
             return None
-        from ....runtime.device import ScopedDevice
-
-        self._scoped_device = ScopedDevice(self.stream.device)
-        self._scoped_device.__enter__()
+        scoped = driver._runtime_scoped_device
+        self._scoped_device = scoped(self.stream.device) if scoped is not None else None
+        if self._scoped_device is not None:
+            self._scoped_device.__enter__()
         st = driver.state(self.stream.device)
         self._saved = st.current
         self._prev = get_stream(self.stream.device)
@@ -302,7 +300,8 @@ class ScopedStream:
         if self.sync_exit and self._prev != self.stream:
             self._prev.wait_stream(self.stream)
         driver.state(self.stream.device).current = self._saved
-        self._scoped_device.__exit__(*exc)
+        if self._scoped_device is not None:
+            self._scoped_device.__exit__(*exc)
         return False
 
 
@@ -319,6 +318,7 @@ class Graph:
 
     def __init__(self, device, graph, graph_exec, keep: list, deferred: list):
         self.device = device
+        self._st = driver.state(device)
         self.graph = graph
         self.graph_exec = graph_exec
         self._keep = keep
@@ -329,15 +329,15 @@ class Graph:
 
     def __del__(self):
         try:
-            api = _api()
-            driver.state(self.device).make_current()
+            api = self._st.api
+            self._st.make_current()
             if self.graph_exec is not None:
                 api.cuGraphExecDestroy(self.graph_exec)  # freed asynchronously if still running
             if self.graph is not None:
                 api.cuGraphDestroy(self.graph)
             self.graph_exec = self.graph = None
             self._keep = []
-            driver.release_deferred(self.device.ordinal, self._deferred)
+            driver.release_deferred(self._st, self._deferred)
             self._deferred = []
         except Exception:  # pragma: no cover - interpreter shutdown
             pass
@@ -398,13 +398,13 @@ def capture_end(device=None, stream: Stream | None = None) -> Graph | None:
     finally:
         keep, deferred = driver._capture_finished(st)
     if external:
-        driver.release_deferred(dev.ordinal, deferred)
+        driver.release_deferred(st, deferred)
         return None
     try:
         graph_exec = driver.check(api.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
     except Exception:
         api.cuGraphDestroy(graph)
-        driver.release_deferred(dev.ordinal, deferred)
+        driver.release_deferred(st, deferred)
         raise
     return Graph(dev, graph, graph_exec, keep, deferred)
 

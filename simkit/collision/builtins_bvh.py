@@ -1,0 +1,46 @@
+"""Kernel builtins of the BVH (``native/bvh.h``), registered with the compiler's public registry.
+
+Usage in a kernel (the Warp idiom)::
+
+    query = wp.bvh_query_aabb(bvh_id, lower, upper)
+    index = int(0)
+    while wp.bvh_query_next(query, index):
+        ...  # the box of item `index` overlaps [lower, upper]
+
+``bvh_query_next`` updates ``query`` and ``index`` in place (registry ``inout``): the compiler
+treats the call as an assignment to both names. None of these builtins is differentiable.
+"""
+from __future__ import annotations
+
+import os
+
+from ..kernels import registry
+from ..kernels.types import bool as bool_t
+from ..kernels.types import float32, int32, uint64, vec3
+
+NATIVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native")
+
+
+class BvhQuery:
+    """Traversal state of a BVH query (``sk::bvh_query_t``): a kernel-local value returned by
+    ``bvh_query_aabb`` / ``bvh_query_ray`` and advanced by ``bvh_query_next``."""
+
+    _simkit_opaque = "sk::bvh_query_t"
+
+
+registry.add_header(os.path.join(NATIVE, "bvh.h"))
+
+registry.add_builtin(
+    "bvh_query_aabb", {"id": uint64, "low": vec3, "high": vec3}, BvhQuery, differentiable=False, group="geometry",
+    doc="Start a query of the Bvh ``id`` for the items whose box overlaps [low, high] (boundaries included); "
+        "iterate with ``bvh_query_next``.")
+registry.add_builtin(
+    "bvh_query_ray", {"id": uint64, "start": vec3, "dir": vec3}, BvhQuery, differentiable=False, group="geometry",
+    doc="Start a query of the Bvh ``id`` for the items whose box the ray ``start + t * dir`` (t >= 0) meets; "
+        "iterate with ``bvh_query_next`` (its ``max_dist`` bounds the entry parameter t, in multiples of |dir|).")
+for _inputs in ({"query": BvhQuery, "index": int32, "max_dist": float32}, {"query": BvhQuery, "index": int32}):
+    registry.add_builtin(
+        "bvh_query_next", _inputs, bool_t, differentiable=False, side_effects=True, inout=("query", "index"),
+        group="geometry",
+        doc="Advance ``query``: write the next matching item to ``index`` and return True, or return False when "
+            "the traversal is done. For ray queries, only boxes entered at t < ``max_dist`` (default: inf) match.")

@@ -1,0 +1,138 @@
+"""Bvh: a bounding volume hierarchy over boxes, for overlap and ray queries in kernels (host side).
+
+Example (the same kernel runs under ``import warp as wp``)::
+
+    import simkit as wp
+
+    @wp.kernel
+    def overlaps(bvh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.vec3),
+                 counts: wp.array(dtype=int)):
+        i = wp.tid()
+        query = wp.bvh_query_aabb(bvh, lo[i], hi[i])
+        index = int(0)
+        n = int(0)
+        while wp.bvh_query_next(query, index):
+            n += 1
+        counts[i] = n
+
+    bvh = wp.Bvh(lowers, uppers)   # arrays of vec3, one box per item
+    wp.launch(overlaps, dim=len(lowers), inputs=[bvh.id, lowers, uppers, counts])
+    ...                            # move the boxes (same arrays), then
+    bvh.refit()                    # or bvh.rebuild() after large motions
+
+The tree is a binned-SAH BVH (see ``bvh_build.py``; ``constructor="median"`` gives object-median
+splits, for comparison). Queries are not differentiable.
+"""
+from __future__ import annotations
+
+import struct as _struct
+
+import numpy as np
+
+from ..kernels import types as T
+from ..runtime import array, empty, launch, zeros
+from ..runtime.device import get_device
+from . import bvh_build as B
+
+_BVH_T = _struct.Struct("<QQQQii")  # sk::bvh_t
+CONSTRUCTORS = ("sah", "median")
+C_TRAV = 2.0  # SAH cost of a node visit relative to one item box test
+
+
+def check_vec3_array(name: str, a, owner: str):
+    if not isinstance(a, array) or a.is_type:
+        raise TypeError(f"{owner}: {name} must be a simkit array of vec3, got {type(a).__name__}")
+    if a.dtype is not T.vec3 or a.ndim != 1:
+        raise TypeError(f"{owner}: {name} must be a 1D array of vec3, got {T.type_name(a.dtype)} with {a.ndim} dims")
+
+
+def check_finite(name: str, values: np.ndarray, owner: str):
+    if np.isfinite(values).all():
+        return
+    bad = ~np.isfinite(values).all(axis=1)
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise ValueError(f"{owner}: {name}[{i}] is not finite ({values[i].tolist()}); "
+                         f"{int(bad.sum())} non-finite entries in all")
+
+
+class Descriptor:
+    """A native descriptor (``bvh_t``, ``mesh_t``) in device memory; ``ptr`` is the object's id."""
+
+    def __init__(self, nbytes: int, device):
+        self.buf = zeros((nbytes + 7) // 8, dtype=T.uint64, device=device)
+
+    @property
+    def ptr(self) -> int:
+        return self.buf.ptr
+
+    def write(self, data: bytes):
+        self.buf.assign(np.frombuffer(data.ljust(self.buf.shape[0] * 8, b"\0"), dtype=np.uint64))
+
+
+class Bvh:
+    """A BVH over ``lowers[i]``, ``uppers[i]`` (1D arrays of vec3 on one device); ``id`` goes to kernels.
+
+    The Bvh keeps references to both arrays: ``refit()`` re-reads them after the boxes moved
+    (same tree, new boxes); ``rebuild()`` builds a new tree. ``id`` stays the same.
+    """
+
+    def __init__(self, lowers: array, uppers: array, device=None, *, constructor: str = "sah", leaf_size: int = 4):
+        check_vec3_array("lowers", lowers, "Bvh")
+        check_vec3_array("uppers", uppers, "Bvh")
+        if lowers.shape != uppers.shape:
+            raise ValueError(f"Bvh: lowers and uppers differ in length ({lowers.shape[0]} vs {uppers.shape[0]})")
+        self.device = get_device(device) if device is not None else lowers.device
+        if lowers.device != self.device or uppers.device != self.device:
+            raise ValueError(f"Bvh: lowers and uppers must be on {self.device.alias}")
+        if constructor not in CONSTRUCTORS:
+            raise ValueError(f"Bvh: constructor must be one of {CONSTRUCTORS}, got {constructor!r}")
+        if not 1 <= int(leaf_size) <= 16:
+            raise ValueError(f"Bvh: leaf_size must be in [1, 16], got {leaf_size}")
+        self.lowers, self.uppers = lowers, uppers
+        self.constructor, self.leaf_size = constructor, int(leaf_size)
+        self._desc = Descriptor(_BVH_T.size, self.device)
+        self.rebuild()
+
+    @property
+    def id(self) -> int:
+        """The handle kernels take (a uint64: the address of the native descriptor)."""
+        return self._desc.ptr
+
+    @property
+    def num_items(self) -> int:
+        return self.lowers.shape[0]
+
+    @property
+    def num_nodes(self) -> int:
+        return self._tree.num_nodes
+
+    def rebuild(self):
+        """Build a new tree from the current boxes (after large motions; ``refit`` keeps the tree)."""
+        lo, hi = self.lowers.numpy(), self.uppers.numpy()
+        check_finite("lowers", lo, "Bvh")
+        check_finite("uppers", hi, "Bvh")
+        self._tree = build(array(lo, dtype=T.vec3, device="cpu"), array(hi, dtype=T.vec3, device="cpu"), self.device,
+                           self.constructor, self.leaf_size, C_TRAV)
+        n = self.num_items
+        self._item_lo = empty(max(n, 1), dtype=T.vec3, device=self.device)
+        self._item_hi = empty(max(n, 1), dtype=T.vec3, device=self.device)
+        self._desc.write(_BVH_T.pack(self._tree.ptr, self._tree.prims.ptr, self._item_lo.ptr,
+                                     self._item_hi.ptr, self._tree.num_nodes, n))
+        self.refit()
+
+    def refit(self):
+        """Recompute every box of the tree from ``lowers``/``uppers`` (the tree itself is kept)."""
+        n = self.num_items
+        if n == 0:
+            return
+        launch(B._gather_boxes, n, inputs=[self._tree.prims, self.lowers, self.uppers, self._item_lo,
+                                           self._item_hi], device=self.device, record_tape=False)
+        self._tree.refit_levels(B._refit_level, [self._item_lo, self._item_hi], self.device)
+
+
+def build(lo: array, hi: array, device, constructor: str, leaf_size: int, c_trav: float) -> B.Tree:
+    """A tree over the boxes ``lo``/``hi`` (private CPU arrays of vec3: the build reorders them)."""
+    median = constructor == "median"
+    return B.build_tree(lo, hi, device, max_leaf=leaf_size, median_depth=0 if median else B.MEDIAN_DEPTH,
+                        c_trav=c_trav)

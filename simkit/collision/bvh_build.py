@@ -1,0 +1,440 @@
+"""Building and refitting the BVH of ``native/bvh.h``: simkit kernels over numpy-prepared arrays.
+
+Build (host, one thread): a top-down binned SAH (16 bins per axis, leaves of at most
+``max_leaf`` items) written as a single-thread kernel, so it runs as compiled C++. Past
+depth ``MEDIAN_DEPTH`` it switches to object-median splits, which bounds the tree depth
+(and so the traversal stack of ``SK_BVH_STACK`` entries). Nodes are numbered depth first:
+a child's index is larger than its parent's.
+
+Refit (any device): item boxes are gathered into slot order, then every node recomputes
+its two child boxes, one launch per tree level from the deepest up.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import func, kernel
+from ..kernels import lang as sk
+from ..kernels.types import float32, int32, mat33, vec3
+from ..runtime import array, launch, zeros
+
+NBINS = 16
+MEDIAN_DEPTH = 32
+BIG = 1.0e30
+NAN = float("nan")
+STACK = 160  # build task stack (>= tree depth + 2)
+
+
+# One node (sk::bvh_node_t, 64 bytes): the boxes of its two children (lo0, hi0, lo1, hi1: 12 floats),
+# then child0, child1, count0, count1 (int32). Kernels see the node buffer through two strided views:
+# `boxes` (vec3, [nodes, 4]) and `links` (int32, [nodes, 4]).
+NODE_DTYPE = np.dtype([("lo0", "<f4", 3), ("hi0", "<f4", 3), ("lo1", "<f4", 3), ("hi1", "<f4", 3),
+                       ("child0", "<i4"), ("child1", "<i4"), ("count0", "<i4"), ("count1", "<i4")])
+assert NODE_DTYPE.itemsize == 64
+
+
+@func
+def _vmin(a: vec3, b: vec3) -> vec3:
+    # plain comparisons compile to single min instructions (the min() builtin also handles NaN)
+    return vec3(sk.where(a[0] < b[0], a[0], b[0]), sk.where(a[1] < b[1], a[1], b[1]), sk.where(a[2] < b[2], a[2], b[2]))
+
+
+@func
+def _vmax(a: vec3, b: vec3) -> vec3:
+    return vec3(sk.where(a[0] > b[0], a[0], b[0]), sk.where(a[1] > b[1], a[1], b[1]), sk.where(a[2] > b[2], a[2], b[2]))
+
+
+@func
+def _half_area(lo: vec3, hi: vec3) -> float:
+    d = hi - lo
+    if d[0] < 0.0 or d[1] < 0.0 or d[2] < 0.0:
+        return 0.0
+    return d[0] * d[1] + d[1] * d[2] + d[2] * d[0]
+
+
+@func
+def _set_child(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, ndim=2), ref: int, lo: vec3, hi: vec3,
+               child: int, count: int):
+    """Write child ``ref % 2`` of node ``ref // 2``."""
+    node = ref // 2
+    k = ref % 2
+    boxes[node, 2 * k] = lo
+    boxes[node, 2 * k + 1] = hi
+    links[node, k] = child
+    links[node, 2 + k] = count
+
+
+@func
+def _swap(perm: array(dtype=int32), lo: array(dtype=vec3), hi: array(dtype=vec3), a: int, b: int):
+    """Swap slots a and b (the item boxes move with the permutation: the build reads them in order)."""
+    t = perm[a]
+    perm[a] = perm[b]
+    perm[b] = t
+    tl = lo[a]
+    lo[a] = lo[b]
+    lo[b] = tl
+    th = hi[a]
+    hi[a] = hi[b]
+    hi[b] = th
+
+
+@func
+def _bin_of(c: float, cmin: float, scale: float) -> int:
+    return min(int((c - cmin) * scale), NBINS - 1)
+
+
+@kernel
+def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=int32), boxes: array(dtype=vec3, ndim=2),
+               links: array(dtype=int32, ndim=2), parents: array(dtype=int32), depths: array(dtype=int32), tasks: array(dtype=int32, ndim=2),
+               bin_lo: array(dtype=vec3, ndim=2), bin_hi: array(dtype=vec3, ndim=2),
+               bin_n: array(dtype=int32, ndim=2), right_cost: array(dtype=float32, ndim=2), max_leaf: int,
+               median_depth: int, c_trav: float, info: array(dtype=int32)):
+    n = perm.shape[0]
+    num_nodes = int(0)
+    max_depth = int(0)
+    top = int(1)
+    tasks[0, 0] = 0
+    tasks[0, 1] = n
+    tasks[0, 2] = -1
+    tasks[0, 3] = 0
+    while top > 0:
+        top -= 1
+        start = tasks[top, 0]
+        end = tasks[top, 1]
+        parent = tasks[top, 2]
+        depth = tasks[top, 3]
+        max_depth = max(max_depth, depth)
+        count = end - start
+        blo = vec3(BIG, BIG, BIG)
+        bhi = vec3(-BIG, -BIG, -BIG)
+        clo = vec3(BIG, BIG, BIG)
+        chi = vec3(-BIG, -BIG, -BIG)
+        for s in range(start, end):
+            ls = lo[s]
+            hs = hi[s]
+            blo = _vmin(blo, ls)
+            bhi = _vmax(bhi, hs)
+            c = (ls + hs) * 0.5
+            clo = _vmin(clo, c)
+            chi = _vmax(chi, c)
+        ext = chi - clo
+        scale = vec3(0.0, 0.0, 0.0)
+        for ax in range(3):
+            if ext[ax] > 0.0:
+                scale[ax] = float(NBINS) * 0.999999 / ext[ax]
+        best_axis = int(-1)
+        best_bin = int(0)
+        best_cost = float(BIG)
+        if count > 1 and depth < median_depth:
+            # bin the centroids of every axis in one pass
+            for ax in range(3):
+                for b in range(NBINS):
+                    bin_lo[ax, b] = vec3(BIG, BIG, BIG)
+                    bin_hi[ax, b] = vec3(-BIG, -BIG, -BIG)
+                    bin_n[ax, b] = 0
+            for s in range(start, end):
+                li = lo[s]
+                hi_i = hi[s]
+                c = (li + hi_i) * 0.5
+                for ax in range(3):
+                    if scale[ax] > 0.0:
+                        b = _bin_of(c[ax], clo[ax], scale[ax])
+                        bin_lo[ax, b] = _vmin(bin_lo[ax, b], li)
+                        bin_hi[ax, b] = _vmax(bin_hi[ax, b], hi_i)
+                        bin_n[ax, b] = bin_n[ax, b] + 1
+            # sweep: cost of each split plane = area(left) * n_left + area(right) * n_right
+            for ax in range(3):
+                if scale[ax] > 0.0:
+                    rlo = vec3(BIG, BIG, BIG)
+                    rhi = vec3(-BIG, -BIG, -BIG)
+                    rn = int(0)
+                    b = int(NBINS - 1)
+                    while b > 0:
+                        rlo = _vmin(rlo, bin_lo[ax, b])
+                        rhi = _vmax(rhi, bin_hi[ax, b])
+                        rn += bin_n[ax, b]
+                        right_cost[ax, b] = _half_area(rlo, rhi) * float(rn)
+                        b -= 1
+                    llo = vec3(BIG, BIG, BIG)
+                    lhi = vec3(-BIG, -BIG, -BIG)
+                    ln = int(0)
+                    b = int(0)
+                    while b < NBINS - 1:
+                        llo = _vmin(llo, bin_lo[ax, b])
+                        lhi = _vmax(lhi, bin_hi[ax, b])
+                        ln += bin_n[ax, b]
+                        if ln > 0 and ln < count:
+                            cost = _half_area(llo, lhi) * float(ln) + right_cost[ax, b + 1]
+                            if cost < best_cost:
+                                best_cost = cost
+                                best_axis = ax
+                                best_bin = b
+                        b += 1
+        mid = int(-1)
+        parea = _half_area(blo, bhi)
+        split = best_axis >= 0 and (count > max_leaf or c_trav * parea + best_cost < float(count) * parea)
+        if split:
+            # partition the slots: bin <= best_bin first
+            cmin = clo[best_axis]
+            sc = scale[best_axis]
+            a = start
+            z = end - 1
+            while a <= z:
+                ca = (lo[a] + hi[a]) * 0.5
+                if _bin_of(ca[best_axis], cmin, sc) <= best_bin:
+                    a += 1
+                else:
+                    _swap(perm, lo, hi, a, z)
+                    z -= 1
+            mid = a
+        elif count > max_leaf:
+            # object median along the widest centroid axis (quickselect)
+            ax = int(0)
+            if ext[1] > ext[ax]:
+                ax = 1
+            if ext[2] > ext[ax]:
+                ax = 2
+            k = (start + end) // 2
+            a = start
+            z = end - 1
+            while a < z:
+                ip = (a + z) // 2
+                pivot = (lo[ip][ax] + hi[ip][ax]) * 0.5
+                i0 = a
+                j0 = z
+                while i0 <= j0:
+                    while (lo[i0][ax] + hi[i0][ax]) * 0.5 < pivot:
+                        i0 += 1
+                    while (lo[j0][ax] + hi[j0][ax]) * 0.5 > pivot:
+                        j0 -= 1
+                    if i0 <= j0:
+                        _swap(perm, lo, hi, i0, j0)
+                        i0 += 1
+                        j0 -= 1
+                if k <= j0:
+                    z = j0
+                elif k >= i0:
+                    a = i0
+                else:
+                    a = z
+            mid = k
+        if mid < 0:  # a leaf
+            if parent < 0:
+                parents[num_nodes] = -1
+                depths[num_nodes] = 0
+                if count > 0:
+                    _set_child(boxes, links, 2 * num_nodes, blo, bhi, start, count)
+                num_nodes += 1
+            else:
+                _set_child(boxes, links, parent, blo, bhi, start, count)
+        else:
+            node = num_nodes
+            num_nodes += 1
+            parents[node] = parent
+            depths[node] = depth
+            if parent >= 0:
+                _set_child(boxes, links, parent, blo, bhi, node, 0)
+            tasks[top, 0] = mid
+            tasks[top, 1] = end
+            tasks[top, 2] = 2 * node + 1
+            tasks[top, 3] = depth + 1
+            tasks[top + 1, 0] = start
+            tasks[top + 1, 1] = mid
+            tasks[top + 1, 2] = 2 * node
+            tasks[top + 1, 3] = depth + 1
+            top += 2
+    info[0] = num_nodes
+    info[1] = max_depth
+
+
+# ---------------------------------------------------------------------------
+# Refit
+
+
+@kernel
+def _gather_boxes(prims: array(dtype=int32), lowers: array(dtype=vec3), uppers: array(dtype=vec3),
+                  item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
+    s = sk.tid()
+    i = prims[s]
+    item_lo[s] = lowers[i]
+    item_hi[s] = uppers[i]
+
+
+@kernel
+def _face_boxes(indices: array(dtype=int32), points: array(dtype=vec3), lo: array(dtype=vec3), hi: array(dtype=vec3),
+                perimeter: array(dtype=float32)):
+    f = sk.tid()
+    a = points[indices[3 * f]]
+    b = points[indices[3 * f + 1]]
+    c = points[indices[3 * f + 2]]
+    lo[f] = _vmin(_vmin(a, b), c)
+    hi[f] = _vmax(_vmax(a, b), c)
+    perimeter[f] = sk.length(b - a) + sk.length(c - b) + sk.length(a - c)
+
+
+@kernel
+def _gather_faces(prims: array(dtype=int32), indices: array(dtype=int32), points: array(dtype=vec3),
+                  tris: array(dtype=mat33), item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
+    s = sk.tid()
+    f = prims[s]
+    a = points[indices[3 * f]]
+    b = points[indices[3 * f + 1]]
+    c = points[indices[3 * f + 2]]
+    item_lo[s] = _vmin(_vmin(a, b), c)
+    item_hi[s] = _vmax(_vmax(a, b), c)
+    e0 = b - a
+    e1 = c - a
+    e2 = c - b
+    # sliver faces (as in Warp) are excluded from point and ray queries: NaN first vertex
+    ta = a
+    if sk.length(sk.cross(e0, e1)) <= 1.0e-6 * (sk.dot(e0, e0) + sk.dot(e1, e1) + sk.dot(e2, e2)):
+        ta = vec3(NAN, NAN, NAN)
+    tris[s] = sk.matrix_from_rows(ta, b, c)
+
+
+@func
+def _child_box(boxes: array(dtype=vec3, ndim=2), item_lo: array(dtype=vec3), item_hi: array(dtype=vec3), child: int,
+               count: int):
+    lo = vec3(BIG, BIG, BIG)
+    hi = vec3(-BIG, -BIG, -BIG)
+    if count > 0:
+        for s in range(child, child + count):
+            lo = _vmin(lo, item_lo[s])
+            hi = _vmax(hi, item_hi[s])
+    elif child >= 0:
+        lo = _vmin(boxes[child, 0], boxes[child, 2])
+        hi = _vmax(boxes[child, 1], boxes[child, 3])
+    return lo, hi
+
+
+@kernel
+def _refit_level(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, ndim=2), order: array(dtype=int32),
+                 offset: int, item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
+    node = order[offset + sk.tid()]
+    for k in range(2):
+        lo, hi = _child_box(boxes, item_lo, item_hi, links[node, k], links[node, 2 + k])
+        boxes[node, 2 * k] = lo
+        boxes[node, 2 * k + 1] = hi
+
+
+@func
+def _child_dipole(tris: array(dtype=mat33), wn: array(dtype=float32, ndim=2), child: int, count: int, lo: vec3,
+                  hi: vec3):
+    """Winding-number data of one child: area-weighted normal N, area centroid P, area, radius."""
+    nsum = vec3(0.0, 0.0, 0.0)
+    psum = vec3(0.0, 0.0, 0.0)
+    area = float(0.0)
+    if count > 0:
+        for s in range(child, child + count):
+            t = tris[s]
+            a = t[0]
+            if not sk.isnan(a[0]):
+                n = sk.cross(t[1] - a, t[2] - a) * 0.5
+                ar = sk.length(n)
+                nsum = nsum + n
+                psum = psum + (a + t[1] + t[2]) * (ar / 3.0)
+                area = area + ar
+    elif child >= 0:
+        for k in range(2):
+            nsum = nsum + vec3(wn[child, 8 * k], wn[child, 8 * k + 1], wn[child, 8 * k + 2])
+            ar = wn[child, 8 * k + 6]
+            psum = psum + vec3(wn[child, 8 * k + 3], wn[child, 8 * k + 4], wn[child, 8 * k + 5]) * ar
+            area = area + ar
+    p = (lo + hi) * 0.5
+    if area > 0.0:
+        p = psum / area
+    r = float(0.0)
+    if count > 0 or child >= 0:
+        d = max(hi - p, p - lo)  # the farthest box corner bounds every triangle point
+        r = sk.length(d)
+    return nsum, p, area, r
+
+
+@kernel
+def _refit_dipoles(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, ndim=2), order: array(dtype=int32),
+                   offset: int, tris: array(dtype=mat33), wn: array(dtype=float32, ndim=2)):
+    node = order[offset + sk.tid()]
+    for k in range(2):
+        nsum, p, area, r = _child_dipole(tris, wn, links[node, k], links[node, 2 + k], boxes[node, 2 * k],
+                                         boxes[node, 2 * k + 1])
+        for j in range(3):
+            wn[node, 8 * k + j] = nsum[j]
+            wn[node, 8 * k + 3 + j] = p[j]
+        wn[node, 8 * k + 6] = area
+        wn[node, 8 * k + 7] = r
+
+
+# ---------------------------------------------------------------------------
+# Host side
+
+
+class Tree:
+    """A built tree on ``device``: the node buffer (and its kernel views), slot order, level order."""
+
+    def __init__(self, nodes_np: np.ndarray, prims: np.ndarray, depths: np.ndarray, device):
+        n = len(nodes_np)
+        self.raw = array(np.ascontiguousarray(nodes_np, dtype=NODE_DTYPE).view(np.float32).reshape(n, 16),
+                         dtype=float32, device=device)  # 64-byte records
+        self.boxes = array(ptr=self.raw.ptr, dtype=vec3, shape=(n, 4), strides=(64, 12), device=device,
+                           _owner=self.raw)
+        self.links = array(ptr=self.raw.ptr + 48, dtype=int32, shape=(n, 4), strides=(64, 4), device=device,
+                           _owner=self.raw)
+        self.prims = array(prims, dtype=int32, device=device)  # item of each slot
+        self.depth = int(depths.max()) if n else 0
+        order = np.argsort(-depths, kind="stable").astype(np.int32)  # deepest level first
+        self.order = array(order, dtype=int32, device=device)
+        self.levels = []  # (offset, count) into order, per level, deepest first
+        off = 0
+        for cnt in np.bincount(depths, minlength=self.depth + 1)[::-1]:
+            if cnt:
+                self.levels.append((off, int(cnt)))
+                off += int(cnt)
+
+    @property
+    def num_nodes(self) -> int:
+        return self.raw.shape[0]
+
+    @property
+    def ptr(self) -> int:
+        return self.raw.ptr
+
+    def nodes_numpy(self) -> np.ndarray:
+        """The nodes as NODE_DTYPE records (a host copy)."""
+        return np.ascontiguousarray(self.raw.numpy()).view(NODE_DTYPE).reshape(-1)
+
+    def refit_levels(self, kernel_, args, device):
+        """Launch ``kernel_(boxes, links, order, offset, *args)`` once per level, deepest first."""
+        for off, cnt in self.levels:
+            launch(kernel_, cnt, inputs=[self.boxes, self.links, self.order, off, *args], device=device,
+                   record_tape=False)
+
+
+def empty_nodes(n: int) -> np.ndarray:
+    """``n`` (at least 1) nodes with two empty children, as NODE_DTYPE records."""
+    raw = np.full((max(n, 1), 16), BIG, dtype=np.float32)
+    raw[:, 3:6] = raw[:, 9:12] = -BIG
+    ints = raw.view(np.int32)
+    ints[:, 12:14] = -1
+    ints[:, 14:16] = 0
+    return raw.view(NODE_DTYPE).reshape(-1)
+
+
+def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth: int = MEDIAN_DEPTH,
+               c_trav: float = 1.0) -> Tree:
+    """Binned-SAH tree over item boxes ``lo``/``hi`` (CPU arrays of vec3, reordered in place), built on the CPU."""
+    n = lo.shape[0]
+    perm = array(np.arange(n, dtype=np.int32), dtype=int32, device="cpu")
+    work = Tree(empty_nodes(n), np.zeros(1, np.int32), np.zeros(1, np.int32), "cpu")
+    cap = work.num_nodes
+    parents = zeros(cap, dtype=int32, device="cpu")
+    depths = zeros(cap, dtype=int32, device="cpu")
+    tasks = zeros((STACK, 4), dtype=int32, device="cpu")
+    bin_lo = zeros((3, NBINS), dtype=vec3, device="cpu")
+    bin_hi = zeros((3, NBINS), dtype=vec3, device="cpu")
+    bin_n = zeros((3, NBINS), dtype=int32, device="cpu")
+    right = zeros((3, NBINS), dtype=float32, device="cpu")
+    info = zeros(2, dtype=int32, device="cpu")
+    launch(_build_sah, 1, inputs=[lo, hi, perm, work.boxes, work.links, parents, depths, tasks, bin_lo, bin_hi, bin_n,
+                                  right, max_leaf, median_depth, c_trav, info], device="cpu", record_tape=False)
+    num_nodes = int(info.numpy()[0])
+    return Tree(work.nodes_numpy()[:num_nodes], perm.numpy(), depths.numpy()[:num_nodes], device)

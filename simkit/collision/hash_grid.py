@@ -1,0 +1,373 @@
+"""HashGrid: bucket points into a wrapped uniform grid for fixed-radius neighbour queries (host side).
+
+Example (the same kernel runs under ``import warp as wp``)::
+
+    import simkit as wp
+
+    @wp.kernel
+    def count(grid: wp.uint64, points: wp.array(dtype=wp.vec3), r: float, out: wp.array(dtype=int)):
+        i = wp.hash_grid_point_id(grid, wp.tid())  # visit points cell by cell
+        p = points[i]
+        n = int(0)
+        query = wp.hash_grid_query(grid, p, r)
+        index = int(0)
+        while wp.hash_grid_query_next(query, index):
+            if wp.length(points[index] - p) <= r:
+                n += 1
+        out[i] = n
+
+    grid = wp.HashGrid(64, 64, 64, device="cpu")
+    grid.build(points, r)  # cell width r: a query of radius r visits 3x3x3 cells
+    wp.launch(count, dim=len(points), inputs=[grid.id, points, r, out])
+
+Build, in kernels: every point's cell (parallel), a stable sort of the point indices by cell,
+then each cell's range of sorted positions. CPU: an LSD radix sort (a serial pass per digit,
+digits as wide as log2(points)); only the cells of the previous build are cleared, so a rebuild
+costs O(points), never O(cells) (Warp's clears the whole table). CUDA: a counting sort (atomic
+counts, a prefix sum over the cells, a scatter, then each cell's indices put in order, so the
+result is deterministic); its cell ranges are the prefix sums themselves.
+
+Queries (native/hash_grid.h) walk the box of cells around the query sphere row by row: a row's
+cells are consecutive in the table, so their points are one range of the sorted order.
+"""
+from __future__ import annotations
+
+import math
+import operator
+
+import numpy as np
+
+from ..kernels import kernel
+from ..kernels import lang as sk
+from ..kernels import types as T
+from ..runtime import array, empty, launch, zeros
+from ..runtime.device import get_device
+from . import builtins_hash_grid as hgb
+
+MAX_CELLS = (1 << 31) - 1
+_RADIX_MIN_BITS = 11  # the narrowest radix digit (a 2048-entry histogram stays in L1)
+
+# Mirrors sk::hash_grid_t in native/hash_grid.h (64 bytes).
+_DESC = np.dtype([("cell_starts", "<u8"), ("cell_ends", "<u8"), ("point_ids", "<u8"), ("point_cells", "<u8"),
+                  ("dims", "<i4", (3,)), ("num_points", "<i4"), ("cell_width_inv", "<f8"),
+                  ("cell_width_inv_f", "<f4"), ("cell_width", "<f4")])
+assert _DESC.itemsize == 64
+
+# ---------------------------------------------------------------------------
+# Kernels. The radix path (CPU) and the counting path (CUDA) share _hg_cells.
+
+
+@kernel
+def _hg_cells(grid: T.uint64, points: array(dtype=T.Any), cells: array(dtype=int), ids: array(dtype=int),
+              bad: array(dtype=int)):
+    i = sk.tid()
+    c = hgb.hash_grid_cell(grid, points[i])
+    if c < 0:
+        sk.atomic_min(bad, 0, i)  # the first non-finite point
+    cells[i] = sk.max(c, 0)
+    ids[i] = i
+
+
+@kernel
+def _hg_clear(sorted_cells: array(dtype=int), starts: array(dtype=int), ends: array(dtype=int)):
+    # radix path: forget the cells of the previous build (the first position of each cell's run writes)
+    i = sk.tid()
+    c = sorted_cells[i]
+    if i == 0 or sorted_cells[i - 1] != c:
+        starts[c] = 0
+        ends[c] = 0
+
+
+@kernel
+def _hg_radix_pass(src_keys: array(dtype=int), src_vals: array(dtype=int), dst_keys: array(dtype=int),
+                   dst_vals: array(dtype=int), hist: array(dtype=int), n: int, shift: int, mask: int):
+    # radix path, dim=1: one stable counting-sort pass on the digit (key >> shift) & mask
+    for b in range(mask + 1):
+        hist[b] = 0
+    for i in range(n):
+        d = (src_keys[i] >> shift) & mask
+        hist[d] = hist[d] + 1
+    total = int(0)
+    for b in range(mask + 1):
+        c = hist[b]
+        hist[b] = total
+        total = total + c
+    for i in range(n):
+        k = src_keys[i]
+        d = (k >> shift) & mask
+        p = hist[d]
+        hist[d] = p + 1
+        dst_keys[p] = k
+        dst_vals[p] = src_vals[i]
+
+
+@kernel
+def _hg_ranges(sorted_cells: array(dtype=int), starts: array(dtype=int), ends: array(dtype=int), n: int):
+    # radix path: the range of sorted positions of every occupied cell
+    i = sk.tid()
+    c = sorted_cells[i]
+    if i == 0 or sorted_cells[i - 1] != c:
+        starts[c] = i
+    if i == n - 1 or sorted_cells[i + 1] != c:
+        ends[c] = i + 1
+
+
+@kernel
+def _hg_count(cells: array(dtype=int), counts: array(dtype=int), ranks: array(dtype=int)):
+    # counting path: points per cell, and each point's arrival order in its cell
+    i = sk.tid()
+    ranks[i] = sk.atomic_add(counts, cells[i], 1)
+
+
+@kernel
+def _hg_block_sums(counts: array(dtype=int), block_sums: array(dtype=int), n: int, block: int):
+    b = sk.tid()
+    s = int(0)
+    for j in range(b * block, sk.min(n, b * block + block)):
+        s = s + counts[j]
+    block_sums[b] = s
+
+
+@kernel
+def _hg_scan_serial(values: array(dtype=int), n: int):
+    # dim=1: exclusive prefix sum in place
+    total = int(0)
+    for j in range(n):
+        c = values[j]
+        values[j] = total
+        total = total + c
+
+
+@kernel
+def _hg_block_scan(counts: array(dtype=int), block_sums: array(dtype=int), offsets: array(dtype=int), n: int,
+                   block: int):
+    # offsets[j] = sum of counts[:j] for j in [0, n]
+    b = sk.tid()
+    s = block_sums[b]
+    for j in range(b * block, sk.min(n + 1, b * block + block)):
+        offsets[j] = s
+        if j < n:
+            s = s + counts[j]
+
+
+@kernel
+def _hg_scatter(cells: array(dtype=int), ranks: array(dtype=int), offsets: array(dtype=int),
+                sorted_cells: array(dtype=int), sorted_ids: array(dtype=int)):
+    i = sk.tid()
+    c = cells[i]
+    p = offsets[c] + ranks[i]
+    sorted_cells[p] = c
+    sorted_ids[p] = i
+
+
+@kernel
+def _hg_order_cells(cells: array(dtype=int), ranks: array(dtype=int), offsets: array(dtype=int),
+                    sorted_ids: array(dtype=int)):
+    # counting path: the first arrival in each cell insertion-sorts the cell's indices (deterministic output)
+    i = sk.tid()
+    if ranks[i] == 0:
+        c = cells[i]
+        lo = offsets[c]
+        hi = offsets[c + 1]
+        for a in range(lo + 1, hi):
+            v = sorted_ids[a]
+            b = a - 1
+            while b >= lo and sorted_ids[b] > v:
+                sorted_ids[b + 1] = sorted_ids[b]
+                b = b - 1
+            sorted_ids[b + 1] = v
+
+
+# ---------------------------------------------------------------------------
+
+
+def _launch(k, dim, inputs, device):
+    launch(k, dim=dim, inputs=inputs, device=device, record_tape=False)
+
+
+class HashGrid:
+    """A hash grid of ``dim_x * dim_y * dim_z`` cells on ``device``; ``id`` is passed to kernels.
+
+    Cell coordinates wrap modulo the dimensions, so points may lie anywhere. Choose the cell
+    width (``build``'s ``radius``) close to the query radius: a query visits every cell its
+    sphere's bounding box touches (at most all cells, each once). ``dtype`` (float32 or
+    float64) is the precision of the points: vec3 or vec3d.
+    """
+
+    def __init__(self, dim_x: int, dim_y: int, dim_z: int, device=None, dtype=None, *, _counting_sort=None):
+        try:
+            dims = tuple(operator.index(d) for d in (dim_x, dim_y, dim_z))
+        except TypeError:
+            raise TypeError(f"HashGrid dimensions must be integers, got ({dim_x!r}, {dim_y!r}, {dim_z!r})") from None
+        if any(d <= 0 for d in dims):
+            raise ValueError(f"HashGrid dimensions must be positive, got {dims}")
+        num_cells = dims[0] * dims[1] * dims[2]
+        if num_cells > MAX_CELLS:
+            raise ValueError(f"HashGrid has too many cells: {dims[0]} * {dims[1]} * {dims[2]} = {num_cells} "
+                             f"> {MAX_CELLS}")
+        dtype = T.float32 if dtype is None else T.normalize_dtype(dtype)
+        if dtype not in (T.float32, T.float64):
+            raise TypeError(f"HashGrid dtype must be float32 or float64, got {T.type_name(dtype)}")
+        self.dtype = dtype
+        self.vec_type = T.vec3 if dtype is T.float32 else T.vec3d
+        self.device = dev = get_device(device)
+        self.dims = dims
+        self.num_cells = num_cells
+        self.num_points = 0
+        self.capacity = 0
+        self.reserved = False
+        self.radius = 0.0
+        # CUDA: counting sort (parallel). CPU: radix sort; the flag lets tests run either on the CPU.
+        self._counting = dev.is_cuda if _counting_sort is None else bool(_counting_sort)
+        self._desc = np.zeros(1, dtype=_DESC)
+        self._desc["dims"] = dims
+        if self._counting:
+            self._counts = zeros(num_cells, dtype=int, device=dev)
+            self._offsets = zeros(num_cells + 1, dtype=int, device=dev)  # cell c: [offsets[c], offsets[c + 1])
+            self._block = max(256, math.isqrt(num_cells + 1))
+            self._block_sums = zeros(-(-(num_cells + 1) // self._block), dtype=int, device=dev)
+            self._desc["cell_starts"] = self._offsets.ptr
+            self._desc["cell_ends"] = self._offsets.ptr + 4
+        else:
+            # zero-filled once (lazily paged in); later builds clear only the cells they filled
+            self._starts = zeros(num_cells, dtype=int, device=dev)
+            self._ends = zeros(num_cells, dtype=int, device=dev)
+            self._hist = empty(1 << _RADIX_MIN_BITS, dtype=int, device=dev)
+        if dev.is_cpu:
+            self._desc_buf = None
+            self.id = int(self._desc.ctypes.data)
+        else:
+            self._desc_buf = zeros(_DESC.itemsize // 8, dtype=T.uint64, device=dev)
+            self.id = int(self._desc_buf.ptr)
+        self._cells = self._ids = self._tmp_cells = self._tmp_ids = self._ranks = None
+        self._bad = zeros(1, dtype=int, device=dev)
+        self._sorted_cells = None  # the sorted cells of the last build (radix path: the cells to clear next)
+        self._sync_desc()
+
+    @property
+    def dim_x(self) -> int:
+        return self.dims[0]
+
+    @property
+    def dim_y(self) -> int:
+        return self.dims[1]
+
+    @property
+    def dim_z(self) -> int:
+        return self.dims[2]
+
+    def reserve(self, num_points: int) -> None:
+        """Allocate room for ``num_points`` points, so builds up to that size allocate nothing."""
+        num_points = operator.index(num_points)
+        if num_points < 0:
+            raise ValueError(f"reserve: num_points must not be negative, got {num_points}")
+        if num_points > self.capacity:
+            cap = max(num_points, 16)
+            dev = self.device
+            self._forget()  # the old buffers go: the grid is empty until the next build
+            self._cells, self._ids, self._tmp_cells, self._tmp_ids = (empty(cap, dtype=int, device=dev)
+                                                                      for _ in range(4))
+            if self._counting:
+                self._ranks = empty(cap, dtype=int, device=dev)
+            self.capacity = cap
+        self.reserved = True
+
+    def build(self, points: array, radius: float) -> None:
+        """Bucket ``points`` (an array of vec3, or vec3d for a float64 grid) into cells of width ``radius``.
+
+        Call again whenever the points move. Raises ValueError for a non-positive radius or a
+        point that is not finite, TypeError for points of another type or device.
+        """
+        if not isinstance(points, array) or points.is_type:
+            raise TypeError(f"HashGrid.build: points must be a simkit array of {T.type_name(self.vec_type)}, "
+                            f"got {type(points).__name__}")
+        if points.dtype is not self.vec_type:
+            raise TypeError(f"HashGrid.build: points must be an array of {T.type_name(self.vec_type)} (grid dtype "
+                            f"{T.type_name(self.dtype)}), got an array of {T.type_name(points.dtype)}")
+        if points.device != self.device:
+            raise TypeError(f"HashGrid.build: points are on {points.device}, the grid is on {self.device}")
+        try:
+            radius = float(radius)
+        except (TypeError, ValueError):
+            raise TypeError(f"HashGrid.build: radius must be a number, got {radius!r}") from None
+        if not (radius > 0.0 and math.isfinite(radius)):
+            raise ValueError(f"HashGrid.build: radius (the cell width) must be positive and finite, got {radius}")
+        if points.ndim != 1:
+            points = points.contiguous().flatten()
+        n = points.shape[0]
+        self.reserve(n)
+        dev = self.device
+        self._desc["cell_width"] = radius
+        self._desc["cell_width_inv"] = 1.0 / radius
+        self._desc["cell_width_inv_f"] = np.float32(1.0) / np.float32(radius)
+        self._forget()
+        if n:
+            self._bad.fill_(n)
+            _launch(_hg_cells, n, [self.id, points, self._cells, self._ids, self._bad], dev)
+            first_bad = int(self._bad.numpy()[0])
+            if first_bad < n:
+                raise ValueError(f"HashGrid.build: point {first_bad} is not finite "
+                                 f"({points.numpy()[first_bad].tolist()})")
+            cells, ids = self._counting_sort(n) if self._counting else self._radix_sort(n)
+            self._sorted_cells = cells
+            self._desc["point_ids"] = ids.ptr
+            self._desc["point_cells"] = cells.ptr
+            if not self._counting:
+                self._desc["cell_starts"] = self._starts.ptr
+                self._desc["cell_ends"] = self._ends.ptr
+        self.num_points = n
+        self._desc["num_points"] = n
+        self.radius = radius
+        self._sync_desc()
+        self.reserved = True
+
+    # ------------------------------------------------------------------ internals
+
+    def _forget(self):
+        """Empty the grid (radix path: clear the cells the last build filled)."""
+        if not self._counting and self._sorted_cells is not None and self.num_points:
+            _launch(_hg_clear, self.num_points, [self._sorted_cells, self._starts, self._ends], self.device)
+        self._sorted_cells = None
+        self.num_points = 0
+        self._desc["num_points"] = 0
+        self._sync_desc()
+
+    def _sync_desc(self):
+        if self._desc_buf is not None:
+            self._desc_buf.assign(self._desc.view(np.uint64))
+
+    def _radix_sort(self, n: int):
+        """Stable LSD radix sort of (cell, index) by cell, digits of ~log2(n) bits; then cell ranges."""
+        dev = self.device
+        bits = max(1, (self.num_cells - 1).bit_length())
+        passes = -(-bits // max(_RADIX_MIN_BITS, n.bit_length() - 1))
+        width = -(-bits // passes)
+        if self._hist.shape[0] < (1 << width):
+            self._hist = empty(1 << width, dtype=int, device=dev)
+        src = (self._cells, self._ids)
+        dst = (self._tmp_cells, self._tmp_ids)
+        for p in range(passes):
+            _launch(_hg_radix_pass, 1, [*src, *dst, self._hist, n, p * width, (1 << width) - 1], dev)
+            src, dst = dst, src
+        cells, ids = src
+        _launch(_hg_ranges, n, [cells, self._starts, self._ends, n], dev)
+        return cells, ids
+
+    def _counting_sort(self, n: int):
+        """Counting sort by cell: atomic counts, a prefix sum over the cells, a scatter, then each
+        cell's indices put in order (deterministic output)."""
+        dev = self.device
+        c = self.num_cells
+        self._counts.zero_()
+        _launch(_hg_count, n, [self._cells, self._counts, self._ranks], dev)
+        nblocks = self._block_sums.shape[0]
+        _launch(_hg_block_sums, nblocks, [self._counts, self._block_sums, c, self._block], dev)
+        _launch(_hg_scan_serial, 1, [self._block_sums, nblocks], dev)
+        _launch(_hg_block_scan, nblocks, [self._counts, self._block_sums, self._offsets, c, self._block], dev)
+        _launch(_hg_scatter, n, [self._cells, self._ranks, self._offsets, self._tmp_cells, self._tmp_ids], dev)
+        _launch(_hg_order_cells, n, [self._cells, self._ranks, self._offsets, self._tmp_ids], dev)
+        return self._tmp_cells, self._tmp_ids
+
+    def __repr__(self):
+        return (f"HashGrid(dims={self.dims}, device={self.device.alias}, points={self.num_points}, "
+                f"cell_width={self.radius})")

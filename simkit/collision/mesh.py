@@ -1,0 +1,126 @@
+"""Mesh: a triangle mesh with a BVH, for closest-point, ray, sign and box queries in kernels (host side).
+
+Example (the same kernel runs under ``import warp as wp``)::
+
+    import simkit as wp
+
+    @wp.kernel
+    def sdf(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), out: wp.array(dtype=float)):
+        i = wp.tid()
+        q = wp.mesh_query_point(mesh, xs[i], 1.0e6)
+        if q.result:
+            cp = wp.mesh_eval_position(mesh, q.face, q.u, q.v)
+            out[i] = wp.length(xs[i] - cp) * q.sign
+
+    points = wp.array(vertices, dtype=wp.vec3, requires_grad=True)   # [m], shape [num_points]
+    mesh = wp.Mesh(points, wp.array(faces.ravel(), dtype=wp.int32))  # 3 vertex indices per face
+    wp.launch(sdf, dim=n, inputs=[mesh.id, xs, out])
+    ...                       # move the points (same array), then
+    mesh.refit()
+
+Gradients of the point/ray queries and ``mesh_eval_*`` with respect to the vertex positions
+accumulate into ``points.grad`` (when ``points.requires_grad``), as the Tape runs adjoints.
+"""
+from __future__ import annotations
+
+import struct as _struct
+
+import numpy as np
+
+from ..kernels import types as T
+from ..runtime import array, empty, launch
+from ..runtime.device import get_device
+from . import bvh_build as B
+from .bvh import CONSTRUCTORS, Descriptor, build, check_finite, check_vec3_array
+
+_MESH_T = _struct.Struct("<QQQQii" "QQQQQQ" "fiii")  # sk::mesh_t (104 bytes)
+assert _MESH_T.size == 104
+# SAH cost of a node visit relative to one face test: node visits miss the cache more than the
+# (contiguous) faces of a leaf, so leaves of up to 8 faces measured fastest for point and ray queries
+C_TRAV = 4.0
+
+
+class Mesh:
+    """A triangle mesh: ``points`` (array of vec3), ``indices`` (int32 array, 3 per face, counter-clockwise
+    seen from outside for inside/outside queries), optional per-vertex ``velocities`` (vec3).
+
+    ``support_winding_number=True`` stores the per-node data that
+    ``mesh_query_point_sign_winding_number`` needs (else that query signs by ray votes, as in Warp).
+    """
+
+    def __init__(self, points: array, indices: array, velocities: array | None = None, device=None, *,
+                 support_winding_number: bool = False, bvh_constructor: str = "sah", bvh_leaf_size: int = 8):
+        check_vec3_array("points", points, "Mesh")
+        if not isinstance(indices, array) or indices.is_type or not T.is_int(indices.dtype):
+            raise TypeError(f"Mesh: indices must be a simkit array of int32, got "
+                            f"{getattr(indices, 'dtype', type(indices).__name__)}")
+        self.device = get_device(device) if device is not None else points.device
+        for name, a in (("points", points), ("indices", indices), ("velocities", velocities)):
+            if a is not None and a.device != self.device:
+                raise ValueError(f"Mesh: {name} is on {a.device.alias}, the mesh on {self.device.alias}")
+        idx = indices.numpy().reshape(-1)
+        if indices.dtype is not T.int32 or not indices.is_contiguous or indices.ndim != 1:
+            indices = array(idx.astype(np.int32), dtype=T.int32, device=self.device)
+        if idx.size % 3:
+            raise ValueError(f"Mesh: the index count ({idx.size}) is not a multiple of 3")
+        if idx.size == 0:
+            raise ValueError("Mesh: no faces (indices is empty)")
+        pts = points.numpy()
+        if idx.min() < 0 or idx.max() >= pts.shape[0]:
+            bad = (idx < 0) | (idx >= pts.shape[0])
+            k = int(np.argmax(bad))
+            raise ValueError(f"Mesh: indices[{k}] = {int(idx[k])} is out of range for {pts.shape[0]} points "
+                             f"({int(bad.sum())} bad indices in all)")
+        check_finite("points", pts, "Mesh")
+        if velocities is not None:
+            check_vec3_array("velocities", velocities, "Mesh")
+            if velocities.shape != points.shape:
+                raise ValueError(f"Mesh: velocities has {velocities.shape[0]} entries, points {points.shape[0]}")
+        if bvh_constructor not in CONSTRUCTORS:
+            raise ValueError(f"Mesh: bvh_constructor must be one of {CONSTRUCTORS}, got {bvh_constructor!r}")
+        self.points, self.indices, self.velocities = points, indices, velocities
+        self.support_winding_number = bool(support_winding_number)
+        nf = idx.size // 3
+        # face boxes (the build's items) and the mean edge length, on the CPU
+        cpu_idx = indices if self.device.is_cpu else array(idx, dtype=T.int32, device="cpu")
+        cpu_pts = points if self.device.is_cpu else array(pts, dtype=T.vec3, device="cpu")
+        lo, hi = empty(nf, dtype=T.vec3, device="cpu"), empty(nf, dtype=T.vec3, device="cpu")
+        perimeter = empty(nf, dtype=T.float32, device="cpu")
+        launch(B._face_boxes, nf, inputs=[cpu_idx, cpu_pts, lo, hi, perimeter], device="cpu", record_tape=False)
+        self._edge_len = float(perimeter.numpy().mean(dtype=np.float64) / 3.0)
+        self._tree = build(lo, hi, self.device, bvh_constructor, int(bvh_leaf_size), C_TRAV)
+        self._tris = empty(nf, dtype=T.mat33, device=self.device)
+        self._item_lo = empty(nf, dtype=T.vec3, device=self.device)
+        self._item_hi = empty(nf, dtype=T.vec3, device=self.device)
+        self._wn = (empty((self._tree.num_nodes, 16), dtype=T.float32, device=self.device)
+                    if self.support_winding_number else None)
+        self._desc = Descriptor(_MESH_T.size, self.device)
+        self.refit()
+
+    @property
+    def id(self) -> int:
+        """The handle kernels take (a uint64: the address of the native descriptor)."""
+        return self._desc.ptr
+
+    @property
+    def num_faces(self) -> int:
+        return self.indices.shape[0] // 3
+
+    def refit(self):
+        """Recompute the face data and every box of the tree from the current ``points`` (same topology)."""
+        tree, dev = self._tree, self.device
+        launch(B._gather_faces, self.num_faces, inputs=[tree.prims, self.indices, self.points, self._tris,
+                                                        self._item_lo, self._item_hi], device=dev, record_tape=False)
+        tree.refit_levels(B._refit_level, [self._item_lo, self._item_hi], dev)
+        if self._wn is not None:
+            tree.refit_levels(B._refit_dipoles, [self._tris, self._wn], dev)
+        self._write_descriptor()
+
+    def _write_descriptor(self):
+        tree, p = self._tree, self.points
+        grad = p.grad.ptr if (p.requires_grad and p.grad is not None) else 0
+        vel = self.velocities.ptr if self.velocities is not None else 0
+        wn = self._wn.ptr if self._wn is not None else 0
+        self._desc.write(_MESH_T.pack(tree.ptr, tree.prims.ptr, self._item_lo.ptr, self._item_hi.ptr,
+                                      tree.num_nodes, self.num_faces, self._tris.ptr, p.ptr, grad, vel,
+                                      self.indices.ptr, wn, self._edge_len, p.shape[0], self.num_faces, 0))

@@ -1,0 +1,180 @@
+// simkit collision: the hash grid's device-side code (host C++17 and NVRTC CUDA).
+//
+// A HashGrid buckets points into cubic cells of width `cell_width`; cell
+// coordinates wrap modulo (dim_x, dim_y, dim_z), so an unbounded domain maps
+// onto a finite table. The host (simkit/collision/hash_grid.py) sorts the point
+// indices by cell and fills a `hash_grid_t` descriptor; the grid id a kernel
+// receives is that descriptor's address.
+//
+//   query = hash_grid_query(id, p, r)           // the cells the sphere (p, r) touches
+//   while (hash_grid_query_next(query, index))  // index: a candidate (filter by distance yourself)
+//
+// Queries are not differentiable (they return indices only).
+#pragma once
+#include "core.h"
+
+namespace sk {
+
+struct hash_grid_t {
+    // cell c holds sorted positions [cell_starts[c], cell_ends[c]). CPU build: an empty cell has 0, 0;
+    // CUDA build: prefix sums, cell_ends == cell_starts + 1 and an empty cell has start == end.
+    const int32* cell_starts;  // [num_cells]
+    const int32* cell_ends;    // [num_cells]
+    const int32* point_ids;    // [num_points] original index of the point at each sorted position
+    const int32* point_cells;  // [num_points] cell of the point at each sorted position
+    int32 dim_x, dim_y, dim_z;
+    int32 num_points;
+    float64 cell_width_inv;    // 1 / cell_width, for float64 points
+    float32 cell_width_inv_f;  // the same for float32 points
+    float32 cell_width;
+};
+static_assert(sizeof(hash_grid_t) == 64, "hash_grid_t layout is mirrored in simkit/collision/hash_grid.py");
+
+// Traversal state of one query. The box of cells around the query sphere is visited row by row
+// (a row: the box's cells along x at one (y, z)). The points are sorted by cell and a row's cells
+// are consecutive in the table, so a row (or each of the two parts of a row that wraps around the
+// table) is one contiguous range of sorted positions: a query walks at most 2 ranges per row
+// instead of one per cell, with fewer branches. A plain aggregate, held by a kernel as a local.
+struct hash_grid_query_t {
+    const int32* starts;
+    const int32* ends;
+    const int32* ids;
+    int32 dim_x, dim_y, dim_z;
+    int32 wx0, nx;         // the box along x: first cell (wrapped) and number of cells
+    int32 y, y1, z, z1;    // the current row and the last row of the box (unwrapped y, z)
+    int32 wy, wy0, wz;     // y, the box's first y, and z, wrapped into the table
+    int32 y0;
+    int32 rest;            // cells of the current row's wrapped part, at x = 0 (0: none)
+    int32 pos, end;        // next sorted position and the end of the current range
+};
+
+// Adjoint storage of a query is never used (queries are not differentiable).
+SK_INLINE void accum(hash_grid_query_t&, const hash_grid_query_t&) {}
+
+// floor(v) as an int, saturated to +-2^30 (so a box never overflows), NaN -> 0.
+template <typename F> SK_INLINE int32 hash_grid_coord(F v) {
+    if (!(v == v)) return 0;
+    if (v >= F(1073741824.0)) return 1073741824;
+    if (v <= F(-1073741824.0)) return -1073741824;
+    const int32 i = int32(v);
+    return i - (F(i) > v ? 1 : 0);
+}
+
+SK_INLINE int32 hash_grid_wrap(int32 c, int32 dim) {
+    if (c >= 0 && c < dim) return c;  // the usual case: no division
+    const int32 r = c % dim;
+    return r < 0 ? r + dim : r;
+}
+
+SK_INLINE float32 hash_grid_inv(const hash_grid_t& g, float32) { return g.cell_width_inv_f; }
+SK_INLINE float64 hash_grid_inv(const hash_grid_t& g, float64) { return g.cell_width_inv; }
+
+// The table cell of point p, or -1 when p is not finite (the builder reports those).
+template <typename F> SK_INLINE int32 hash_grid_cell(uint64 id, vec_t<3, F> p) {
+    const hash_grid_t& g = *reinterpret_cast<const hash_grid_t*>(id);
+    const F inv = hash_grid_inv(g, F(0));
+    const F vx = p.c[0] * inv, vy = p.c[1] * inv, vz = p.c[2] * inv;
+    if (!(vx - vx == F(0) && vy - vy == F(0) && vz - vz == F(0))) return -1;  // inf or nan
+    const int32 cx = hash_grid_wrap(hash_grid_coord(vx), g.dim_x);
+    const int32 cy = hash_grid_wrap(hash_grid_coord(vy), g.dim_y);
+    const int32 cz = hash_grid_wrap(hash_grid_coord(vz), g.dim_z);
+    return (cz * g.dim_y + cy) * g.dim_x + cx;
+}
+
+// The last cell of a box [c0, c1] on an axis of `dim` cells: never more than dim cells, so none is visited twice.
+SK_INLINE int32 hash_grid_box_end(int32 c0, int32 c1, int32 dim) { return c1 - c0 >= dim ? c0 + dim - 1 : c1; }
+
+// The sorted positions of the n cells from x = a (wrapped) on the current row: one range, as the cells
+// are consecutive in the table. Empty cells (end 0 on the CPU, start == end on CUDA) add nothing.
+SK_INLINE void hash_grid_query_range(hash_grid_query_t& q, int32 a, int32 n) {
+    const int32 base = (q.wz * q.dim_y + q.wy) * q.dim_x + a;
+    int32 lo = 0x7fffffff, hi = 0;
+    for (int32 k = 0; k < n; ++k) {
+        const int32 s = q.starts[base + k], e = q.ends[base + k];
+        lo = (e > 0 && s < lo) ? s : lo;
+        hi = e > hi ? e : hi;
+    }
+    q.pos = lo;
+    q.end = hi;
+}
+
+SK_INLINE void hash_grid_query_row(hash_grid_query_t& q) {
+    const int32 first = q.dim_x - q.wx0 < q.nx ? q.dim_x - q.wx0 : q.nx;
+    q.rest = q.nx - first;
+    hash_grid_query_range(q, q.wx0, first);
+}
+
+template <typename F> SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec_t<3, F> p, F max_dist) {
+    hash_grid_query_t q;
+    memset(&q, 0, sizeof(q));
+    const hash_grid_t& g = *reinterpret_cast<const hash_grid_t*>(id);
+    if (id == 0 || g.point_ids == nullptr || g.num_points == 0 || !(max_dist >= F(0))) {
+        q.z = 1;  // z > z1 and pos == end: an empty query
+        return q;
+    }
+    const F inv = hash_grid_inv(g, F(0));
+    int32 lo[3], hi[3];
+    const int32 dims[3] = {g.dim_x, g.dim_y, g.dim_z};
+    for (int k = 0; k < 3; ++k) {
+        lo[k] = hash_grid_coord((p.c[k] - max_dist) * inv);
+        hi[k] = hash_grid_box_end(lo[k], hash_grid_coord((p.c[k] + max_dist) * inv), dims[k]);
+    }
+    q.starts = g.cell_starts;
+    q.ends = g.cell_ends;
+    q.ids = g.point_ids;
+    q.dim_x = g.dim_x;
+    q.dim_y = g.dim_y;
+    q.dim_z = g.dim_z;
+    q.wx0 = hash_grid_wrap(lo[0], g.dim_x);
+    q.nx = hi[0] - lo[0] + 1;
+    q.y = q.y0 = lo[1];
+    q.y1 = hi[1];
+    q.z = lo[2];
+    q.z1 = hi[2];
+    q.wy = q.wy0 = hash_grid_wrap(lo[1], g.dim_y);
+    q.wz = hash_grid_wrap(lo[2], g.dim_z);
+    hash_grid_query_row(q);
+    return q;
+}
+
+// Move to the next range of the box; false when the box is done.
+SK_INLINE bool hash_grid_query_advance(hash_grid_query_t& q) {
+    if (q.rest > 0) {
+        const int32 n = q.rest;
+        q.rest = 0;
+        hash_grid_query_range(q, 0, n);
+        return true;
+    }
+    if (q.z > q.z1) return false;
+    if (q.y < q.y1) {
+        ++q.y;
+        q.wy = q.wy + 1 == q.dim_y ? 0 : q.wy + 1;
+    } else {
+        q.y = q.y0;
+        q.wy = q.wy0;
+        ++q.z;
+        if (q.z > q.z1) return false;
+        q.wz = q.wz + 1 == q.dim_z ? 0 : q.wz + 1;
+    }
+    hash_grid_query_row(q);
+    return true;
+}
+
+// Advance to the next candidate: writes its point index and returns true, or returns false when done.
+// Candidates are the points of every cell of the query's box, which holds every point within
+// max_dist of the query point (by the positions the grid was built with): filter by distance.
+SK_INLINE bool hash_grid_query_next(hash_grid_query_t& q, int32& index) {
+    while (q.pos >= q.end)
+        if (!hash_grid_query_advance(q)) return false;
+    index = q.ids[q.pos++];
+    return true;
+}
+
+// The original index of the point at sorted position `index` (points in cell order), or -1 out of range.
+SK_INLINE int32 hash_grid_point_id(uint64 id, int32 index) {
+    const hash_grid_t& g = *reinterpret_cast<const hash_grid_t*>(id);
+    if (id == 0 || g.point_ids == nullptr || index < 0 || index >= g.num_points) return -1;
+    return g.point_ids[index];
+}
+
+}  // namespace sk

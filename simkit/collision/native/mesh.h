@@ -1,0 +1,558 @@
+// simkit collision: triangle mesh queries, device-side code (host C++17 and NVRTC CUDA).
+// Included after bvh.h and geometry.h. A Mesh id is the address of a mesh_t built by
+// simkit/collision/mesh.py; its BVH holds the faces (one item per face, item boxes = face boxes).
+//
+// Differentiable queries (mesh_query_point*, mesh_query_ray, mesh_eval_*) have adjoints with
+// respect to the query point / ray and to the vertex positions: vertex adjoints are added
+// atomically to `points_grad` (the points array's .grad) when the mesh was built from an array
+// with requires_grad. An adjoint re-runs its query (the forward result is not stored).
+#pragma once
+
+namespace sk {
+
+struct mesh_t {
+    bvh_t bvh;                             // items = faces; item boxes = face boxes (slot order)
+    const float* tris;                     // [num_faces][9] a, b, c per slot; a.x = NaN: excluded face
+    const vec_t<3, float32>* points;
+    vec_t<3, float32>* points_grad;        // null unless the points array requires grad
+    const vec_t<3, float32>* velocities;   // null without velocities
+    const int32* indices;                  // [3 * num_faces]
+    const float* wn;                       // [num_nodes][2][8] per child: N(3) P(3) area r; null: no winding
+    float32 edge_len;                      // mean edge length (sign_normal's tolerance unit)
+    int32 num_points;
+    int32 num_faces;
+    int32 pad_;
+};
+static_assert(sizeof(mesh_t) == 104, "mesh_t layout is mirrored in simkit/collision/mesh.py");
+
+SK_INLINE const mesh_t& mesh_get(uint64 id) { return *reinterpret_cast<const mesh_t*>(id); }
+
+typedef bvh_query_t mesh_query_aabb_t;
+
+namespace geo {
+
+SK_INLINE void slot_tri(const mesh_t& m, int32 s, v3<float>& a, v3<float>& b, v3<float>& c) {
+    const float* t = m.tris + 9 * s;
+    a = ld(t);
+    b = ld(t + 3);
+    c = ld(t + 6);
+}
+SK_INLINE bool face_ok(const mesh_t& m, int32 f) { return f >= 0 && f < m.num_faces; }
+SK_INLINE void face_tri(const mesh_t& m, int32 f, v3<float>& a, v3<float>& b, v3<float>& c) {
+    a = ld(m.points[m.indices[3 * f]]);
+    b = ld(m.points[m.indices[3 * f + 1]]);
+    c = ld(m.points[m.indices[3 * f + 2]]);
+}
+SK_INLINE void add_vertex_grad(const mesh_t& m, int32 f, int k, const v3<float>& g) {
+    if (m.points_grad) atomic_accumulate(m.points_grad + m.indices[3 * f + k], st(g));
+}
+SK_INLINE void add_face_grads(const mesh_t& m, int32 f, const v3<float>& ga, const v3<float>& gb, const v3<float>& gc) {
+    add_vertex_grad(m, f, 0, ga);
+    add_vertex_grad(m, f, 1, gb);
+    add_vertex_grad(m, f, 2, gc);
+}
+SK_INLINE v3<float> zero3() { return mk(0.0f, 0.0f, 0.0f); }
+
+// Decode a leaf stack entry (see bvh.h) into its slot range.
+SK_INLINE void leaf_range(const bvh_node_t* nodes, int32 e, int32& start, int32& end) {
+    const int32 r = -e - 1;
+    const bvh_node_t& n = nodes[r >> 1];
+    start = n.child[r & 1];
+    end = start + n.count[r & 1];
+}
+
+// ---------------------------------------------------------------------------
+// Closest point: best-first-ish depth-first search, nearer child first, pruned by box distance.
+
+struct point_hit_t {
+    int32 slot;
+    int region;
+    float u, v, d2;
+};
+
+SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist, point_hit_t& h) {
+    h.slot = -1;
+    h.u = h.v = 0.0f;
+    h.region = TRI_FACE;
+    if (m.num_faces <= 0 || !(max_dist > 0.0f)) return false;
+    float best = max_dist * max_dist;
+    int32 st[SK_BVH_STACK];
+    float sd[SK_BVH_STACK];
+    int sp = 1;
+    st[0] = 0;
+    sd[0] = 0.0f;
+    const bvh_node_t* nodes = m.bvh.nodes;
+    while (sp > 0) {
+        --sp;
+        if (sd[sp] >= best) continue;
+        const int32 e = st[sp];
+        if (e < 0) {
+            int32 s0, s1;
+            leaf_range(nodes, e, s0, s1);
+            for (int32 s = s0; s < s1; ++s) {
+                v3<float> a, b, c;
+                slot_tri(m, s, a, b, c);
+                // the face's box bounds its distance from below: skip most faces cheaply
+                const float blo[3] = {fmn(fmn(a.x, b.x), c.x), fmn(fmn(a.y, b.y), c.y), fmn(fmn(a.z, b.z), c.z)};
+                const float bhi[3] = {fmx(fmx(a.x, b.x), c.x), fmx(fmx(a.y, b.y), c.y), fmx(fmx(a.z, b.z), c.z)};
+                if (box_dist_sq(p, blo, bhi) >= best) continue;
+                float u, v;
+                const int reg = closest_tri(p, a, b, c, u, v);
+                const v3<float> d = bary_point(a, b, c, u, v) - p;
+                const float d2 = dot(d, d);
+                if (d2 < best) {
+                    best = d2;
+                    h.slot = s;
+                    h.region = reg;
+                    h.u = u;
+                    h.v = v;
+                }
+            }
+            continue;
+        }
+        const bvh_node_t& n = nodes[e];
+        const float d0 = n.child[0] >= 0 ? box_dist_sq(p, n.lo0, n.hi0) : INFINITY;
+        const float d1 = n.child[1] >= 0 ? box_dist_sq(p, n.lo1, n.hi1) : INFINITY;
+        const int near = d1 < d0 ? 1 : 0;
+        const float dn = near ? d1 : d0, df = near ? d0 : d1;
+        if (df < best && sp < SK_BVH_STACK) {  // far first: popped last
+            st[sp] = n.count[1 - near] > 0 ? bvh_leaf_ref(e, 1 - near) : n.child[1 - near];
+            sd[sp++] = df;
+        }
+        if (dn < best && sp < SK_BVH_STACK) {
+            st[sp] = n.count[near] > 0 ? bvh_leaf_ref(e, near) : n.child[near];
+            sd[sp++] = dn;
+        }
+    }
+    h.d2 = best;
+    return h.slot >= 0;
+}
+
+// ---------------------------------------------------------------------------
+// Closest ray hit with 0 <= t < max_t.
+
+struct ray_hit_t {
+    int32 slot;
+    float t, u, v;
+};
+
+SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>& d, float max_t, ray_hit_t& h) {
+    h.slot = -1;
+    h.t = h.u = h.v = 0.0f;
+    if (m.num_faces <= 0) return false;
+    const ray_t br = make_ray(o, d);
+    const wray_t wr = make_wray(o, d);
+    float best = max_t;
+    int32 st[SK_BVH_STACK];
+    float sd[SK_BVH_STACK];
+    int sp = 1;
+    st[0] = 0;
+    sd[0] = -INFINITY;
+    const bvh_node_t* nodes = m.bvh.nodes;
+    while (sp > 0) {
+        --sp;
+        if (!(sd[sp] < best)) continue;
+        const int32 e = st[sp];
+        if (e < 0) {
+            int32 s0, s1;
+            leaf_range(nodes, e, s0, s1);
+            for (int32 s = s0; s < s1; ++s) {
+                v3<float> a, b, c;
+                slot_tri(m, s, a, b, c);
+                float t, u, v;
+                if (ray_tri(wr, a, b, c, t, u, v) && t < best) {
+                    best = t;
+                    h.slot = s;
+                    h.t = t;
+                    h.u = u;
+                    h.v = v;
+                }
+            }
+            continue;
+        }
+        const bvh_node_t& n = nodes[e];
+        float t0 = INFINITY, t1 = INFINITY;
+        const bool h0 = n.child[0] >= 0 && ray_box(br, n.lo0, n.hi0, t0) && t0 < best;
+        const bool h1 = n.child[1] >= 0 && ray_box(br, n.lo1, n.hi1, t1) && t1 < best;
+        const int near = (h1 && (!h0 || t1 < t0)) ? 1 : 0;
+        const bool hn = near ? h1 : h0, hf = near ? h0 : h1;
+        if (hf && sp < SK_BVH_STACK) {
+            st[sp] = n.count[1 - near] > 0 ? bvh_leaf_ref(e, 1 - near) : n.child[1 - near];
+            sd[sp++] = near ? t0 : t1;
+        }
+        if (hn && sp < SK_BVH_STACK) {
+            st[sp] = n.count[near] > 0 ? bvh_leaf_ref(e, near) : n.child[near];
+            sd[sp++] = near ? t1 : t0;
+        }
+    }
+    return h.slot >= 0;
+}
+
+// ---------------------------------------------------------------------------
+// Inside/outside.
+
+// Majority vote of three axis-aligned rays (+x, +y, +z): a ray whose closest hit is a back face
+// votes inside; a miss votes outside. -1 inside, +1 outside.
+SK_INLINE float sign_rays(const mesh_t& m, const v3<float>& p) {
+    int inside = 0;
+    for (int k = 0; k < 3; ++k) {
+        const v3<float> d = mk(k == 0 ? 1.0f : 0.0f, k == 1 ? 1.0f : 0.0f, k == 2 ? 1.0f : 0.0f);
+        ray_hit_t h;
+        if (closest_hit(m, p, d, INFINITY, h)) {
+            v3<float> a, b, c;
+            slot_tri(m, h.slot, a, b, c);
+            if (get(cross(b - a, c - a), k) > 0.0f) ++inside;
+        }
+    }
+    return inside >= 2 ? -1.0f : 1.0f;
+}
+
+// Angle-weighted pseudo-normal at the closest point (Baerentzen & Aanaes): the face normal when
+// the closest point is inside a face; else the faces whose closest point coincides with it (within
+// tol) each contribute their unit normal times their angle there (pi on an edge).
+SK_INLINE float sign_normal(const mesh_t& m, const v3<float>& p, const point_hit_t& h, float epsilon) {
+    v3<float> a, b, c;
+    slot_tri(m, h.slot, a, b, c);
+    const v3<float> cp = bary_point(a, b, c, h.u, h.v);
+    v3<float> nsum = cross(b - a, c - a);
+    if (h.region != TRI_FACE) {
+        const float tol = fmaxf(epsilon * m.edge_len, 1e-7f);
+        const float r = sqrtf(h.d2) + tol, r2 = r * r;
+        v3<float> acc = zero3();
+        int32 st[SK_BVH_STACK];
+        int sp = 1;
+        st[0] = 0;
+        while (sp > 0) {
+            const int32 e = st[--sp];
+            if (e < 0) {
+                int32 s0, s1;
+                leaf_range(m.bvh.nodes, e, s0, s1);
+                for (int32 s = s0; s < s1; ++s) {
+                    v3<float> x, y, z;
+                    slot_tri(m, s, x, y, z);
+                    if (!(x.x == x.x)) continue;
+                    float u, v;
+                    const int reg = closest_tri(p, x, y, z, u, v);
+                    const v3<float> dq = bary_point(x, y, z, u, v) - cp;
+                    if (dot(dq, dq) > tol * tol) continue;
+                    float w = 3.14159265f;  // an edge (a face interior counts as one face)
+                    if (reg == TRI_A || reg == TRI_B || reg == TRI_C) {
+                        const v3<float> e1 = reg == TRI_A ? y - x : (reg == TRI_B ? z - y : x - z);
+                        const v3<float> e2 = reg == TRI_A ? z - x : (reg == TRI_B ? x - y : y - z);
+                        const float l = len(e1) * len(e2);
+                        w = l > 0.0f ? acosf(fminf(fmaxf(dot(e1, e2) / l, -1.0f), 1.0f)) : 0.0f;
+                    } else if (reg == TRI_FACE) {
+                        w = 6.28318531f;
+                    }
+                    acc += w * tri_normal(x, y, z);
+                }
+                continue;
+            }
+            const bvh_node_t& n = m.bvh.nodes[e];
+            for (int k = 0; k < 2; ++k) {
+                if (n.child[k] < 0 || box_dist_sq(p, bvh_lo(n, k), bvh_hi(n, k)) > r2) continue;
+                if (sp < SK_BVH_STACK) st[sp++] = n.count[k] > 0 ? bvh_leaf_ref(e, k) : n.child[k];
+            }
+        }
+        if (dot(acc, acc) > 0.0f) nsum = acc;
+    }
+    return dot(p - cp, nsum) < 0.0f ? -1.0f : 1.0f;
+}
+
+// Generalized winding number (Barill et al. 2018): exact solid angles near p, the dipole term of
+// each far subtree (distance > accuracy * its radius). Needs the per-node data `wn`.
+SK_INLINE float winding_number(const mesh_t& m, const v3<float>& p, float accuracy) {
+    float omega = 0.0f;
+    int32 st[SK_BVH_STACK];
+    int sp = 1;
+    st[0] = 0;
+    while (sp > 0) {
+        const int32 e = st[--sp];
+        if (e < 0) {
+            int32 s0, s1;
+            leaf_range(m.bvh.nodes, e, s0, s1);
+            for (int32 s = s0; s < s1; ++s) {
+                v3<float> a, b, c;
+                slot_tri(m, s, a, b, c);
+                if (a.x == a.x) omega += solid_angle(p, a, b, c);
+            }
+            continue;
+        }
+        const bvh_node_t& n = m.bvh.nodes[e];
+        for (int k = 0; k < 2; ++k) {
+            if (n.child[k] < 0) continue;
+            const float* w = m.wn + (2 * e + k) * 8;
+            const v3<float> dp = ld(w + 3) - p;
+            const float dist = len(dp);
+            if (dist > accuracy * w[7]) {
+                omega += dot(dp, ld(w)) / (dist * dist * dist);
+            } else if (sp < SK_BVH_STACK) {
+                st[sp++] = n.count[k] > 0 ? bvh_leaf_ref(e, k) : n.child[k];
+            }
+        }
+    }
+    return omega * (1.0f / (4.0f * 3.14159265f));
+}
+
+// Adjoint of a closest-point result's (u, v) with respect to the point and the face's vertices.
+SK_INLINE void adj_point_hit(const mesh_t& m, const v3<float>& p, const point_hit_t& h, float adj_u, float adj_v,
+                             vec_t<3, float32>& adj_point) {
+    if (h.slot < 0) return;
+    const int32 f = m.bvh.prims[h.slot];
+    v3<float> a, b, c;
+    face_tri(m, f, a, b, c);
+    v3<float> ap = zero3(), aa = zero3(), ab = zero3(), ac = zero3();
+    adj_closest_tri(h.region, p, a, b, c, h.u, h.v, adj_u, adj_v, ap, aa, ab, ac);
+    add_to(adj_point, ap);
+    add_face_grads(m, f, aa, ab, ac);
+}
+
+}  // namespace geo
+
+// ---------------------------------------------------------------------------
+// Point queries. R is the MeshQueryPoint struct (fields result, sign, face, u, v).
+
+template <typename R> SK_INLINE R mesh_point_result(const mesh_t& m, bool found, const geo::point_hit_t& h) {
+    R r = zero<R>();
+    r.result = found;
+    if (found) {
+        r.face = m.bvh.prims[h.slot];
+        r.u = h.u;
+        r.v = h.v;
+    }
+    return r;
+}
+
+template <typename R> SK_INLINE void mesh_point_adjoint(uint64 id, vec_t<3, float32> point, float32 max_dist,
+                                                        vec_t<3, float32>& adj_point, const R& adj_ret) {
+    const mesh_t& m = mesh_get(id);
+    const geo::v3<float> p = geo::ld(point);
+    geo::point_hit_t h;
+    if (geo::closest_point(m, p, max_dist, h)) geo::adj_point_hit(m, p, h, adj_ret.u, adj_ret.v, adj_point);
+}
+
+template <typename R> SK_INLINE R mesh_query_point_no_sign(uint64 id, vec_t<3, float32> point, float32 max_dist) {
+    const mesh_t& m = mesh_get(id);
+    geo::point_hit_t h;
+    const bool found = geo::closest_point(m, geo::ld(point), max_dist, h);
+    return mesh_point_result<R>(m, found, h);
+}
+template <typename R>
+SK_INLINE void adj_mesh_query_point_no_sign(uint64 id, vec_t<3, float32> point, float32 max_dist, uint64&,
+                                            vec_t<3, float32>& adj_point, float32&, const R& adj_ret) {
+    mesh_point_adjoint(id, point, max_dist, adj_point, adj_ret);
+}
+
+template <typename R> SK_INLINE R mesh_query_point(uint64 id, vec_t<3, float32> point, float32 max_dist) {
+    const mesh_t& m = mesh_get(id);
+    geo::point_hit_t h;
+    const geo::v3<float> p = geo::ld(point);
+    const bool found = geo::closest_point(m, p, max_dist, h);
+    R r = mesh_point_result<R>(m, found, h);
+    if (found) r.sign = geo::sign_rays(m, p);
+    return r;
+}
+template <typename R>
+SK_INLINE void adj_mesh_query_point(uint64 id, vec_t<3, float32> point, float32 max_dist, uint64&,
+                                    vec_t<3, float32>& adj_point, float32&, const R& adj_ret) {
+    mesh_point_adjoint(id, point, max_dist, adj_point, adj_ret);
+}
+
+template <typename R>
+SK_INLINE R mesh_query_point_sign_normal(uint64 id, vec_t<3, float32> point, float32 max_dist, float32 epsilon) {
+    const mesh_t& m = mesh_get(id);
+    geo::point_hit_t h;
+    const geo::v3<float> p = geo::ld(point);
+    const bool found = geo::closest_point(m, p, max_dist, h);
+    R r = mesh_point_result<R>(m, found, h);
+    if (found) r.sign = geo::sign_normal(m, p, h, epsilon);
+    return r;
+}
+template <typename R>
+SK_INLINE R mesh_query_point_sign_normal(uint64 id, vec_t<3, float32> point, float32 max_dist) {
+    return mesh_query_point_sign_normal<R>(id, point, max_dist, 1e-3f);
+}
+template <typename R>
+SK_INLINE void adj_mesh_query_point_sign_normal(uint64 id, vec_t<3, float32> point, float32 max_dist, float32, uint64&,
+                                                vec_t<3, float32>& adj_point, float32&, float32&, const R& adj_ret) {
+    mesh_point_adjoint(id, point, max_dist, adj_point, adj_ret);
+}
+template <typename R>
+SK_INLINE void adj_mesh_query_point_sign_normal(uint64 id, vec_t<3, float32> point, float32 max_dist, uint64&,
+                                                vec_t<3, float32>& adj_point, float32&, const R& adj_ret) {
+    mesh_point_adjoint(id, point, max_dist, adj_point, adj_ret);
+}
+
+// Without winding-number data (Mesh(support_winding_number=False)) the sign falls back to the
+// ray vote, as in Warp.
+template <typename R>
+SK_INLINE R mesh_query_point_sign_winding_number(uint64 id, vec_t<3, float32> point, float32 max_dist, float32 accuracy,
+                                                 float32 threshold) {
+    const mesh_t& m = mesh_get(id);
+    geo::point_hit_t h;
+    const geo::v3<float> p = geo::ld(point);
+    const bool found = geo::closest_point(m, p, max_dist, h);
+    R r = mesh_point_result<R>(m, found, h);
+    if (found) {
+        if (m.wn) r.sign = geo::winding_number(m, p, accuracy) > threshold ? -1.0f : 1.0f;
+        else r.sign = geo::sign_rays(m, p);
+    }
+    return r;
+}
+template <typename R>
+SK_INLINE R mesh_query_point_sign_winding_number(uint64 id, vec_t<3, float32> point, float32 max_dist, float32 accuracy) {
+    return mesh_query_point_sign_winding_number<R>(id, point, max_dist, accuracy, 0.5f);
+}
+template <typename R>
+SK_INLINE R mesh_query_point_sign_winding_number(uint64 id, vec_t<3, float32> point, float32 max_dist) {
+    return mesh_query_point_sign_winding_number<R>(id, point, max_dist, 2.0f, 0.5f);
+}
+template <typename R>
+SK_INLINE void adj_mesh_query_point_sign_winding_number(uint64 id, vec_t<3, float32> point, float32 max_dist, float32,
+                                                        float32, uint64&, vec_t<3, float32>& adj_point, float32&,
+                                                        float32&, float32&, const R& adj_ret) {
+    mesh_point_adjoint(id, point, max_dist, adj_point, adj_ret);
+}
+template <typename R>
+SK_INLINE void adj_mesh_query_point_sign_winding_number(uint64 id, vec_t<3, float32> point, float32 max_dist, float32,
+                                                        uint64&, vec_t<3, float32>& adj_point, float32&, float32&,
+                                                        const R& adj_ret) {
+    mesh_point_adjoint(id, point, max_dist, adj_point, adj_ret);
+}
+template <typename R>
+SK_INLINE void adj_mesh_query_point_sign_winding_number(uint64 id, vec_t<3, float32> point, float32 max_dist, uint64&,
+                                                        vec_t<3, float32>& adj_point, float32&, const R& adj_ret) {
+    mesh_point_adjoint(id, point, max_dist, adj_point, adj_ret);
+}
+
+// The winding number itself (an extension: Warp computes it only inside the sign query).
+SK_INLINE float32 mesh_query_winding_number(uint64 id, vec_t<3, float32> point, float32 accuracy) {
+    const mesh_t& m = mesh_get(id);
+    return m.wn && m.num_faces > 0 ? geo::winding_number(m, geo::ld(point), accuracy) : 0.0f;
+}
+
+// ---------------------------------------------------------------------------
+// Ray query. R is the MeshQueryRay struct (fields result, sign, face, t, u, v, normal).
+
+template <typename R>
+SK_INLINE R mesh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 max_t) {
+    const mesh_t& m = mesh_get(id);
+    geo::ray_hit_t h;
+    R r = zero<R>();
+    const geo::v3<float> d = geo::ld(dir);
+    r.result = geo::closest_hit(m, geo::ld(start), d, max_t, h);
+    if (r.result) {
+        geo::v3<float> a, b, c;
+        geo::slot_tri(m, h.slot, a, b, c);
+        const geo::v3<float> n = geo::tri_normal(a, b, c);
+        r.face = m.bvh.prims[h.slot];
+        r.t = h.t;
+        r.u = h.u;
+        r.v = h.v;
+        r.sign = geo::dot(d, n) < 0.0f ? 1.0f : -1.0f;
+        r.normal = geo::st(n);
+    }
+    return r;
+}
+template <typename R>
+SK_INLINE void adj_mesh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 max_t, uint64&,
+                                  vec_t<3, float32>& adj_start, vec_t<3, float32>& adj_dir, float32&, const R& adj_ret) {
+    using namespace geo;
+    const mesh_t& m = mesh_get(id);
+    ray_hit_t h;
+    const v3<float> d = ld(dir);
+    if (!closest_hit(m, ld(start), d, max_t, h)) return;
+    const int32 f = m.bvh.prims[h.slot];
+    v3<float> a, b, c;
+    face_tri(m, f, a, b, c);
+    v3<float> as = zero3(), ad = zero3(), aa = zero3(), ab = zero3(), ac = zero3();
+    adj_ray_tri(d, a, b, c, h.t, h.u, h.v, adj_ret.t, adj_ret.u, adj_ret.v, as, ad, aa, ab, ac);
+    adj_tri_normal(a, b, c, ld(adj_ret.normal), aa, ab, ac);
+    add_to(adj_start, as);
+    add_to(adj_dir, ad);
+    add_face_grads(m, f, aa, ab, ac);
+}
+
+// ---------------------------------------------------------------------------
+// Box query over face boxes (broad phase), iterated with mesh_query_aabb_next.
+
+SK_INLINE mesh_query_aabb_t mesh_query_aabb(uint64 id, vec_t<3, float32> lower, vec_t<3, float32> upper) {
+    return bvh_query_aabb(uint64(&mesh_get(id).bvh), lower, upper);
+}
+SK_INLINE bool mesh_query_aabb_next(mesh_query_aabb_t& q, int32& index) { return bvh_query_next(q, index); }
+
+// ---------------------------------------------------------------------------
+// Evaluation and access.
+
+SK_INLINE vec_t<3, float32> mesh_eval_position(uint64 id, int32 face, float32 u, float32 v) {
+    const mesh_t& m = mesh_get(id);
+    if (!geo::face_ok(m, face)) return zero<vec_t<3, float32>>();
+    geo::v3<float> a, b, c;
+    geo::face_tri(m, face, a, b, c);
+    return geo::st(geo::bary_point(a, b, c, u, v));
+}
+SK_INLINE void adj_mesh_eval_position(uint64 id, int32 face, float32 u, float32 v, uint64&, int32&, float32& adj_u,
+                                      float32& adj_v, const vec_t<3, float32>& adj_ret) {
+    using namespace geo;
+    const mesh_t& m = mesh_get(id);
+    if (!face_ok(m, face)) return;
+    v3<float> a, b, c;
+    face_tri(m, face, a, b, c);
+    const v3<float> g = ld(adj_ret);
+    adj_u += dot(g, a - c);
+    adj_v += dot(g, b - c);
+    add_face_grads(m, face, u * g, v * g, (1.0f - u - v) * g);
+}
+
+SK_INLINE vec_t<3, float32> mesh_eval_velocity(uint64 id, int32 face, float32 u, float32 v) {
+    const mesh_t& m = mesh_get(id);
+    if (!m.velocities || !geo::face_ok(m, face)) return zero<vec_t<3, float32>>();
+    const int32* i = m.indices + 3 * face;
+    return geo::st(geo::bary_point(geo::ld(m.velocities[i[0]]), geo::ld(m.velocities[i[1]]),
+                                   geo::ld(m.velocities[i[2]]), u, v));
+}
+SK_INLINE void adj_mesh_eval_velocity(uint64 id, int32 face, float32 u, float32 v, uint64&, int32&, float32& adj_u,
+                                      float32& adj_v, const vec_t<3, float32>& adj_ret) {
+    using namespace geo;
+    const mesh_t& m = mesh_get(id);
+    if (!m.velocities || !face_ok(m, face)) return;
+    const int32* i = m.indices + 3 * face;
+    const v3<float> a = ld(m.velocities[i[0]]), b = ld(m.velocities[i[1]]), c = ld(m.velocities[i[2]]);
+    const v3<float> g = ld(adj_ret);
+    adj_u += dot(g, a - c);
+    adj_v += dot(g, b - c);
+}
+
+SK_INLINE vec_t<3, float32> mesh_eval_face_normal(uint64 id, int32 face) {
+    const mesh_t& m = mesh_get(id);
+    if (!geo::face_ok(m, face)) return zero<vec_t<3, float32>>();
+    geo::v3<float> a, b, c;
+    geo::face_tri(m, face, a, b, c);
+    return geo::st(geo::tri_normal(a, b, c));
+}
+SK_INLINE void adj_mesh_eval_face_normal(uint64 id, int32 face, uint64&, int32&, const vec_t<3, float32>& adj_ret) {
+    using namespace geo;
+    const mesh_t& m = mesh_get(id);
+    if (!face_ok(m, face)) return;
+    v3<float> a, b, c, aa = zero3(), ab = zero3(), ac = zero3();
+    face_tri(m, face, a, b, c);
+    adj_tri_normal(a, b, c, ld(adj_ret), aa, ab, ac);
+    add_face_grads(m, face, aa, ab, ac);
+}
+
+// index: a position in the index buffer, [0, 3 * num_faces)
+SK_INLINE int32 mesh_get_index(uint64 id, int32 index) {
+    const mesh_t& m = mesh_get(id);
+    return index >= 0 && index < 3 * m.num_faces ? m.indices[index] : -1;
+}
+SK_INLINE vec_t<3, float32> mesh_get_point(uint64 id, int32 index) {
+    const mesh_t& m = mesh_get(id);
+    return index >= 0 && index < 3 * m.num_faces ? m.points[m.indices[index]] : zero<vec_t<3, float32>>();
+}
+SK_INLINE vec_t<3, float32> mesh_get_velocity(uint64 id, int32 index) {
+    const mesh_t& m = mesh_get(id);
+    return m.velocities && index >= 0 && index < 3 * m.num_faces ? m.velocities[m.indices[index]]
+                                                                 : zero<vec_t<3, float32>>();
+}
+
+}  // namespace sk

@@ -1,0 +1,240 @@
+"""Bvh queries against brute force over every box; the in-place query idiom in every loop form,
+with gradients through it; refit/rebuild; depth bound on pathological input; errors."""
+import numpy as np
+import pytest
+
+import simkit as wp
+
+
+@wp.kernel
+def k_aabb(bvh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.vec3), counts: wp.array(dtype=int),
+           hits: wp.array(dtype=int, ndim=2)):
+    i = wp.tid()
+    query = wp.bvh_query_aabb(bvh, lo[i], hi[i])
+    index = int(0)
+    n = int(0)
+    while wp.bvh_query_next(query, index):
+        if n < hits.shape[1]:
+            hits[i, n] = index
+        n += 1
+    counts[i] = n
+
+
+@wp.kernel
+def k_ray(bvh: wp.uint64, start: wp.array(dtype=wp.vec3), dirs: wp.array(dtype=wp.vec3), max_dist: float,
+          counts: wp.array(dtype=int), hits: wp.array(dtype=int, ndim=2)):
+    i = wp.tid()
+    query = wp.bvh_query_ray(bvh, start[i], dirs[i])
+    index = int(0)
+    n = int(0)
+    while wp.bvh_query_next(query, index, max_dist):
+        if n < hits.shape[1]:
+            hits[i, n] = index
+        n += 1
+    counts[i] = n
+
+
+@wp.kernel
+def k_loop_forms(bvh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.vec3), out: wp.array(dtype=int,
+                 ndim=2)):
+    i = wp.tid()
+    # 1. while True / break
+    q = wp.bvh_query_aabb(bvh, lo[i], hi[i])
+    index = int(0)
+    s = int(0)
+    while True:
+        if not wp.bvh_query_next(q, index):
+            break
+        s += index
+    out[i, 0] = s
+    # 2. bounded for loop, the index read after the call in the same iteration
+    q2 = wp.bvh_query_aabb(bvh, lo[i], hi[i])
+    j = int(-1)
+    s2 = int(0)
+    for _k in range(100000):
+        found = wp.bvh_query_next(q2, j)
+        if not found:
+            break
+        s2 += j
+    out[i, 1] = s2
+    # 3. a single call outside any loop: the first item (or -1)
+    q3 = wp.bvh_query_aabb(bvh, lo[i], hi[i])
+    first = int(-1)
+    wp.bvh_query_next(q3, first)
+    out[i, 2] = first
+    # 4. an early return inside the loop form of a @func
+    out[i, 3] = count_items(bvh, lo[i], hi[i])
+
+
+@wp.func
+def count_items(bvh: wp.uint64, lo: wp.vec3, hi: wp.vec3):
+    q = wp.bvh_query_aabb(bvh, lo, hi)
+    index = int(0)
+    n = int(0)
+    while wp.bvh_query_next(q, index):
+        n += 1
+        if n >= 1000000:
+            return n
+    return n
+
+
+@wp.kernel
+def k_weighted(bvh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype=wp.vec3), x: wp.array(dtype=float),
+               w: wp.array(dtype=float), out: wp.array(dtype=float)):
+    i = wp.tid()
+    q = wp.bvh_query_aabb(bvh, lo[i], hi[i])
+    index = int(0)
+    s = float(0.0)
+    while wp.bvh_query_next(q, index):
+        s = s * x[i] + w[index] * w[index]  # loop-carried, reads the index of this iteration
+    out[i] = s
+
+
+def random_boxes(n, seed, size=0.1):
+    rng = np.random.default_rng(seed)
+    c = rng.uniform(-1, 1, (n, 3)).astype(np.float32)
+    e = rng.uniform(0.001, size, (n, 3)).astype(np.float32)
+    return c - e, c + e
+
+
+def overlap_ref(lo, hi, qlo, qhi):
+    return set(np.nonzero(np.all(lo <= qhi, axis=1) & np.all(hi >= qlo, axis=1))[0].tolist())
+
+
+def ray_ref(lo, hi, o, d, max_dist):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        inv = 1.0 / d.astype(np.float64)
+        t1, t2 = (lo - o) * inv, (hi - o) * inv
+        tn = np.fmax.reduce(np.fmin(t1, t2), axis=1)
+        tf = np.fmin.reduce(np.fmax(t1, t2), axis=1)
+    return set(np.nonzero((tf >= 0) & (tf >= tn) & (tn < max_dist))[0].tolist())
+
+
+def run_aabb(bvh, qlo, qhi, device, cap=600):
+    m = len(qlo)
+    counts = wp.zeros(m, dtype=int, device=device)
+    hits = wp.zeros((m, cap), dtype=int, device=device)
+    wp.launch(k_aabb, m, inputs=[bvh.id, wp.array(qlo, dtype=wp.vec3, device=device),
+                                 wp.array(qhi, dtype=wp.vec3, device=device), counts, hits], device=device)
+    cn, hn = counts.numpy(), hits.numpy()
+    return [set(hn[i, :cn[i]].tolist()) if len(set(hn[i, :cn[i]].tolist())) == cn[i] else None for i in range(m)]
+
+
+@pytest.mark.parametrize("constructor", ["sah", "median"])
+def test_aabb_query_matches_brute_force(device, constructor):
+    lo, hi = random_boxes(3000, seed=1)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device),
+                 constructor=constructor)
+    qlo, qhi = random_boxes(400, seed=2, size=0.3)
+    got = run_aabb(bvh, qlo, qhi, device)
+    for i in range(len(qlo)):
+        assert got[i] == overlap_ref(lo, hi, qlo[i], qhi[i]), i
+    assert sum(len(g) for g in got) > 1000
+
+
+@pytest.mark.parametrize("constructor", ["sah", "median"])
+def test_ray_query_matches_brute_force(device, constructor):
+    lo, hi = random_boxes(3000, seed=3)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device),
+                 constructor=constructor)
+    rng = np.random.default_rng(4)
+    m = 300
+    o = rng.uniform(-1.5, 1.5, (m, 3)).astype(np.float32)
+    d = rng.normal(size=(m, 3)).astype(np.float32)
+    d[:20, 1] = 0.0  # axis-parallel components
+    counts = wp.zeros(m, dtype=int, device=device)
+    hits = wp.zeros((m, 600), dtype=int, device=device)
+    for max_dist in (1.0e30, 0.5):
+        wp.launch(k_ray, m, inputs=[bvh.id, wp.array(o, dtype=wp.vec3, device=device),
+                                    wp.array(d, dtype=wp.vec3, device=device), max_dist, counts, hits], device=device)
+        cn, hn = counts.numpy(), hits.numpy()
+        for i in range(m):
+            assert set(hn[i, :cn[i]].tolist()) == ray_ref(lo, hi, o[i], d[i], max_dist), (i, max_dist)
+        assert cn.sum() > 300
+
+
+def test_loop_forms_of_the_query_idiom(device):
+    lo, hi = random_boxes(500, seed=5)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))
+    qlo, qhi = random_boxes(100, seed=6, size=0.3)
+    out = wp.zeros((100, 4), dtype=int, device=device)
+    wp.launch(k_loop_forms, 100, inputs=[bvh.id, wp.array(qlo, dtype=wp.vec3, device=device),
+                                         wp.array(qhi, dtype=wp.vec3, device=device), out], device=device)
+    res = out.numpy()
+    for i in range(100):
+        ref = overlap_ref(lo, hi, qlo[i], qhi[i])
+        assert res[i, 0] == sum(ref) and res[i, 1] == sum(ref)
+        assert (res[i, 2] in ref) if ref else res[i, 2] == -1
+        assert res[i, 3] == len(ref)
+
+
+def test_gradients_through_the_query_loop(device):
+    lo, hi = random_boxes(300, seed=7)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))
+    qlo, qhi = random_boxes(40, seed=8, size=0.3)
+    rng = np.random.default_rng(9)
+    x = wp.array(rng.uniform(0.5, 1.0, 40).astype(np.float32), dtype=float, device=device)
+    w = wp.array(rng.uniform(-1.0, 1.0, 300).astype(np.float32), dtype=float, device=device)
+    out = wp.zeros(40, dtype=float, device=device)
+    args = [bvh.id, wp.array(qlo, dtype=wp.vec3, device=device), wp.array(qhi, dtype=wp.vec3, device=device), x, w]
+    ja = wp.autograd.jacobian(k_weighted, 40, args, [out], device=device)
+    jf = wp.autograd.jacobian_fd(k_weighted, 40, args, [out], device=device, eps=1e-3)
+    for k in (3, 4):  # x and w (a finite difference of the query boxes would change the item sets)
+        np.testing.assert_allclose(ja[(k, 0)], jf[(k, 0)], atol=1e-2, rtol=1e-2)
+    assert np.abs(ja[(4, 0)]).sum() > 1.0
+
+
+def test_refit_and_rebuild(device):
+    lo, hi = random_boxes(1000, seed=10)
+    alo, ahi = wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device)
+    bvh = wp.Bvh(alo, ahi)
+    bvh_id = bvh.id
+    shift = np.random.default_rng(11).normal(scale=0.3, size=lo.shape).astype(np.float32)
+    alo.assign(lo + shift)
+    ahi.assign(hi + shift)
+    qlo, qhi = random_boxes(200, seed=12, size=0.3)
+    for update in (bvh.refit, bvh.rebuild):
+        update()
+        assert bvh.id == bvh_id
+        got = run_aabb(bvh, qlo, qhi, device)
+        for i in range(200):
+            assert got[i] == overlap_ref(lo + shift, hi + shift, qlo[i], qhi[i])
+
+
+def test_depth_is_bounded_on_pathological_input(device):
+    # boxes at exponentially growing coordinates: a pure SAH split peels one box per level
+    n = 200
+    c = np.zeros((n, 3), np.float32)
+    c[:, 0] = 1.1 ** np.arange(n, dtype=np.float32)
+    lo, hi = c - 0.01, c + 0.01
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))
+    assert bvh._tree.depth < 64  # the traversal stack holds 64 entries
+    got = run_aabb(bvh, np.array([[-1e30] * 3], np.float32), np.array([[1e30] * 3], np.float32), device, cap=n)
+    assert got[0] == set(range(n))
+
+
+def test_empty_and_single_item(device):
+    for n in (0, 1):
+        lo, hi = random_boxes(n, seed=13)
+        bvh = wp.Bvh(wp.zeros(n, dtype=wp.vec3, device=device), wp.zeros(n, dtype=wp.vec3, device=device))
+        if n:
+            bvh.lowers.assign(lo)
+            bvh.uppers.assign(hi)
+            bvh.refit()
+        got = run_aabb(bvh, np.array([[-2.0] * 3], np.float32), np.array([[2.0] * 3], np.float32), device)
+        assert got[0] == set(range(n))
+
+
+def test_errors(device):
+    lo, hi = random_boxes(10, seed=14)
+    alo = wp.array(lo, dtype=wp.vec3, device=device)
+    with pytest.raises(ValueError, match="differ in length"):
+        wp.Bvh(alo, wp.array(hi[:5], dtype=wp.vec3, device=device))
+    bad = lo.copy()
+    bad[4, 2] = np.inf
+    with pytest.raises(ValueError, match=r"lowers\[4\] is not finite"):
+        wp.Bvh(wp.array(bad, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))
+    with pytest.raises(TypeError, match="uppers must be a 1D array of vec3"):
+        wp.Bvh(alo, wp.array(hi.ravel(), dtype=float, device=device))
+    with pytest.raises(ValueError, match="constructor must be one of"):
+        wp.Bvh(alo, wp.array(hi, dtype=wp.vec3, device=device), constructor="lbvh")

@@ -1,0 +1,232 @@
+"""HashGrid: neighbour queries against an O(N^2) brute force, rebuilds, wrapping, errors."""
+import numpy as np
+import pytest
+
+import simkit as wp
+
+
+@wp.kernel
+def count_neighbors(grid: wp.uint64, points: wp.array(dtype=wp.vec3), radius: float,
+                    counts: wp.array(dtype=int), visited: wp.array(dtype=int)):
+    tid = wp.tid()
+    i = wp.hash_grid_point_id(grid, tid)
+    p = points[i]
+    n = int(0)
+    m = int(0)
+    query = wp.hash_grid_query(grid, p, radius)
+    index = int(0)
+    while wp.hash_grid_query_next(query, index):
+        m += 1
+        if wp.length(points[index] - p) <= radius:
+            n += 1
+    counts[i] = n
+    visited[i] = m
+
+
+@wp.kernel
+def count_neighbors_d(grid: wp.uint64, points: wp.array(dtype=wp.vec3d), radius: wp.float64,
+                      counts: wp.array(dtype=int)):
+    i = wp.tid()
+    p = points[i]
+    n = int(0)
+    query = wp.hash_grid_query(grid, p, radius)
+    index = int(0)
+    while wp.hash_grid_query_next(query, index):
+        if wp.length(points[index] - p) <= radius:
+            n += 1
+    counts[i] = n
+
+
+@wp.kernel
+def pair_energy(grid: wp.uint64, points: wp.array(dtype=wp.vec3), radius: float, out: wp.array(dtype=float)):
+    i = wp.tid()
+    p = points[i]
+    e = float(0.0)
+    query = wp.hash_grid_query(grid, p, radius)
+    index = int(0)
+    while wp.hash_grid_query_next(query, index):
+        d = wp.length(points[index] - p)
+        if d <= radius and index != i:
+            e += (radius - d) * (radius - d)
+    wp.atomic_add(out, 0, e)
+
+
+@wp.kernel
+def sorted_ids(grid: wp.uint64, out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = wp.hash_grid_point_id(grid, i)
+
+
+def brute_counts(pts, radius):
+    d = np.linalg.norm(pts[:, None, :].astype(np.float64) - pts[None, :, :], axis=-1)
+    return (d <= radius).sum(axis=1)
+
+
+def query(grid, pts, radius, device):
+    n = len(pts)
+    p = wp.array(pts, dtype=wp.vec3, device=device)
+    counts = wp.zeros(n, dtype=int, device=device)
+    visited = wp.zeros(n, dtype=int, device=device)
+    wp.launch(count_neighbors, dim=n, inputs=[grid.id, p, radius, counts, visited], device=device)
+    return counts.numpy(), visited.numpy()
+
+
+def near_boundary(pts, radius, rel=1e-4):
+    """Pairs whose distance is within float32 rounding of the radius (ambiguous either way)."""
+    d = np.linalg.norm(pts[:, None, :].astype(np.float64) - pts[None, :, :], axis=-1)
+    return (np.abs(d - radius) < rel * max(radius, 1.0)).any(axis=1)
+
+
+@pytest.mark.parametrize("counting", [False, True], ids=["radix", "counting"])
+@pytest.mark.parametrize("radius", [0.05, 0.17, 0.4, 1.3])
+def test_counts_match_brute_force(device, radius, counting):
+    # both build algorithms (CPU: radix sort, CUDA: counting sort) on every device
+    rng = np.random.default_rng(7)
+    pts = (rng.random((1500, 3)) * 4.0 - 2.0).astype(np.float32)  # negative coordinates too
+    grid = wp.HashGrid(16, 16, 16, device=device, _counting_sort=counting)
+    p = wp.array(pts, dtype=wp.vec3, device=device)
+    grid.build(p, radius)
+    counts, _ = query(grid, pts, radius, device)
+    ok = ~near_boundary(pts, radius)
+    np.testing.assert_array_equal(counts[ok], brute_counts(pts, radius)[ok])
+
+
+@pytest.mark.parametrize("counting", [False, True], ids=["radix", "counting"])
+@pytest.mark.parametrize("dims", [(1, 1, 1), (3, 5, 2), (4, 4, 4)])
+def test_wrapping_small_tables(device, dims, counting):
+    # the domain spans many table periods: distant points share cells and must still be filtered
+    rng = np.random.default_rng(3)
+    pts = (rng.random((800, 3)) * 10.0 - 5.0).astype(np.float32)
+    radius = 0.6
+    grid = wp.HashGrid(*dims, device=device, _counting_sort=counting)
+    grid.build(wp.array(pts, dtype=wp.vec3, device=device), radius)
+    counts, visited = query(grid, pts, radius, device)
+    ok = ~near_boundary(pts, radius)
+    np.testing.assert_array_equal(counts[ok], brute_counts(pts, radius)[ok])
+    # a query never visits a cell twice: at most every point once
+    assert visited.max() <= len(pts)
+
+
+def test_large_query_radius_visits_each_point_once(device):
+    rng = np.random.default_rng(4)
+    pts = rng.random((300, 3)).astype(np.float32)
+    grid = wp.HashGrid(4, 4, 4, device=device)
+    grid.build(wp.array(pts, dtype=wp.vec3, device=device), 0.1)
+    counts, visited = query(grid, pts, 5.0, device)  # the box covers the whole table several times
+    np.testing.assert_array_equal(counts, len(pts))
+    np.testing.assert_array_equal(visited, len(pts))
+
+
+@pytest.mark.parametrize("counting", [False, True], ids=["radix", "counting"])
+def test_rebuild_moved_and_grown(device, counting):
+    rng = np.random.default_rng(11)
+    grid = wp.HashGrid(8, 8, 8, device=device, _counting_sort=counting)
+    for n, scale, radius in [(500, 2.0, 0.3), (500, 3.0, 0.25), (1200, 1.0, 0.2), (50, 2.0, 0.5)]:
+        pts = (rng.random((n, 3)) * scale).astype(np.float32)
+        grid.build(wp.array(pts, dtype=wp.vec3, device=device), radius)
+        counts, _ = query(grid, pts, radius, device)
+        ok = ~near_boundary(pts, radius)
+        np.testing.assert_array_equal(counts[ok], brute_counts(pts, radius)[ok])
+    assert grid.num_points == 50
+
+
+@pytest.mark.parametrize("counting", [False, True], ids=["radix", "counting"])
+def test_point_ids_are_a_cell_ordered_permutation(device, counting):
+    rng = np.random.default_rng(5)
+    pts = (rng.random((700, 3)) * 3.0).astype(np.float32)
+    grid = wp.HashGrid(6, 6, 6, device=device, _counting_sort=counting)
+    grid.build(wp.array(pts, dtype=wp.vec3, device=device), 0.5)
+    out = wp.zeros(702, dtype=int, device=device)
+    wp.launch(sorted_ids, dim=702, inputs=[grid.id, out], device=device)
+    ids = out.numpy()
+    assert sorted(ids[:700]) == list(range(700))
+    assert ids[700] == -1 and ids[701] == -1  # out of range
+    c = np.floor(pts[ids[:700]].astype(np.float64) / 0.5).astype(np.int64) % 6
+    cell = (c[:, 2] * 6 + c[:, 1]) * 6 + c[:, 0]
+    assert np.all(np.diff(cell) >= 0)
+    # within a cell the original order is kept (a stable sort: deterministic results)
+    same = np.diff(cell) == 0
+    assert np.all(np.diff(ids[:700])[same] > 0)
+
+
+def test_float64_grid(device):
+    rng = np.random.default_rng(9)
+    pts = rng.random((600, 3)) * 2.0
+    radius = 0.3
+    grid = wp.HashGrid(8, 8, 8, device=device, dtype=wp.float64)
+    p = wp.array(pts, dtype=wp.vec3d, device=device)
+    grid.build(p, radius)
+    counts = wp.zeros(600, dtype=int, device=device)
+    wp.launch(count_neighbors_d, dim=600, inputs=[grid.id, p, radius, counts], device=device)
+    np.testing.assert_array_equal(counts.numpy(), brute_counts(pts, radius))
+
+
+def test_empty_and_unbuilt_grids_find_nothing(device):
+    pts = np.zeros((4, 3), dtype=np.float32)
+    grid = wp.HashGrid(4, 4, 4, device=device)
+    counts, _ = query(grid, pts, 1.0, device)  # never built
+    np.testing.assert_array_equal(counts, 0)
+    grid.build(wp.zeros(0, dtype=wp.vec3, device=device), 1.0)
+    counts, _ = query(grid, pts, 1.0, device)
+    np.testing.assert_array_equal(counts, 0)
+
+
+def test_gradient_through_query_loop(device):
+    # the queries carry no gradient, but a loop over their results must backpropagate exactly
+    rng = np.random.default_rng(1)
+    pts = (rng.random((200, 3)) * 2.0).astype(np.float32)
+    radius = 0.4
+    grid = wp.HashGrid(8, 8, 8, device=device)
+    p = wp.array(pts, dtype=wp.vec3, device=device, requires_grad=True)
+    grid.build(p, radius)
+    out = wp.zeros(1, dtype=float, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(pair_energy, dim=len(pts), inputs=[grid.id, p, radius], outputs=[out], device=device)
+    tape.backward(out)
+    x = pts.astype(np.float64)
+    d = x[:, None] - x[None]
+    dist = np.linalg.norm(d, axis=-1)
+    near = (dist <= radius) & (dist > 0)
+    coef = np.where(near, -2.0 * (radius - dist) / np.where(near, dist, 1.0), 0.0)
+    expected = 2.0 * (coef[..., None] * d).sum(axis=1)  # E counts each pair twice
+    np.testing.assert_allclose(p.grad.numpy(), expected, atol=1e-4 * np.abs(expected).max())
+
+
+# ---------------------------------------------------------------------------
+# errors
+
+
+@pytest.mark.parametrize("dims, exc", [((0, 4, 4), ValueError), ((4, -1, 4), ValueError),
+                                       ((2.5, 4, 4), TypeError), ((2048, 2048, 2048), ValueError)])
+def test_bad_dimensions(dims, exc):
+    with pytest.raises(exc, match="HashGrid"):
+        wp.HashGrid(*dims, device="cpu")
+
+
+def test_bad_dtype():
+    with pytest.raises(TypeError, match="float32 or float64"):
+        wp.HashGrid(4, 4, 4, device="cpu", dtype=wp.int32)
+
+
+def test_build_errors(device):
+    grid = wp.HashGrid(4, 4, 4, device=device)
+    pts = wp.zeros(10, dtype=wp.vec3, device=device)
+    with pytest.raises(TypeError, match="vec3"):
+        grid.build(wp.zeros(10, dtype=float, device=device), 1.0)
+    with pytest.raises(TypeError, match="vec3"):
+        grid.build(wp.zeros(10, dtype=wp.vec3d, device=device), 1.0)
+    with pytest.raises(TypeError, match="simkit array"):
+        grid.build(np.zeros((10, 3), dtype=np.float32), 1.0)
+    for r in (-1.0, 0.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="radius"):
+            grid.build(pts, r)
+    bad = np.zeros((10, 3), dtype=np.float32)
+    bad[6, 1] = np.nan
+    bad[8, 0] = np.inf
+    with pytest.raises(ValueError, match="point 6 is not finite"):
+        grid.build(wp.array(bad, dtype=wp.vec3, device=device), 1.0)
+    # the grid stays usable after a failed build
+    grid.build(pts, 1.0)
+    counts, _ = query(grid, np.zeros((10, 3), dtype=np.float32), 0.5, device)
+    np.testing.assert_array_equal(counts, 10)

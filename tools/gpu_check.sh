@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# The one script a GPU session runs: GPU info, the test suite with the GPU visible, GPU benchmarks.
+# Finishes in under 8 minutes (each stage has its own time limit); exits non-zero on any failure.
+#
+#   bash tools/gpu_check.sh            # from the repository root, on the machine with the GPU
+#
+# Stages (in order of value, so a timeout still leaves the most important results):
+#   1. nvidia-smi and what simkit sees (devices, driver version, NVRTC version)
+#   2. tests/test_cuda_backend.py (the CUDA backend on the real GPU)
+#   3. the whole suite (every `device`-parametrized test also runs on cuda:0)
+#   4. benchmarks/gpu.py, when it exists
+set -u -o pipefail
+cd "$(dirname "$0")/.."
+
+T_START=$SECONDS
+BUDGET=${GPU_CHECK_BUDGET:-460}   # seconds for everything (under 8 minutes)
+STATUS=0
+PY=${PYTHON:-python}
+export PYTHONUNBUFFERED=1
+# With a GPU, every test module is compiled for it: skip the extra NVRTC checks for sm_80/sm_90.
+export SIMKIT_VERIFY_CUDA=${SIMKIT_VERIFY_CUDA:-0}
+
+left() { echo $((BUDGET - (SECONDS - T_START))); }
+
+stage() {  # stage NAME MAX_SECONDS CMD...
+    local name=$1 max=$2; shift 2
+    local t=$(left)
+    if [ "$t" -le 10 ]; then
+        echo "== $name: SKIPPED (time budget spent)"; STATUS=1; return
+    fi
+    [ "$max" -gt "$t" ] && max=$t
+    echo "== $name (limit ${max}s)"
+    local t0=$SECONDS
+    timeout --signal=INT --kill-after=15 "$max" "$@"
+    local rc=$?
+    if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+        echo "== $name: TIMED OUT after $((SECONDS - t0))s"; STATUS=1
+    elif [ $rc -ne 0 ]; then
+        echo "== $name: FAILED (exit $rc) after $((SECONDS - t0))s"; STATUS=1
+    else
+        echo "== $name: ok ($((SECONDS - t0))s)"
+    fi
+    return 0
+}
+
+echo "== nvidia-smi"
+nvidia-smi || { echo "nvidia-smi failed"; STATUS=1; }
+
+echo "== simkit view of the GPU"
+$PY - <<'EOF' || STATUS=1
+import sys
+import simkit as sk
+from simkit.kernels.backends.cuda import driver, nvrtc
+print("simkit", sk.__version__, "devices:", [f"{d.alias} {d.name} {d.arch}" for d in sk.get_devices()])
+print("CUDA driver version:", driver.driver_version(), "NVRTC:", nvrtc.version() if nvrtc.is_available() else None)
+if not sk.is_cuda_available():
+    print("NO CUDA DEVICE:", driver.unavailable_reason())
+    sys.exit(1)
+EOF
+if [ $STATUS -ne 0 ]; then
+    echo "== no usable GPU: stopping"; exit 1
+fi
+
+stage "CUDA backend tests" 200 $PY -m pytest tests/test_cuda_backend.py -x -q -rs --durations=10
+stage "full test suite" 400 $PY -m pytest tests -x -q --durations=15 --ignore=tests/test_cuda_backend.py
+if [ -f benchmarks/gpu.py ]; then
+    stage "GPU benchmarks" 120 $PY benchmarks/gpu.py
+fi
+
+echo "== gpu_check finished in $((SECONDS - T_START))s: $([ $STATUS -eq 0 ] && echo PASS || echo FAIL)"
+exit $STATUS
