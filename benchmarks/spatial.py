@@ -1,6 +1,6 @@
 """Spatial data structure benchmark: simkit vs warp-lang's CPU backend, side by side in one run.
 
-    python benchmarks/spatial.py [--quick] [--threads N] [--only hash_grid,marching_cubes]
+    python benchmarks/spatial.py [--quick] [--threads N] [--only hash_grid,marching_cubes,mesh,bvh]
                                  [--markdown out.md] [--json out.json]
 
 Sections (each a function registered with ``@section``; add a structure by adding one):
@@ -9,6 +9,11 @@ Sections (each a function registered with ``@section``; add a structure by addin
    equal to the query radius. ``build``, and a kernel counting every point's neighbours within
    the radius (``benchmarks/spatial_kernels.py``: one source, compiled by both libraries).
 2. marching_cubes: ``surface()`` of 128^3 fields: a sphere SDF and a gyroid (many triangles).
+3. mesh: an 81920-triangle icosphere: ``Mesh`` build, ``refit``, 64k closest-point queries (no sign and
+   with the default ray-vote sign) uniform in [-1.5, 1.5]^3, 64k camera rays (all hit) and 64k random
+   rays (about a quarter hit).
+4. bvh: ``Bvh`` over the same 81920 face boxes: build, 64k box queries near the surface, 64k ray
+   queries (counting every box each ray meets).
 
 simkit runs with all cores and with one; warp-lang's CPU backend runs each kernel on one
 thread. Contenders are timed in alternating blocks (``common.bench_interleaved``) so that
@@ -213,6 +218,142 @@ def marching_cubes(ctx: Context) -> list:
         tables.append(ctx.compare(f"MarchingCubes.surface, {name}, {n}^3, {len(si) // 3} triangles", srun, wrun,
                                   ctx.rounds(9)))
     return tables
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def _icosphere(ctx):
+    import trimesh
+
+    sub = 5 if ctx.quick else 6
+    tm = trimesh.creation.icosphere(subdivisions=sub)
+    return np.asarray(tm.vertices, np.float32), np.asarray(tm.faces, np.int32)
+
+
+def _queries(n: int, seed: int) -> dict:
+    """Closest-point queries uniform in the cube [-1.5, 1.5]^3 around the unit sphere; camera rays
+    (from a sphere of radius 3 to a random point of the unit ball: every ray hits); random rays
+    (random origins in the cube and directions: about a quarter hit)."""
+    rng = np.random.default_rng(seed)
+    origins = _unit(rng.normal(size=(n, 3))) * 3.0
+    targets = _unit(rng.normal(size=(n, 3))) * rng.uniform(0.0, 1.0, (n, 1)) ** (1.0 / 3.0)
+    f32 = lambda a: np.ascontiguousarray(a, dtype=np.float32)  # noqa: E731
+    return {"points": f32(rng.uniform(-1.5, 1.5, (n, 3))), "cam_o": f32(origins), "cam_d": f32(_unit(targets - origins)),
+            "rnd_o": f32(rng.uniform(-1.5, 1.5, (n, 3))), "rnd_d": f32(_unit(rng.normal(size=(n, 3))))}
+
+
+@section("mesh")
+def mesh(ctx: Context) -> list:
+    V, F = _icosphere(ctx)
+    n = 16384 if ctx.quick else 65536
+    q = _queries(n, seed=1)
+    common.progress(f"mesh: icosphere of {len(F)} triangles, {n} queries")
+    K, W = ctx.sk_k, ctx.warp
+    sa = {k: sk.array(v, dtype=sk.vec3, device="cpu") for k, v in q.items()}
+    sp, si = sk.array(V, dtype=sk.vec3, device="cpu"), sk.array(F.ravel(), dtype=sk.int32, device="cpu")
+    smesh = sk.Mesh(sp, si)
+    s_out, s_sign, s_t = (sk.zeros(n, dtype=sk.vec3, device="cpu"), sk.zeros(n, dtype=float, device="cpu"),
+                          sk.zeros(n, dtype=float, device="cpu"))
+    sfn = {
+        "build": lambda: sk.Mesh(sp, si),
+        "refit": smesh.refit,
+        "closest": lambda: sk.launch(K.mesh_closest, n, inputs=[smesh.id, sa["points"], s_out], device="cpu"),
+        "signed": lambda: sk.launch(K.mesh_closest_signed, n, inputs=[smesh.id, sa["points"], s_out, s_sign],
+                                    device="cpu"),
+        "camera": lambda: sk.launch(K.mesh_raycast, n, inputs=[smesh.id, sa["cam_o"], sa["cam_d"], s_t], device="cpu"),
+        "random": lambda: sk.launch(K.mesh_raycast, n, inputs=[smesh.id, sa["rnd_o"], sa["rnd_d"], s_t], device="cpu"),
+    }
+    wfn = dict.fromkeys(sfn)
+    if W is not None:
+        WK = ctx.wp_k
+        wa = {k: W.array(v, dtype=W.vec3, device="cpu") for k, v in q.items()}
+        wpts, widx = W.array(V, dtype=W.vec3, device="cpu"), W.array(F.ravel(), dtype=W.int32, device="cpu")
+        wmesh = W.Mesh(wpts, widx)
+        w_out, w_sign, w_t = (W.zeros(n, dtype=W.vec3, device="cpu"), W.zeros(n, dtype=float, device="cpu"),
+                              W.zeros(n, dtype=float, device="cpu"))
+        wfn = {
+            "build": lambda: W.Mesh(wpts, widx),
+            "refit": wmesh.refit,
+            "closest": lambda: W.launch(WK.mesh_closest, n, inputs=[wmesh.id, wa["points"], w_out], device="cpu"),
+            "signed": lambda: W.launch(WK.mesh_closest_signed, n, inputs=[wmesh.id, wa["points"], w_out, w_sign],
+                                       device="cpu"),
+            "camera": lambda: W.launch(WK.mesh_raycast, n, inputs=[wmesh.id, wa["cam_o"], wa["cam_d"], w_t],
+                                       device="cpu"),
+            "random": lambda: W.launch(WK.mesh_raycast, n, inputs=[wmesh.id, wa["rnd_o"], wa["rnd_d"], w_t],
+                                       device="cpu"),
+        }
+        # same answers before timing: distances, signs, hit parameters
+        for key in ("closest", "signed"):
+            sfn[key]()
+            wfn[key]()
+            ds = np.linalg.norm(s_out.numpy() - q["points"], axis=1)
+            dw = np.linalg.norm(w_out.numpy() - q["points"], axis=1)
+            if np.abs(ds - dw).max() > 1e-5:
+                raise AssertionError(f"closest-point distances differ from warp-lang's by {np.abs(ds - dw).max():.3g}")
+        if (s_sign.numpy() != w_sign.numpy()).mean() > 1e-3:
+            raise AssertionError("inside/outside signs differ from warp-lang's")
+        for key in ("camera", "random"):
+            sfn[key]()
+            wfn[key]()
+            ts, tw = s_t.numpy(), w_t.numpy()
+            both = (ts >= 0) & (tw >= 0)
+            if ((ts >= 0) != (tw >= 0)).mean() > 1e-3 or np.abs(ts[both] - tw[both]).max() > 1e-4:
+                raise AssertionError(f"{key} ray hits differ from warp-lang's")
+    else:
+        for f in sfn.values():
+            f()
+    tri = f"{len(F)}-triangle icosphere"
+    r = ctx.rounds
+    return [ctx.compare(f"Mesh build (binned SAH BVH), {tri}", sfn["build"], wfn["build"], r(9), block=2),
+            ctx.compare(f"Mesh.refit, {tri}", sfn["refit"], wfn["refit"], r(30), block=5),
+            ctx.compare(f"mesh_query_point_no_sign, {n} points in [-1.5, 1.5]^3", sfn["closest"], wfn["closest"], r(6)),
+            ctx.compare(f"mesh_query_point (ray-vote sign), {n} points", sfn["signed"], wfn["signed"], r(6)),
+            ctx.compare(f"mesh_query_ray, {n} camera rays (all hit)", sfn["camera"], wfn["camera"], r(12), block=2),
+            ctx.compare(f"mesh_query_ray, {n} random rays (~27% hit)", sfn["random"], wfn["random"], r(12), block=2)]
+
+
+@section("bvh")
+def bvh(ctx: Context) -> list:
+    V, F = _icosphere(ctx)
+    tri = V[F]
+    lo, hi = np.ascontiguousarray(tri.min(1)), np.ascontiguousarray(tri.max(1))
+    n = 16384 if ctx.quick else 65536
+    rng = np.random.default_rng(2)
+    c = _unit(rng.normal(size=(n, 3))) * rng.uniform(0.9, 1.1, (n, 1))
+    half = 2.0 * float(np.mean(hi - lo))  # query boxes of a few face sizes near the surface
+    qlo, qhi = (c - half).astype(np.float32), (c + half).astype(np.float32)
+    q = _queries(n, seed=3)
+    common.progress(f"bvh: {len(lo)} face boxes, {n} box and {n} ray queries")
+    K, W = ctx.sk_k, ctx.warp
+    s = {k: sk.array(v, dtype=sk.vec3, device="cpu") for k, v in
+         dict(lo=lo, hi=hi, qlo=qlo, qhi=qhi, o=q["rnd_o"], d=q["rnd_d"]).items()}
+    sbvh = sk.Bvh(s["lo"], s["hi"])
+    sc = sk.zeros(n, dtype=int, device="cpu")
+    sfn = {"build": lambda: sk.Bvh(s["lo"], s["hi"]),
+           "aabb": lambda: sk.launch(K.bvh_count_aabb, n, inputs=[sbvh.id, s["qlo"], s["qhi"], sc], device="cpu"),
+           "ray": lambda: sk.launch(K.bvh_count_ray, n, inputs=[sbvh.id, s["o"], s["d"], sc], device="cpu")}
+    wfn = dict.fromkeys(sfn)
+    if W is not None:
+        WK = ctx.wp_k
+        w = {k: W.array(v.numpy(), dtype=W.vec3, device="cpu") for k, v in s.items()}
+        wbvh = W.Bvh(w["lo"], w["hi"])
+        wc = W.zeros(n, dtype=int, device="cpu")
+        wfn = {"build": lambda: W.Bvh(w["lo"], w["hi"]),
+               "aabb": lambda: W.launch(WK.bvh_count_aabb, n, inputs=[wbvh.id, w["qlo"], w["qhi"], wc], device="cpu"),
+               "ray": lambda: W.launch(WK.bvh_count_ray, n, inputs=[wbvh.id, w["o"], w["d"], wc], device="cpu")}
+        for key in ("aabb", "ray"):
+            sfn[key]()
+            wfn[key]()
+            if (sc.numpy() != wc.numpy()).mean() > 1e-3:
+                raise AssertionError(f"Bvh {key} query counts differ from warp-lang's")
+    mean = float(sc.numpy().mean())
+    r = ctx.rounds
+    return [ctx.compare(f"Bvh build, {len(lo)} boxes", sfn["build"], wfn["build"], r(9), block=2),
+            ctx.compare(f"bvh_query_aabb, {n} boxes near the surface", sfn["aabb"], wfn["aabb"], r(12), block=2),
+            ctx.compare(f"bvh_query_ray, {n} random rays ({mean:.1f} boxes each)", sfn["ray"], wfn["ray"], r(12),
+                        block=2)]
 
 
 # ---------------------------------------------------------------------------

@@ -369,8 +369,6 @@ def _generic_constructors(s: sk.array(dtype=float), y: sk.array(dtype=sk.vec3, n
     y[2, i] = sk.vector(s[i], length=3)
 
 
-@pytest.mark.xfail(reason="compiler: Warp's generic sk.vector(...) constructor is not supported in kernels yet",
-                   raises=sk.CompileError, strict=False)
 def test_generic_vector_constructor(device):
     s = np.linspace(-2.0, 2.0, N).astype(np.float32)
     y = sk.zeros((3, N), dtype=sk.vec3, device=device)

@@ -100,6 +100,12 @@ def out_of_bounds(a: sk.array(dtype=float)):
 
 
 @sk.kernel
+def expect_zero(a: sk.array(dtype=int)):
+    i = sk.tid()
+    sk.expect_eq(a[i], 0)
+
+
+@sk.kernel
 def prod_loop(x: sk.array(dtype=sk.float64), n: int, out: sk.array(dtype=sk.float64)):
     i = sk.tid()
     p = sk.float64(1.0)
@@ -295,6 +301,20 @@ class FakeDriver:
         return self.ok()
 
     @_fake
+    def cuCtxPushCurrent(self, ctx):
+        self.tls.__dict__.setdefault("stack", []).append(self.ctx())
+        self.tls.ctx = int(ctx)
+        return self.ok()
+
+    @_fake
+    def cuCtxPopCurrent(self):
+        stack = self.tls.__dict__.get("stack")
+        if not stack:
+            raise AssertionError("cuCtxPopCurrent without a matching push")
+        popped, self.tls.ctx = self.tls.ctx, stack.pop()
+        return self.ok(self.real.CUcontext(popped))
+
+    @_fake
     def cuCtxSynchronize(self):
         if any(x.capture is not None and x.ctx == self.ctx() for x in self.streams.values()):
             return self.err(900)  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
@@ -341,6 +361,10 @@ class FakeDriver:
     @_fake
     def cuStreamCreateWithPriority(self, flags, prio):
         return self._new_stream(flags, prio)
+
+    @_fake
+    def cuStreamGetFlags(self, s):
+        return self.ok(self.streams[int(s)].flags)
 
     @_fake
     def cuStreamGetPriority(self, s):
@@ -967,6 +991,27 @@ def test_debug_mode_bounds_error_raises_index_error(backend, monkeypatch):
     np.testing.assert_array_equal(y.numpy(), [3, 3, 3, 3])
 
 
+def test_expect_reports_in_release_mode(backend):
+    a = sk.zeros(8, dtype=int, device=backend)
+    sk.launch(expect_zero, dim=8, inputs=[a], device=backend)
+    a.fill_(3)
+    with pytest.raises(RuntimeError, match="expect"):
+        sk.launch(expect_zero, dim=8, inputs=[a], device=backend)
+    a.zero_()
+    sk.launch(expect_zero, dim=8, inputs=[a], device=backend)  # the error state was reset
+
+
+def test_release_launches_do_not_synchronize(fake_cuda):
+    x, y = sk.ones(64, device="cuda:0"), sk.zeros(64, device="cuda:0")
+    sk.launch(saxpy, dim=64, inputs=[2.0, x, y], device="cuda:0")  # compiles and loads
+    before = dict(fake_cuda.calls)
+    for _ in range(3):
+        sk.launch(saxpy, dim=64, inputs=[2.0, x, y], device="cuda:0")
+    new = {k: v - before.get(k, 0) for k, v in fake_cuda.calls.items() if v != before.get(k, 0)}
+    assert new.get("cuLaunchKernel") == 3
+    assert not {"cuStreamSynchronize", "cuCtxSynchronize", "cuMemcpyDtoHAsync"} & set(new), new
+
+
 def test_adjoint_loop_on_gpu(backend):
     x = sk.array(np.array([2.0, 3.0, 0.5]), dtype=sk.float64, requires_grad=True, device=backend)
     out = sk.zeros(3, dtype=sk.float64, requires_grad=True, device=backend)
@@ -998,7 +1043,8 @@ def test_streams_and_events_ordering(backend):
     s2.wait_stream(s1)  # s2 must see a == 5 everywhere
     sk.launch(copy_kernel, dim=n, inputs=[a, b], device=backend, stream=s2)
     s2.synchronize()
-    assert s2.is_complete and s1.is_complete
+    assert s2.is_complete and s1.is_complete and s1.is_blocking
+    assert s1.__cuda_stream__() == (0, s1.cuda_stream) and s2.priority <= s1.priority
     np.testing.assert_array_equal(b.numpy(), np.full(n, 5.0, np.float32))
     assert cstream.get_event_elapsed_time(start, end) >= 0.0
     ev = cstream.record_event()
@@ -1133,7 +1179,7 @@ def _module_source(kernels, mode="release", adjoint=False):
 def test_nvrtc_compiles_representative_module(arch):
     if not HAS_NVRTC:
         pytest.skip("NVRTC is not installed")
-    kernels = [saxpy, grid2d, vec_kernel, heavy_write, integrate, out_of_bounds, prod_loop]
+    kernels = [saxpy, grid2d, vec_kernel, heavy_write, integrate, out_of_bounds, expect_zero, prod_loop]
     for mode, adjoint in [("release", False), ("debug", False), ("release", True)]:
         src = _module_source(kernels, mode, adjoint)
         image = nvrtc.compile_source(src, arch, "test_cuda_backend")

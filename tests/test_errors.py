@@ -176,6 +176,26 @@ def k_func_no_overload(a: sk.array(dtype=float)):
     a[0] = float(takes_int(a[0]))  # MARK-nooverload
 
 
+@sk.kernel
+def k_float_literal_into_int_loop_var(a: sk.array(dtype=int), n: int):
+    x = 0
+    for k in range(n):  # MARK-floatloop
+        x = 1.5
+    a[0] = x
+
+
+@sk.func
+def mixed_returns(c: int):
+    if c > 0:
+        return 1
+    return 2.5  # MARK-mixedreturn
+
+
+@sk.kernel
+def k_mixed_returns(a: sk.array(dtype=float)):
+    a[0] = float(mixed_returns(1))
+
+
 @sk.func
 def recursive(n: int):
     if n <= 0:
@@ -238,6 +258,8 @@ CASES = [
     (k_func_no_overload, "MARK-nooverload", ["takes_int", "float32"]),
     (k_bad_field, "MARK-field", ["no field 'y'"]),
     (k_recursion, "MARK-recursion", ["recursion"]),
+    (k_mixed_returns, "MARK-mixedreturn", ["return", "int32", "float32"]),
+    (k_float_literal_into_int_loop_var, "MARK-floatloop", ["'x'", "int32", "float32"]),
     (k_func_arg_count, "MARK-argcount", ["takes_int"]),
     (k_while_else, "MARK-whileelse", ["while ... else"]),
 ]

@@ -1,5 +1,7 @@
 """User @funcs: overloads, nesting, tuple returns, generic ``Any`` parameters, closures,
 ``constant`` and ``static``. Values against Python/numpy."""
+import typing
+
 import numpy as np
 
 import simkit as sk
@@ -399,3 +401,38 @@ def test_static_for_loops(device):
     out = sk.zeros(4, device=device)
     sk.launch(k_static_loops, dim=1, inputs=[out], device=device)
     np.testing.assert_allclose(out.numpy(), [2.75, 140.0, 21.0, 8.0])
+
+
+@sk.func
+def positive_only(x: float):
+    if x > 0.0:
+        return x * 2.0
+    # falls off the end: the zero value of the return type, as in Warp
+
+
+@sk.kernel
+def k_fall_off(a: sk.array(dtype=float), out: sk.array(dtype=float)):
+    i = sk.tid()
+    out[i] = positive_only(a[i]) + 1.0
+
+
+def test_func_falling_off_the_end_returns_zero(device):
+    a = sk.array(np.array([1.5, -1.0, 0.0], np.float32), device=device)
+    out = sk.zeros(3, device=device)
+    sk.launch(k_fall_off, dim=3, inputs=[a, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [4.0, 1.0, 1.0])
+
+
+@sk.kernel
+def k_typing_any_arrays(a: sk.array(dtype=typing.Any), out: sk.array(dtype=typing.Any)):
+    i = sk.tid()
+    out[i] = a[i] + a[i]
+
+
+def test_typing_any_array_annotations(device):
+    # Warp code writes `from typing import Any`; array(dtype=typing.Any) is generic
+    for npt in (np.float32, np.int64, np.float64):
+        a = sk.array(np.arange(3, dtype=npt), device=device)
+        out = sk.zeros_like(a)
+        sk.launch(k_typing_any_arrays, dim=3, inputs=[a, out], device=device)
+        np.testing.assert_array_equal(out.numpy(), np.arange(3, dtype=npt) * 2)

@@ -324,3 +324,26 @@ def _make_wrap_kernel(dtype):
 
 
 _WRAP_KERNELS = {t: _make_wrap_kernel(t) for t in (sk.int8, sk.uint8, sk.int16, sk.uint16, sk.uint64)}
+
+
+@sk.kernel
+def k_literal_merges(c: sk.array(dtype=int), out: sk.array(dtype=float, ndim=2)):
+    i = sk.tid()
+    if c[i] > 0:
+        x = 1
+    else:
+        x = 2.5  # the int literal of the other branch becomes float32: 2.5 is not truncated
+    out[i, 0] = x
+    out[i, 1] = 3 if c[i] > 0 else 0.5
+    out[i, 2] = 1.0 if c[i] > 0 else 2
+    y = 0.0
+    for k in range(c[i] + 2):
+        y = 2  # an int literal assigned to a float32 loop variable
+    out[i, 3] = y
+
+
+def test_literal_merges_keep_float_values(device):
+    c = sk.array(np.array([1, -1], np.int32), device=device)
+    out = sk.zeros((2, 4), device=device)
+    sk.launch(k_literal_merges, dim=2, inputs=[c, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [[1.0, 3.0, 1.0, 2.0], [2.5, 0.5, 2.0, 2.0]])

@@ -362,21 +362,16 @@ def hash_grid_point_id(id: Any, index: Any) -> Any:
     ...
 
 def hash_grid_query(*args: Any, **kwargs: Any) -> Any:
-    """Start a query of the hash grid ``id`` for the points within ``max_dist`` of ``point``; advance it with ``hash_grid_query_next``. Distances are those of the points the grid was built with (a point at exactly ``max_dist`` may be returned; a grid queried in another precision returns every point of the cells the query sphere touches).
+    """Start a query of the hash grid ``id`` around ``point``; ``hash_grid_query_next`` then returns every point within ``max_dist`` of it (by the positions the grid was built with) and possibly farther ones: filter by distance.
 
     Overloads:
         hash_grid_query(id: uint64, point: vec3, max_dist: float32) -> HashGridQuery
-        hash_grid_query(id: uint64, point: vec3d, max_dist: float64) -> HashGridQueryD
+        hash_grid_query(id: uint64, point: vec3d, max_dist: float64) -> HashGridQuery
     """
     ...
 
-def hash_grid_query_next(*args: Any, **kwargs: Any) -> Any:
-    """Advance ``query``: write the next point index to ``index`` (a local variable) and return True, or return False when the query is done.
-
-    Overloads:
-        hash_grid_query_next(query: HashGridQuery, index: int32) -> bool
-        hash_grid_query_next(query: HashGridQueryD, index: int32) -> bool
-    """
+def hash_grid_query_next(query: Any, index: Any) -> Any:
+    """Advance ``query``: write the next candidate point index to ``index`` (a local variable) and return True, or return False when the query is done."""
     ...
 
 def identity(*args: Any, **kwargs: Any) -> Any:

@@ -188,7 +188,7 @@ def resolve(key: str, info: CallInfo) -> Builtin | None:
     return None
 
 
-_name_re = re.compile(r"^(.*::)?([A-Za-z_][A-Za-z_0-9]*)(<.*>)?$")
+_name_re = re.compile(r"^([^<]*::)?([A-Za-z_][A-Za-z_0-9]*)(<.*>)?$")
 
 
 def adjoint_name(callee: str) -> str:

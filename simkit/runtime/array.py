@@ -14,6 +14,7 @@ annotation. Example::
 from __future__ import annotations
 
 import struct as _struct
+import typing
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class array:
     def __init__(self, data=None, dtype=T.Any, shape=None, strides=None, ptr=None, device=None,
                  requires_grad: bool = False, copy: bool = True, ndim: int | None = None, *,
                  _np_view=None, _owner=None, _grad=None):
-        dtype = T.normalize_dtype(dtype)
+        dtype = T.Any if dtype is typing.Any else T.normalize_dtype(dtype)  # array(dtype=typing.Any): generic
         self._desc = None
         # [all modifications, overwrites]: shared by views of the same memory (see runtime/tape.py)
         self._ver = _owner._ver if isinstance(_owner, array) else [0, 0]
@@ -303,6 +304,23 @@ class array:
         if not self.device.is_cpu:
             raise AttributeError("__array_interface__ is only available for CPU arrays; use .numpy()")
         return self._np.__array_interface__
+
+    @property
+    def __cuda_array_interface__(self):  # GPU arrays only (AttributeError on the CPU); see runtime/interop.py
+        from .interop import cuda_array_interface
+
+        return cuda_array_interface(self)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export, zero copy (vector/matrix dtypes become trailing dims); see runtime/interop.py."""
+        from .interop import array_dlpack
+
+        return array_dlpack(self, stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        from .interop import dlpack_device
+
+        return dlpack_device(self)
 
     def list(self):
         return self.numpy().tolist()

@@ -18,7 +18,7 @@ from .. import config
 from ..kernels import types as T
 from ..kernels.decorators import Kernel
 from ..kernels.module import native_key
-from . import tape
+from . import interop, tape
 from .array import array
 from .device import Device, get_device
 from .packer import Mismatch, make_packer
@@ -75,6 +75,8 @@ def _arg_type(kernel: Kernel, name: str, value):
         return T.float32
     if T.is_struct(type(value)):
         return type(value)
+    if interop.foreign_type(value) is not None:  # numpy / foreign arrays (scalar dtype of their elements)
+        return interop.foreign_type(value)
     raise TypeError(f"kernel '{kernel.key}' argument '{name}': unsupported type {type(value).__name__}")
 
 
@@ -84,6 +86,8 @@ def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
     contiguous = True
     for k, (name, t, off, v) in enumerate(zip(kernel.param_names, spec.types, offsets, args)):
         if isinstance(t, T.ArrayType):
+            if v is not None and not isinstance(v, array):  # numpy, CUDA array interface, DLPack: zero copy
+                v = args[k] = interop.as_array(v, t, device, f"kernel '{kernel.key}' argument '{name}'")
             if v is None:
                 b = bytes(T.ARRAY_DESCRIPTOR_SIZE)
             elif not isinstance(v, array) or v.is_type:
@@ -144,6 +148,9 @@ def _infer_device(args):
     for a in args:
         if isinstance(a, array) and not a.is_type:
             return a.device
+        d = interop.foreign_device(a)  # numpy arrays: the CPU
+        if d is not None:
+            return d
     return get_device(None)
 
 
@@ -217,7 +224,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     if spec.writes:
         tape.bump_written(spec, kernel, args)
     if record_tape and tape._active and tape._active[-1] is not None:
-        tape._active[-1].record_launch(kernel, spec, _dims(dim), inputs, outputs, device)
+        tape._active[-1].record_launch(kernel, spec, _dims(dim), args[:len(inputs)], args[len(inputs):], device)
 
 
 def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream):

@@ -65,7 +65,7 @@ SK_INLINE bool box_overlap(const v3<float>& qlo, const v3<float>& qhi, const flo
 // A ray prepared for slab tests: origin and per-axis reciprocal direction (1e30 for a zero
 // component: finite, so a slab product is never 0 * inf = NaN).
 struct ray_t {
-    v3<float> o, d, inv, oinv;  // oinv = o * inv: each slab is one fused multiply-add
+    v3<float> o, d, inv;
 };
 SK_INLINE float safe_inv(float x) { return x != 0.0f ? 1.0f / x : 1e30f; }
 SK_INLINE ray_t make_ray(const v3<float>& o, const v3<float>& d) {
@@ -73,17 +73,17 @@ SK_INLINE ray_t make_ray(const v3<float>& o, const v3<float>& d) {
     r.o = o;
     r.d = d;
     r.inv = mk(safe_inv(d.x), safe_inv(d.y), safe_inv(d.z));
-    r.oinv = mk(o.x * r.inv.x, o.y * r.inv.y, o.z * r.inv.z);
     return r;
 }
 // Slab test: the ray (a line for t in [tnear, tfar]) meets the box with tfar >= 0 and tfar >= tnear;
-// tnear (the entry parameter, negative when the origin is inside) is returned.
+// tnear (the entry parameter, negative when the origin is inside) is returned. tfar is widened by
+// the rounding bound of the slab products (Ize 2013), so a grazed box is never missed.
 SK_INLINE bool ray_box(const ray_t& r, const float* lo, const float* hi, float& tnear) {
-    const float x1 = lo[0] * r.inv.x - r.oinv.x, x2 = hi[0] * r.inv.x - r.oinv.x;
-    const float y1 = lo[1] * r.inv.y - r.oinv.y, y2 = hi[1] * r.inv.y - r.oinv.y;
-    const float z1 = lo[2] * r.inv.z - r.oinv.z, z2 = hi[2] * r.inv.z - r.oinv.z;
+    const float x1 = (lo[0] - r.o.x) * r.inv.x, x2 = (hi[0] - r.o.x) * r.inv.x;
+    const float y1 = (lo[1] - r.o.y) * r.inv.y, y2 = (hi[1] - r.o.y) * r.inv.y;
+    const float z1 = (lo[2] - r.o.z) * r.inv.z, z2 = (hi[2] - r.o.z) * r.inv.z;
     const float tn = fmx(fmx(fmn(x1, x2), fmn(y1, y2)), fmn(z1, z2));
-    const float tf = fmn(fmn(fmx(x1, x2), fmx(y1, y2)), fmx(z1, z2));
+    const float tf = fmn(fmn(fmx(x1, x2), fmx(y1, y2)), fmx(z1, z2)) * 1.0000008f;
     tnear = tn;
     return tf >= 0.0f && tf >= tn && lo[0] <= hi[0];
 }
@@ -173,7 +173,6 @@ SK_INLINE bool bvh_query_test(const bvh_query_t& q, const float* lo, const float
     r.o = q.a;
     r.d = q.b;
     r.inv = q.inv;
-    r.oinv = geo::mk(q.a.x * q.inv.x, q.a.y * q.inv.y, q.a.z * q.inv.z);
     float t;
     return geo::ray_box(r, lo, hi, t) && t < max_dist;
 }

@@ -26,20 +26,25 @@ V3F = vector(3, Float)
 _G = "quaternion"
 
 
+def _named(name):
+    """Give a result-type function the name the generated docs show."""
+
+    def deco(f):
+        f.__name__ = name
+        return f
+
+    return deco
+
+
+@_named("scalar")
 def _scalar0(info):
     return T.scalar_of(info.arg_types[0])
 
 
 def _quat_of(i):
+    @_named("quaternion")
     def f(info):
         return quaternion(T.scalar_of(info.arg_types[i]))
-
-    return f
-
-
-def _vec3_of(i):
-    def f(info):
-        return vector(3, T.scalar_of(info.arg_types[i]))
 
     return f
 
@@ -48,6 +53,7 @@ def _int_index(info) -> bool:
     return T.is_int(info.arg_types[1])
 
 
+@_named("the constructed type")
 def _target(info):
     return info.target
 
@@ -72,17 +78,9 @@ def _dtype_arg(info):
     return d
 
 
-def _dtype_native(name):
-    def f(info, ret):
-        return f"sk::{name}<{T.scalar_of(_dtype_ret(name, info))._ctype}>"
-
-    f.__name__ = f"native_{name}"
-    return f
-
-
-def _dtype_ret(name, info):
-    d = _dtype_arg(info)
-    return quaternion(d) if name.startswith("quat") else T.transformation(d)
+def _identity_native(info, ret):
+    # the dtype argument is a type, which code generation drops: the call is sk::quat_identity<S>()
+    return f"sk::quat_identity<{_dtype_arg(info)._ctype}>"
 
 
 # ---------------------------------------------------------------------------
@@ -99,8 +97,8 @@ add_builtin("quaternion", {"quat": QF}, _target, native=_ctor_native("quaternion
             match=lambda info: T.is_float(info.target._dtype), group=_G,
             doc="Quaternion quat converted component by component to another dtype: quatd(q).")
 
-add_builtin("quat_identity", {"dtype": Any}, lambda info: quaternion(_dtype_arg(info)),
-            native=_dtype_native("quat_identity"), defaults={"dtype": T.float32}, differentiable=False,
+add_builtin("quat_identity", {"dtype": Any}, _named("quaternion")(lambda info: quaternion(_dtype_arg(info))),
+            native=_identity_native, defaults={"dtype": T.float32}, differentiable=False,
             group=_G, doc="The identity quaternion (0, 0, 0, 1) of dtype (float32 by default).")
 
 # ---------------------------------------------------------------------------
@@ -150,6 +148,7 @@ add_builtin("quat_from_axis_angle", {"axis": V3F, "angle": Float}, _quat_of(0), 
                 "(axis * sin(angle / 2), cos(angle / 2)).")
 
 
+@_named("(vec3, scalar)")
 def _axis_angle_type(info):
     s = T.scalar_of(info.arg_types[0])
     return (vector(3, s), s)
@@ -172,7 +171,7 @@ add_builtin("quat_rotate_inv", {"quat": QF, "vec": V3F}, same_as(1), group=_G,
 add_builtin("quat_slerp", {"a": QF, "b": QF, "t": Float}, same_as(0), group=_G,
             doc="Spherical linear interpolation from rotation a (t = 0) to rotation b (t = 1) along the "
                 "shortest arc (b and -b give the same result). a must have unit length.")
-add_builtin("quat_to_matrix", {"quat": QF}, lambda info: matrix((3, 3), T.scalar_of(info.arg_types[0])),
+add_builtin("quat_to_matrix", {"quat": QF}, _named("mat33")(lambda info: matrix((3, 3), _scalar0(info))),
             group=_G, doc="The 3x3 rotation matrix R of unit quaternion quat: R @ v == quat_rotate(quat, v).")
 for _n in (3, 4):
     add_builtin("quat_from_matrix", {"mat": matrix((_n, _n), Float)}, _quat_of(0), group=_G,

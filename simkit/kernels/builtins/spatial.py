@@ -24,12 +24,34 @@ M33F = matrix((3, 3), Float)
 _G = "spatial"
 
 
+def _named(name):
+    """Give a result-type function the name the generated docs show."""
+
+    def deco(f):
+        f.__name__ = name
+        return f
+
+    return deco
+
+
+@_named("scalar")
 def _scalar0(info):
     return T.scalar_of(info.arg_types[0])
 
 
+@_named("vec3")
 def _vec3_of0(info):
     return vector(3, T.scalar_of(info.arg_types[0]))
+
+
+@_named("mat66")
+def _mat66(info):
+    return matrix((6, 6), _scalar0(info))
+
+
+@_named("the constructed type")
+def _target(info):
+    return info.target
 
 
 def _spatial_ctor(info) -> bool:
@@ -42,7 +64,7 @@ def _spatial_ctor_native(info, ret):
     return f"sk::spatial_vector<{info.target._dtype._ctype}>"
 
 
-add_builtin("vector", {"w": V3F, "v": V3F}, lambda info: info.target, native=_spatial_ctor_native,
+add_builtin("vector", {"w": V3F, "v": V3F}, _target, native=_spatial_ctor_native,
             constructor=True, match=_spatial_ctor, group=_G,
             doc="spatial_vector(w, v): the 6D vector (w.x, w.y, w.z, v.x, v.y, v.z) joining an angular part "
                 "w and a linear part v (twist) or a torque and a force (wrench).")
@@ -58,7 +80,7 @@ add_builtin("spatial_cross", {"a": SV, "b": SV}, same_as(0), group=_G,
                 "(wa x wb, va x wb + wa x vb).")
 add_builtin("spatial_cross_dual", {"a": SV, "b": SV}, same_as(0), group=_G,
             doc="Force cross product of twist a = (w, v) and wrench b = (n, f): (w x n + v x f, w x f).")
-add_builtin("spatial_adjoint", {"r": M33F, "s": M33F}, lambda info: matrix((6, 6), _scalar0(info)), group=_G,
+add_builtin("spatial_adjoint", {"r": M33F, "s": M33F}, _mat66, group=_G,
             doc="The 6x6 block matrix [[r, 0], [s, r]]; with r = R and s = skew(p) @ R it maps twists "
                 "by the transform (R, p).")
 add_builtin("transform_twist", {"t": transformation(Float), "x": SV}, same_as(1), group=_G,

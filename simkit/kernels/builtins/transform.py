@@ -27,6 +27,17 @@ M44F = matrix((4, 4), Float)
 _G = "transform"
 
 
+def _named(name):
+    """Give a result-type function the name the generated docs show."""
+
+    def deco(f):
+        f.__name__ = name
+        return f
+
+    return deco
+
+
+@_named("scalar")
 def _scalar0(info):
     return T.scalar_of(info.arg_types[0])
 
@@ -35,6 +46,7 @@ def _int_index(info) -> bool:
     return T.is_int(info.arg_types[1])
 
 
+@_named("the constructed type")
 def _target(info):
     return info.target
 
@@ -67,6 +79,9 @@ def _identity_native(info, ret):
 
 
 def _of(kind, i):
+    names = {"v3": "vec3", "q": "quaternion", "t": "transformation", "m44": "mat44"}
+
+    @_named(names[kind])
     def f(info):
         s = T.scalar_of(info.arg_types[i])
         return {"v3": vector(3, s), "q": quaternion(s), "t": transformation(s), "m44": matrix((4, 4), s)}[kind]
@@ -92,8 +107,9 @@ add_builtin("transformation", {"xform": TF}, _target, native=_ctor_native("trans
 add_builtin("transformation", {"value": Float}, _target, native=_ctor_native("transformation_fill"),
             constructor=True, group=_G, doc="A transform with all seven components equal to value.")
 
-add_builtin("transform_identity", {"dtype": Any}, lambda info: transformation(_dtype_arg(info)),
-            native=_identity_native, defaults={"dtype": T.float32}, differentiable=False, group=_G,
+add_builtin("transform_identity", {"dtype": Any},
+            _named("transformation")(lambda info: transformation(_dtype_arg(info))), native=_identity_native,
+            defaults={"dtype": T.float32}, differentiable=False, group=_G,
             doc="The identity transform: zero translation, rotation (0, 0, 0, 1); dtype float32 by default.")
 
 # ---------------------------------------------------------------------------

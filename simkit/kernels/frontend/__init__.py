@@ -97,27 +97,13 @@ def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dic
         lower_jumps(src.node, is_kernel)
         src.jumps_lowered = True
     b.exec_block(src.node.body)
-    body = b.blocks[0]
-    if not is_kernel and b.return_types and not b.terminated:
-        # a function that can fall off its end without returning its declared values
-        if not _always_returns(body):
-            raise b.error(f"function '{src.pyfunc.__qualname__}' does not return a value on every path",
-                          src.node)
+    body = b.blocks[0]  # after lowering, a function that falls off its end returns zero values (as Warp)
     fn = ir.Function(name=name, params=b.params, body=body, vars=b.vars,
                      return_types=b.return_types or [], is_kernel=is_kernel, filename=src.filename,
                      first_line=src.first_line, source_lines=src.lines, uses_tid=b.uses_tid,
                      funcs=b.funcs, structs=b.structs)
     fn.static_values = b.static_values
     return fn
-
-
-def _always_returns(stmts) -> bool:
-    for s in stmts:
-        if isinstance(s, ir.Return):
-            return True
-        if isinstance(s, ir.If) and _always_returns(s.body) and _always_returns(s.orelse):
-            return True
-    return False
 
 
 __all__ = ["build", "SourceInfo", "T"]

@@ -272,6 +272,8 @@ class ExpressionMixin:
             return self.call_builtin(key, args, node, kw=kw)
         if obj in PY_BUILTINS:
             return self.call_builtin(PY_BUILTINS[obj], args, node, kw=kw)
+        if obj in (T.vector, T.matrix, T.quaternion, T.transformation):
+            return self.generic_construct(obj, args, kw, node)
         target = PY_TYPES.get(obj, obj)
         if T.is_scalar(target) or T.is_value(target) or T.is_struct(target):
             return self.construct(target, args, kw, node)
@@ -337,6 +339,46 @@ class ExpressionMixin:
             self.emit(ir.SetField(out=new, src=out, field=name, value=v))
             out = new
         return out
+
+    def generic_construct(self, factory, args, kw, node):
+        """``vector(x, y, z)``, ``vector(length=3, dtype=float)``, ``matrix(..., shape=(2, 2))``."""
+        def const_kw(name):
+            v = kw.pop(name, None)
+            if v is None:
+                return None
+            if isinstance(v, TupleValue) and all(isinstance(x, ir.Var) and x.is_const for x in v):
+                return tuple(x.const for x in v)
+            if not (isinstance(v, ir.Var) and v.is_const):
+                raise self.error(f"{factory.__name__}(): '{name}' must be a compile-time constant", node)
+            return v.const
+        dtype = const_kw("dtype")
+        if kw and factory is T.vector:
+            length = const_kw("length")
+        elif kw and factory is T.matrix:
+            length = const_kw("shape")
+        else:
+            length = None
+        if kw:
+            raise self.error(f"{factory.__name__}() got unexpected arguments: {', '.join(kw)}", node)
+        values = [a for a in args if isinstance(a, ir.Var)]
+        if len(values) != len(args):
+            raise self.error(f"{factory.__name__}() arguments must be values", node)
+        if dtype is None:
+            typed = [a.type for a in values if not a.weak]
+            dtype = T.scalar_of(typed[0]) if typed else T.float32
+        dtype = PY_TYPES.get(dtype, dtype)
+        if factory is T.vector:
+            n = length if length is not None else (len(values) if len(values) > 1 else None)
+            if n is None:
+                raise self.error("vector(x) needs length=: vector(x, length=3)", node)
+            target = T.vector(n, dtype)
+        elif factory is T.matrix:
+            if length is None:
+                raise self.error("matrix(...) needs shape=(rows, cols)", node)
+            target = T.matrix(tuple(length), dtype)
+        else:
+            target = factory(dtype)
+        return self.construct(target, values, {}, node)
 
     def eval_len(self, node):
         if len(node.args) != 1:

@@ -329,6 +329,9 @@ class StatementMixin:
                 raise self.error(f"'{name}' refers to different objects in the two branches", node)
             if a is not None and b is not None and a.type is not b.type:
                 a, b = self.unify_literals(a, b)
+                if a.type is not b.type and name.startswith(RETVAL):  # see jumps.py
+                    raise self.error(f"return statements return different types ({T.type_name(a.type)} and "
+                                     f"{T.type_name(b.type)}); convert explicitly", node)
                 if a.type is not b.type:
                     raise self.error(f"'{name}' is {T.type_name(a.type)} in one branch and "
                                      f"{T.type_name(b.type)} in the other", node)

@@ -112,8 +112,18 @@ SK_INLINE float half_bits_to_float(uint16 h) {
     return f;
 }
 
+#if defined(__CUDA_ARCH__)
+// hardware conversions on the GPU (the software path bloats every kernel and slows NVRTC ~15x)
+SK_INLINE half::half(float f) { asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f)); }
+SK_INLINE half::operator float() const {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(bits));
+    return f;
+}
+#else
 SK_INLINE half::half(float f) : bits(float_to_half_bits(f)) {}
 SK_INLINE half::operator float() const { return half_bits_to_float(bits); }
+#endif
 SK_INLINE half& operator+=(half& a, float b) { a = half(float(a) + b); return a; }
 SK_INLINE half& operator-=(half& a, float b) { a = half(float(a) - b); return a; }
 SK_INLINE half& operator*=(half& a, float b) { a = half(float(a) * b); return a; }

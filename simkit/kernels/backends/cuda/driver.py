@@ -10,8 +10,9 @@ Design
 * One *primary* context per device (``cuDevicePrimaryCtxRetain``), shared with
   every other library that uses the runtime API (PyTorch, CuPy, ...). It is made
   current (``cuCtxSetCurrent``) before each driver call that needs it.
-* Each device has a *default stream*, created by simkit (blocking with respect
-  to the legacy NULL stream, so that graph capture works on it). Work goes to
+* Each device has a *default stream* created by simkit: a real stream, so it can
+  be captured into graphs (the legacy NULL stream cannot), and blocking with
+  respect to the legacy stream (see frees below). Work goes to
   the device's *current stream* (the default one unless changed with
   ``simkit.set_stream`` / ``ScopedStream``, see ``stream.py``).
 * Memory comes from the device's default stream-ordered pool
@@ -23,9 +24,13 @@ Design
   stream must not be touched during capture) and handed to the captured graph,
   and allocations are made outside the capture (so the graph holds plain
   pointers; the graph keeps those allocations alive).
-* Fills with a repeating pattern use ``cuMemsetD8/16/32``; other patterns and
-  strided (non-contiguous) arrays use two small runtime kernels compiled once
-  per architecture with NVRTC (``RUNTIME_SOURCE``).
+* Destructors (memory, streams, events, graphs) keep the driver API and device
+  state they were created with and push/pop the context, so they can run from
+  the garbage collector between any two driver calls of other code.
+* Fills and copies (``memset``, ``fill``, ``copy_htod``, ``copy_dtoh``, ``copy``)
+  live in ``memops.py`` and are re-exported here.
+* This layer cannot import ``simkit.runtime``: the runtime installs
+  :func:`set_runtime_hooks` so that ``stream.py`` can resolve "cuda:0".
 """
 from __future__ import annotations
 
@@ -248,10 +253,29 @@ class _DeviceState:
     def make_current(self):
         check(self.api.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
 
+    def pushed(self):
+        """Context manager making this context current and restoring the previous one after (for
+        destructors, which may run between any two driver calls of other code)."""
+        return _Pushed(self)
+
     def stream(self) -> int:
         """Handle of the device's current stream."""
         s = self.current
         return s.handle if s is not None else self.default_stream
+
+
+class _Pushed:
+    __slots__ = ("st",)
+
+    def __init__(self, st):
+        self.st = st
+
+    def __enter__(self):
+        check(self.st.api.cuCtxPushCurrent(self.st.ctx), "cuCtxPushCurrent")
+
+    def __exit__(self, *exc):
+        check(self.st.api.cuCtxPopCurrent(), "cuCtxPopCurrent")
+        return False
 
 
 def state(device) -> _DeviceState:
@@ -394,12 +418,12 @@ def _free(st: _DeviceState, ptr: int, pooled: bool) -> None:
 
 def _free_now(st: _DeviceState, ptr: int, pooled: bool) -> None:
     api = st.api
-    st.make_current()
-    if pooled:
-        # legacy NULL stream (0): ordered after all work on the context's blocking streams
-        check(api.cuMemFreeAsync(ptr, 0), "cuMemFreeAsync")
-    else:
-        check(api.cuMemFree(ptr), "cuMemFree")
+    with st.pushed():  # called from destructors: leave the thread's current context as it was
+        if pooled:
+            # legacy NULL stream (0): ordered after all work on the context's blocking streams
+            check(api.cuMemFreeAsync(ptr, 0), "cuMemFreeAsync")
+        else:
+            check(api.cuMemFree(ptr), "cuMemFree")
 
 
 class PinnedBuffer:

@@ -191,6 +191,8 @@ class Unit:
         ordinal = device.ordinal if device is not None else self.device.ordinal
         if stream is None:
             return ordinal, driver.current_stream(ordinal)
+        if hasattr(stream, "cuda_stream"):  # e.g. torch.cuda.Stream
+            return ordinal, int(stream.cuda_stream)
         return ordinal, int(stream)  # a raw CUstream handle (int or cuda-python CUstream)
 
     def launch(self, entry: Entry, packed: bytes, bounds: bytes, size: int, block_dim: int = 256, stream=None,

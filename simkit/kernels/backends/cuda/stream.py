@@ -69,6 +69,17 @@ class Stream:
         """The raw ``CUstream`` handle as an int (for interop)."""
         return self.handle
 
+    def __cuda_stream__(self):
+        """CUDA stream protocol (cuda.core, CuPy, ...): (version, handle)."""
+        return (0, self.handle)
+
+    @property
+    def is_blocking(self) -> bool:
+        """False for streams created non-blocking with respect to the legacy NULL stream."""
+        self._st.make_current()
+        flags = int(driver.check(_api().cuStreamGetFlags(self.handle), "cuStreamGetFlags"))
+        return not flags & 1  # CU_STREAM_NON_BLOCKING
+
     @property
     def priority(self) -> int:
         self._st.make_current()
@@ -80,7 +91,7 @@ class Stream:
             self._cached_event = Event(self.device)
         return self._cached_event
 
-    def record_event(self, event: Event | None = None) -> Event:
+    def record_event(self, event: Event | None = None, external: bool = False) -> Event:
         """Record ``event`` (a new one if None) on this stream; returns it."""
         if event is None:
             event = Event(self.device)
@@ -90,12 +101,12 @@ class Stream:
         driver.check(_api().cuEventRecord(event.handle, self.handle), "cuEventRecord")
         return event
 
-    def wait_event(self, event: Event) -> None:
+    def wait_event(self, event: Event, external: bool = False) -> None:
         """Work issued to this stream from now on waits until ``event`` has completed (any device)."""
         self._st.make_current()
         driver.check(_api().cuStreamWaitEvent(self.handle, event.handle, 0), "cuStreamWaitEvent")
 
-    def wait_stream(self, other_stream: Stream, event: Event | None = None) -> None:
+    def wait_stream(self, other_stream: Stream, event: Event | None = None, external: bool = False) -> None:
         """This stream waits for the work issued so far on ``other_stream``."""
         if event is None:
             event = other_stream.cached_event
@@ -138,25 +149,32 @@ class Stream:
         if getattr(self, "_owner", False) and self.handle:
             h, self.handle = self.handle, 0
             try:
-                self._st.make_current()
-                self._st.api.cuStreamDestroy(h)  # pending work still completes; resources are released after
+                with self._st.pushed():
+                    self._st.api.cuStreamDestroy(h)  # pending work still completes; resources released after
             except Exception:  # pragma: no cover - interpreter shutdown
                 pass
 
 
 class Event:
-    """A CUDA event. ``enable_timing=True`` allows :func:`get_event_elapsed_time`."""
+    """A CUDA event. ``enable_timing=True`` allows :func:`get_event_elapsed_time`.
 
-    def __init__(self, device=None, enable_timing: bool = False, interprocess: bool = False):
+    ``cuda_event``: wrap an existing ``CUevent`` handle (not destroyed by simkit).
+    """
+
+    def __init__(self, device=None, cuda_event=None, enable_timing: bool = False, interprocess: bool = False):
         self.device = _cuda_device(device)
         if interprocess and enable_timing:
             raise ValueError("interprocess events cannot record timing (CUDA restriction)")
+        self.enable_timing = enable_timing
+        self._st = driver.state(self.device)
+        self._owner = cuda_event is None
+        if cuda_event is not None:
+            self.handle = int(cuda_event)
+            return
         api = _api()
         flags = 0 if enable_timing else int(api.CUevent_flags.CU_EVENT_DISABLE_TIMING)
         if interprocess:
             flags |= int(api.CUevent_flags.CU_EVENT_INTERPROCESS)
-        self.enable_timing = enable_timing
-        self._st = driver.state(self.device)
         self._st.make_current()
         self.handle = int(driver.check(api.cuEventCreate(flags), "cuEventCreate"))
 
@@ -187,10 +205,10 @@ class Event:
 
     def __del__(self):
         h, self.handle = getattr(self, "handle", 0), 0
-        if h:
+        if h and getattr(self, "_owner", False):
             try:
-                self._st.make_current()
-                self._st.api.cuEventDestroy(h)
+                with self._st.pushed():
+                    self._st.api.cuEventDestroy(h)
             except Exception:  # pragma: no cover
                 pass
 
@@ -229,17 +247,17 @@ def _calling_stream(fallback_device) -> Stream:
     return get_stream(dev if dev.is_cuda else fallback_device)
 
 
-def wait_stream(other_stream: Stream, event: Event | None = None) -> None:
+def wait_stream(other_stream: Stream, event: Event | None = None, external: bool = False) -> None:
     """The current stream (of the default device) waits for the work issued so far on ``other_stream``."""
     _calling_stream(other_stream.device).wait_stream(other_stream, event)
 
 
-def wait_event(event: Event) -> None:
+def wait_event(event: Event, external: bool = False) -> None:
     """The current stream (of the default device) waits for ``event``."""
     _calling_stream(event.device).wait_event(event)
 
 
-def record_event(event: Event | None = None) -> Event:
+def record_event(event: Event | None = None, external: bool = False) -> Event:
     """Record ``event`` (a new one if None) on the current stream of the default device."""
     return _calling_stream(event.device if event is not None else None).record_event(event)
 
@@ -330,11 +348,11 @@ class Graph:
     def __del__(self):
         try:
             api = self._st.api
-            self._st.make_current()
-            if self.graph_exec is not None:
-                api.cuGraphExecDestroy(self.graph_exec)  # freed asynchronously if still running
-            if self.graph is not None:
-                api.cuGraphDestroy(self.graph)
+            with self._st.pushed():
+                if self.graph_exec is not None:
+                    api.cuGraphExecDestroy(self.graph_exec)  # freed asynchronously if still running
+                if self.graph is not None:
+                    api.cuGraphDestroy(self.graph)
             self.graph_exec = self.graph = None
             self._keep = []
             driver.release_deferred(self._st, self._deferred)
