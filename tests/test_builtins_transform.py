@@ -394,8 +394,6 @@ def _set_statement(t: sk.array(dtype=sk.transform), out: sk.array(dtype=sk.trans
     out[i] = x
 
 
-@pytest.mark.xfail(reason="compiler: a transform_set_* call used as a statement does not update its argument "
-                          "(the registry's setters are functional; t.p = ... works)", strict=False)
 def test_transform_set_statement(device):
     t = sk.array(np.array([[1.0, 2.0, 3.0, 0.0, 0.0, 0.6, 0.8]], np.float32), dtype=sk.transform, device=device)
     out = sk.zeros(1, dtype=sk.transform, device=device)

@@ -131,8 +131,8 @@ class Bvh:
         self._tree.refit_levels(B._refit_level, [self._item_lo, self._item_hi], self.device)
 
 
-def build(lo: array, hi: array, device, constructor: str, leaf_size: int, c_trav: float) -> B.Tree:
+def build(lo: array, hi: array, device, constructor: str, leaf_size: int, c_trav: float, lanes: int = 1) -> B.Tree:
     """A tree over the boxes ``lo``/``hi`` (private CPU arrays of vec3: the build reorders them)."""
     median = constructor == "median"
     return B.build_tree(lo, hi, device, max_leaf=leaf_size, median_depth=0 if median else B.MEDIAN_DEPTH,
-                        c_trav=c_trav)
+                        c_trav=c_trav, lanes=lanes)

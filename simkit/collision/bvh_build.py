@@ -15,7 +15,7 @@ import numpy as np
 
 from ..kernels import func, kernel
 from ..kernels import lang as sk
-from ..kernels.types import float32, int32, mat33, vec3
+from ..kernels.types import float32, int32, vec3
 from ..runtime import array, launch, zeros
 
 NBINS = 16
@@ -272,24 +272,50 @@ def _face_boxes(indices: array(dtype=int32), points: array(dtype=vec3), lo: arra
     perimeter[f] = sk.length(b - a) + sk.length(c - b) + sk.length(a - c)
 
 
+LANES = 8  # mesh leaves: blocks of faces stored component-major (native/mesh.h, SK_LANES)
+
+
+@func
+def _slot_tri(tris: array(dtype=float32, ndim=2), s: int):
+    """Face of slot ``s`` from the component-major blocks: row block, column component * LANES + lane."""
+    blk = s // LANES
+    ln = s % LANES
+    a = vec3(tris[blk, ln], tris[blk, LANES + ln], tris[blk, 2 * LANES + ln])
+    b = vec3(tris[blk, 3 * LANES + ln], tris[blk, 4 * LANES + ln], tris[blk, 5 * LANES + ln])
+    c = vec3(tris[blk, 6 * LANES + ln], tris[blk, 7 * LANES + ln], tris[blk, 8 * LANES + ln])
+    return a, b, c
+
+
 @kernel
 def _gather_faces(prims: array(dtype=int32), indices: array(dtype=int32), points: array(dtype=vec3),
-                  tris: array(dtype=mat33), item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
+                  tris: array(dtype=float32, ndim=2), item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
     s = sk.tid()
     f = prims[s]
-    a = points[indices[3 * f]]
-    b = points[indices[3 * f + 1]]
-    c = points[indices[3 * f + 2]]
-    item_lo[s] = _vmin(_vmin(a, b), c)
-    item_hi[s] = _vmax(_vmax(a, b), c)
-    e0 = b - a
-    e1 = c - a
-    e2 = c - b
-    # sliver faces (as in Warp) are excluded from point and ray queries: NaN first vertex
-    ta = a
-    if sk.length(sk.cross(e0, e1)) <= 1.0e-6 * (sk.dot(e0, e0) + sk.dot(e1, e1) + sk.dot(e2, e2)):
-        ta = vec3(NAN, NAN, NAN)
-    tris[s] = sk.matrix_from_rows(ta, b, c)
+    a = vec3(NAN, NAN, NAN)
+    b = a
+    c = a
+    lo = vec3(BIG, BIG, BIG)
+    hi = vec3(-BIG, -BIG, -BIG)
+    if f >= 0:  # else a padding slot: an empty box, excluded from every query
+        a = points[indices[3 * f]]
+        b = points[indices[3 * f + 1]]
+        c = points[indices[3 * f + 2]]
+        lo = _vmin(_vmin(a, b), c)
+        hi = _vmax(_vmax(a, b), c)
+        e0 = b - a
+        e1 = c - a
+        e2 = c - b
+        # sliver faces (as in Warp) are excluded from point and ray queries: NaN first vertex
+        if sk.length(sk.cross(e0, e1)) <= 1.0e-6 * (sk.dot(e0, e0) + sk.dot(e1, e1) + sk.dot(e2, e2)):
+            a = vec3(NAN, NAN, NAN)
+    item_lo[s] = lo
+    item_hi[s] = hi
+    blk = s // LANES
+    ln = s % LANES
+    for k in range(3):
+        tris[blk, k * LANES + ln] = a[k]
+        tris[blk, (3 + k) * LANES + ln] = b[k]
+        tris[blk, (6 + k) * LANES + ln] = c[k]
 
 
 @func
@@ -318,21 +344,20 @@ def _refit_level(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, ndi
 
 
 @func
-def _child_dipole(tris: array(dtype=mat33), wn: array(dtype=float32, ndim=2), child: int, count: int, lo: vec3,
-                  hi: vec3):
+def _child_dipole(tris: array(dtype=float32, ndim=2), wn: array(dtype=float32, ndim=2), child: int, count: int,
+                  lo: vec3, hi: vec3):
     """Winding-number data of one child: area-weighted normal N, area centroid P, area, radius."""
     nsum = vec3(0.0, 0.0, 0.0)
     psum = vec3(0.0, 0.0, 0.0)
     area = float(0.0)
     if count > 0:
         for s in range(child, child + count):
-            t = tris[s]
-            a = t[0]
+            a, b, c = _slot_tri(tris, s)
             if not sk.isnan(a[0]):
-                n = sk.cross(t[1] - a, t[2] - a) * 0.5
+                n = sk.cross(b - a, c - a) * 0.5
                 ar = sk.length(n)
                 nsum = nsum + n
-                psum = psum + (a + t[1] + t[2]) * (ar / 3.0)
+                psum = psum + (a + b + c) * (ar / 3.0)
                 area = area + ar
     elif child >= 0:
         for k in range(2):
@@ -352,7 +377,7 @@ def _child_dipole(tris: array(dtype=mat33), wn: array(dtype=float32, ndim=2), ch
 
 @kernel
 def _refit_dipoles(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, ndim=2), order: array(dtype=int32),
-                   offset: int, tris: array(dtype=mat33), wn: array(dtype=float32, ndim=2)):
+                   offset: int, tris: array(dtype=float32, ndim=2), wn: array(dtype=float32, ndim=2)):
     node = order[offset + sk.tid()]
     for k in range(2):
         nsum, p, area, r = _child_dipole(tris, wn, links[node, k], links[node, 2 + k], boxes[node, 2 * k],
@@ -419,9 +444,30 @@ def empty_nodes(n: int) -> np.ndarray:
     return raw.view(NODE_DTYPE).reshape(-1)
 
 
+def pad_leaves(nodes: np.ndarray, prims: np.ndarray, lanes: int):
+    """Give every leaf its own block of ``lanes`` slots (leaf k starts at slot k * lanes, in slot order);
+    padding slots hold item -1."""
+    ch = np.stack([nodes["child0"], nodes["child1"]], 1)
+    cn = np.stack([nodes["count0"], nodes["count1"]], 1)
+    leaf = cn > 0
+    starts, counts = ch[leaf], cn[leaf]
+    rank = np.empty(len(starts), np.int64)
+    rank[np.argsort(starts, kind="stable")] = np.arange(len(starts))
+    new_starts = (rank * lanes).astype(np.int32)
+    ch[leaf] = new_starts
+    nodes = nodes.copy()
+    nodes["child0"], nodes["child1"] = ch[:, 0], ch[:, 1]
+    padded = np.full(max(len(starts), 1) * lanes, -1, np.int32)
+    which = np.repeat(np.arange(len(starts)), counts)
+    j = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    padded[new_starts[which] + j] = prims[starts[which] + j]
+    return nodes, padded
+
+
 def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth: int = MEDIAN_DEPTH,
-               c_trav: float = 1.0) -> Tree:
-    """Binned-SAH tree over item boxes ``lo``/``hi`` (CPU arrays of vec3, reordered in place), built on the CPU."""
+               c_trav: float = 1.0, lanes: int = 1) -> Tree:
+    """Binned-SAH tree over item boxes ``lo``/``hi`` (CPU arrays of vec3, reordered in place), built on the CPU.
+    ``lanes`` > 1 pads every leaf to its own block of that many slots (``max_leaf`` <= ``lanes``)."""
     n = lo.shape[0]
     perm = array(np.arange(n, dtype=np.int32), dtype=int32, device="cpu")
     work = Tree(empty_nodes(n), np.zeros(1, np.int32), np.zeros(1, np.int32), "cpu")
@@ -437,4 +483,7 @@ def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth:
     launch(_build_sah, 1, inputs=[lo, hi, perm, work.boxes, work.links, parents, depths, tasks, bin_lo, bin_hi, bin_n,
                                   right, max_leaf, median_depth, c_trav, info], device="cpu", record_tape=False)
     num_nodes = int(info.numpy()[0])
-    return Tree(work.nodes_numpy()[:num_nodes], perm.numpy(), depths.numpy()[:num_nodes], device)
+    nodes, prims = work.nodes_numpy()[:num_nodes], perm.numpy()
+    if lanes > 1:
+        nodes, prims = pad_leaves(nodes, prims, lanes)
+    return Tree(nodes, prims, depths.numpy()[:num_nodes], device)

@@ -78,6 +78,8 @@ class Mesh:
                 raise ValueError(f"Mesh: velocities has {velocities.shape[0]} entries, points {points.shape[0]}")
         if bvh_constructor not in CONSTRUCTORS:
             raise ValueError(f"Mesh: bvh_constructor must be one of {CONSTRUCTORS}, got {bvh_constructor!r}")
+        if not 1 <= int(bvh_leaf_size) <= B.LANES:
+            raise ValueError(f"Mesh: bvh_leaf_size must be in [1, {B.LANES}], got {bvh_leaf_size}")
         self.points, self.indices, self.velocities = points, indices, velocities
         self.support_winding_number = bool(support_winding_number)
         nf = idx.size // 3
@@ -88,10 +90,11 @@ class Mesh:
         perimeter = empty(nf, dtype=T.float32, device="cpu")
         launch(B._face_boxes, nf, inputs=[cpu_idx, cpu_pts, lo, hi, perimeter], device="cpu", record_tape=False)
         self._edge_len = float(perimeter.numpy().mean(dtype=np.float64) / 3.0)
-        self._tree = build(lo, hi, self.device, bvh_constructor, int(bvh_leaf_size), C_TRAV)
-        self._tris = empty(nf, dtype=T.mat33, device=self.device)
-        self._item_lo = empty(nf, dtype=T.vec3, device=self.device)
-        self._item_hi = empty(nf, dtype=T.vec3, device=self.device)
+        self._tree = build(lo, hi, self.device, bvh_constructor, int(bvh_leaf_size), C_TRAV, lanes=B.LANES)
+        slots = self._tree.prims.shape[0]  # leaves padded to blocks of B.LANES faces
+        self._tris = empty((slots // B.LANES, 9 * B.LANES), dtype=T.float32, device=self.device)
+        self._item_lo = empty(slots, dtype=T.vec3, device=self.device)
+        self._item_hi = empty(slots, dtype=T.vec3, device=self.device)
         self._wn = (empty((self._tree.num_nodes, 16), dtype=T.float32, device=self.device)
                     if self.support_winding_number else None)
         self._desc = Descriptor(_MESH_T.size, self.device)
@@ -109,7 +112,7 @@ class Mesh:
     def refit(self):
         """Recompute the face data and every box of the tree from the current ``points`` (same topology)."""
         tree, dev = self._tree, self.device
-        launch(B._gather_faces, self.num_faces, inputs=[tree.prims, self.indices, self.points, self._tris,
+        launch(B._gather_faces, tree.prims.shape[0], inputs=[tree.prims, self.indices, self.points, self._tris,
                                                         self._item_lo, self._item_hi], device=dev, record_tape=False)
         tree.refit_levels(B._refit_level, [self._item_lo, self._item_hi], dev)
         if self._wn is not None:

@@ -39,31 +39,59 @@ class UsdaPointsWriter:
     def close(self) -> str:
         if not self.frames:
             raise ValueError("no frames were added")
-        parts = self.prim.strip("/").split("/")
-        lines = ["#usda 1.0", "(", f'    defaultPrim = "{parts[0]}"', "    startTimeCode = 0",
-                 f"    endTimeCode = {len(self.frames) - 1}", f"    timeCodesPerSecond = {self.fps:g}",
-                 f'    upAxis = "{self.up_axis}"', "    metersPerUnit = 1", ")", ""]
-        depth = 0
+        return write_points_stage(self.path, {self.prim: (self.frames, self.radius)}, fps=self.fps,
+                                  up_axis=self.up_axis)
+
+
+def _fmt_points(p) -> str:
+    return ", ".join(f"({x:.6g}, {y:.6g}, {z:.6g})" for x, y, z in p)
+
+
+def write_points_stage(path: str, prims: dict, *, fps: float = 60.0, up_axis: str = "Y",
+                       times: list | None = None) -> str:
+    """Write a .usda stage of time-sampled ``Points`` prims, atomically (temp file + rename).
+
+    ``prims`` maps a prim path (``"/World/particles"``) to ``(frames, radius)``: ``frames`` is a list
+    of (n, 3) arrays (one per time code, or ``None`` where the prim has no sample), ``radius`` a
+    float. ``times`` are the time codes of the frames (default 0, 1, 2, ...).
+    """
+    n_frames = max(len(frames) for frames, _ in prims.values())
+    times = list(range(n_frames)) if times is None else list(times)
+    roots = sorted({p.strip("/").split("/")[0] for p in prims})
+    lines = ["#usda 1.0", "(", f'    defaultPrim = "{roots[0]}"', f"    startTimeCode = {times[0]:g}",
+             f"    endTimeCode = {times[-1]:g}", f"    timeCodesPerSecond = {fps:g}",
+             f'    upAxis = "{up_axis}"', "    metersPerUnit = 1", ")", ""]
+    tree: dict = {}
+    for prim in prims:  # nested dict of Xform scopes, leaves hold the prim path
+        parts = prim.strip("/").split("/")
+        node = tree
         for name in parts[:-1]:
-            lines.append("    " * depth + f'def Xform "{name}"')
-            lines.append("    " * depth + "{")
-            depth += 1
+            node = node.setdefault(name, {})
+        node[parts[-1]] = prim
+
+    def emit(node: dict, depth: int):
         ind = "    " * depth
-        lines.append(ind + f'def Points "{parts[-1]}"')
-        lines.append(ind + "{")
-        lines.append(ind + "    point3f[] points.timeSamples = {")
-        for t, p in enumerate(self.frames):
-            pts = ", ".join(f"({x:.6g}, {y:.6g}, {z:.6g})" for x, y, z in p)
-            lines.append(ind + f"        {t}: [{pts}],")
-        lines.append(ind + "    }")
-        n = len(self.frames[-1])
-        lines.append(ind + f"    float[] widths = [{', '.join([f'{2 * self.radius:g}'] * n)}]")
-        lines.append(ind + "}")
-        for _ in parts[:-1]:
-            depth -= 1
-            lines.append("    " * depth + "}")
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        os.replace(tmp, self.path)
-        return self.path
+        for name, child in node.items():
+            if isinstance(child, dict):
+                lines.extend([ind + f'def Xform "{name}"', ind + "{"])
+                emit(child, depth + 1)
+                lines.append(ind + "}")
+                continue
+            frames, radius = prims[child]
+            lines.extend([ind + f'def Points "{name}"', ind + "{", ind + "    point3f[] points.timeSamples = {"])
+            last = None
+            for t, p in zip(times, frames):
+                if p is not None:
+                    lines.append(ind + f"        {t:g}: [{_fmt_points(np.asarray(p).reshape(-1, 3))}],")
+                    last = p
+            lines.append(ind + "    }")
+            n = 0 if last is None else len(np.asarray(last).reshape(-1, 3))
+            lines.append(ind + f"    float[] widths = [{', '.join([f'{2 * radius:g}'] * n)}]")
+            lines.append(ind + "}")
+
+    emit(tree, 0)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    os.replace(tmp, path)
+    return path

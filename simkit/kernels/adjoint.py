@@ -63,6 +63,11 @@ class AdjointEmitter(Emitter):
                 continue
             if isinstance(s, ir.Return):
                 continue
+            if isinstance(s, ir.Call) and s.kind == "func" and s.func.replay_ir is not None:
+                self.comment(s.line, depth)
+                call = f"{s.func.replay_ir.name}<SKC>({', '.join(ref(a) for a in s.args)})"
+                self.w(f"{s.out.name} = {call};" if s.out is not None else f"{call};", depth)
+                continue
             if isinstance(s, ir.If):
                 self.comment(s.line, depth)
                 self.w(f"if ({ref(s.cond)}) {{", depth)
@@ -188,6 +193,17 @@ class AdjointEmitter(Emitter):
             else:
                 adj_args.append(adj(a))
         call_args = [ref(a) for a in args] + adj_args
+        if s.kind == "func" and s.func.grad_ir is not None:  # @func_grad: returns the argument adjoints
+            grad = s.func.grad_ir
+            res = f"_g_{outs[0].name}"
+            self.w(f"{{ auto {res} = {grad.name}<SKC>({', '.join([ref(a) for a in args] + [adj(outs[0])])});", depth)
+            for k, a in enumerate(args):
+                if not a.is_const:
+                    field = f"{res}.r{k}" if len(args) > 1 else res
+                    self.w(f"  sk::accum({adj(a)}, {field});", depth)
+            self.w("}", depth)
+            self.w(f"{adj(outs[0])} = {{}};", depth)
+            return
         if s.kind == "func":
             callee = f"adj_{s.callee}<SKC>"
             if len(outs) > 1:

@@ -36,4 +36,6 @@ def builtin_functions() -> dict:
         out[key] = BuiltinFunction(key, ovs[0].doc)
     out["tid"] = BuiltinFunction("tid", "Thread index: `i = tid()` (1D) or `i, j = tid()` (2D...).")
     out["printf"] = BuiltinFunction("printf", "C-style formatted print from a kernel.")
+    out["adjoint"] = BuiltinFunction("adjoint", "`adjoint[x] += v` in a @func_grad function accumulates into "
+                                                "the adjoint of argument x.")
     return out

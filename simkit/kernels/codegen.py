@@ -329,6 +329,6 @@ def gen_module(name: str, kernels: list, funcs: list, structs: list, options: di
         from .adjoint import gen_adj_func, gen_adj_kernel, gen_struct_accum
 
         parts += [gen_struct_accum(s) for s in structs]
-        parts += [gen_adj_func(f, options) for f in funcs]
+        parts += [gen_adj_func(f, options) for f in funcs if not getattr(f, "no_adjoint", False)]
         parts += [args_struct(k) + "\n" + gen_adj_kernel(k, options) for k in kernels]
     return "\n\n".join(parts) + "\n"

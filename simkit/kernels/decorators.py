@@ -224,6 +224,8 @@ class FuncSpec:
         self.cname = cname
         self.ir = None
         self.return_types: list = []
+        self.grad_ir = None  # @func_grad: returns one adjoint per argument
+        self.replay_ir = None  # @func_replay: used in the adjoint's forward replay
 
 
 class Function:
@@ -296,6 +298,11 @@ class Function:
             del self.specs[key]
             raise
         spec.return_types = spec.ir.return_types
+        if self.custom_grad is not None or self.custom_replay is not None:
+            from .custom_grad import build_custom_grad, build_replay
+
+            spec.grad_ir = build_custom_grad(self, spec) if self.custom_grad is not None else None
+            spec.replay_ir = build_replay(self, spec) if self.custom_replay is not None else None
         return spec
 
     def __call__(self, *args):
@@ -323,10 +330,12 @@ def func(f):
 
 
 def func_grad(forward: Function):
-    """Register a custom adjoint for ``forward``: ``@func_grad(f) def adj_f(args..., adj_ret)``."""
+    """Register a custom adjoint for ``forward``: ``@func_grad(f) def adj_f(args..., adj_ret)``,
+    accumulating with ``adjoint[arg] += ...`` (see simkit/kernels/custom_grad.py)."""
 
     def deco(g):
         forward.custom_grad = g
+        forward.specs.clear()
         return g
 
     return deco
@@ -337,6 +346,7 @@ def func_replay(forward: Function):
 
     def deco(g):
         forward.custom_replay = g
+        forward.specs.clear()
         return g
 
     return deco

@@ -72,6 +72,10 @@ def collect(specs) -> tuple[list, list]:
             seen.add(id(f))
             visit(f.ir)
             funcs.append(f.ir)
+            for extra in (f.grad_ir, f.replay_ir):  # custom adjoint / replay functions
+                if extra is not None:
+                    visit(extra)
+                    funcs.append(extra)
 
     for s in specs:
         visit(s.ir)

@@ -3,9 +3,16 @@ from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empt
                     full_like, ones, ones_like, zeros, zeros_like)
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_devices, is_cuda_available,
                      set_device)
+from .interop import from_dlpack, to_dlpack
+from .interop_jax import device_from_jax, device_to_jax, from_jax, jax_kernel, to_jax
+from .interop_torch import (device_from_torch, device_to_torch, from_torch, stream_from_torch, stream_to_torch,
+                            to_torch, torch_function)
 from .launch import launch
 from .tape import Tape, TapeError, checkpoint
 
 __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy", "empty", "empty_like",
            "from_numpy", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like", "Device", "ScopedDevice",
-           "get_cuda_device_count", "get_device", "get_devices", "is_cuda_available", "set_device", "launch", "Tape", "TapeError", "checkpoint"]
+           "get_cuda_device_count", "get_device", "get_devices", "is_cuda_available", "set_device", "launch", "Tape", "TapeError", "checkpoint",
+           "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
+           "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",
+           "device_to_jax", "jax_kernel"]

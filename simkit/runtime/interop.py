@@ -195,7 +195,7 @@ def dlpack_device(a: array) -> tuple:
     return (kDLCPU, 0) if a.device.is_cpu else (kDLCUDA, a.device.ordinal)
 
 
-def to_dlpack(a: array, stream=None, versioned: bool = False):
+def to_dlpack(a: array, stream=None, versioned: bool = False, _flags: int = 0):
     """A DLPack capsule sharing ``a``'s memory (``versioned``: a DLPack 1.0 ``dltensor_versioned`` capsule)."""
     if not isinstance(a, array) or a.is_type:
         raise TypeError(f"to_dlpack needs a simkit array, got {type(a).__name__}")
@@ -226,7 +226,7 @@ def to_dlpack(a: array, stream=None, versioned: bool = False):
     m.deleter = _DELETER_ADDR
     if versioned:
         m.version = DLPackVersion(*DLPACK_VERSION)
-        m.flags = 0
+        m.flags = _flags
     h.keep = a
     addr = ctypes.addressof(m)
     _live[addr] = h
@@ -242,7 +242,7 @@ def array_dlpack(a: array, stream=None, max_version=None, dl_device=None, copy=N
     if copy:
         a = clone(a)
     versioned = max_version is not None and int(max_version[0]) >= DLPACK_VERSION[0]
-    return to_dlpack(a, stream=stream, versioned=versioned)
+    return to_dlpack(a, stream=stream, versioned=versioned, _flags=FLAG_IS_COPIED if copy else 0)
 
 
 def _producer_sync(device, stream) -> None:

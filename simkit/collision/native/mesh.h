@@ -12,7 +12,7 @@ namespace sk {
 
 struct mesh_t {
     bvh_t bvh;                             // items = faces; item boxes = face boxes (slot order)
-    const float* tris;                     // [num_faces][9] a, b, c per slot; a.x = NaN: excluded face
+    const float* tris;                     // faces in blocks of SK_LANES slots, component-major (see slot_tri)
     const vec_t<3, float32>* points;
     vec_t<3, float32>* points_grad;        // null unless the points array requires grad
     const vec_t<3, float32>* velocities;   // null without velocities
@@ -29,13 +29,20 @@ SK_INLINE const mesh_t& mesh_get(uint64 id) { return *reinterpret_cast<const mes
 
 typedef bvh_query_t mesh_query_aabb_t;
 
+// Leaves start at multiples of SK_LANES slots (the builder pads them), and the faces of each block of
+// SK_LANES slots are stored component-major: row r (a.x a.y a.z b.x ... c.z) holds that component of
+// all SK_LANES faces, so a leaf's faces are tested in one vectorizable loop. A face excluded from point
+// and ray queries (a sliver, or a padding slot) has a.x = NaN.
+#define SK_LANES 8
+
 namespace geo {
 
+SK_INLINE const float* slot_block(const mesh_t& m, int32 s) { return m.tris + (s / SK_LANES) * (9 * SK_LANES); }
 SK_INLINE void slot_tri(const mesh_t& m, int32 s, v3<float>& a, v3<float>& b, v3<float>& c) {
-    const float* t = m.tris + 9 * s;
-    a = ld(t);
-    b = ld(t + 3);
-    c = ld(t + 6);
+    const float* t = slot_block(m, s) + s % SK_LANES;
+    a = mk(t[0 * SK_LANES], t[1 * SK_LANES], t[2 * SK_LANES]);
+    b = mk(t[3 * SK_LANES], t[4 * SK_LANES], t[5 * SK_LANES]);
+    c = mk(t[6 * SK_LANES], t[7 * SK_LANES], t[8 * SK_LANES]);
 }
 SK_INLINE bool face_ok(const mesh_t& m, int32 f) { return f >= 0 && f < m.num_faces; }
 SK_INLINE void face_tri(const mesh_t& m, int32 f, v3<float>& a, v3<float>& b, v3<float>& c) {
@@ -59,6 +66,56 @@ SK_INLINE void leaf_range(const bvh_node_t* nodes, int32 e, int32& start, int32&
     const bvh_node_t& n = nodes[r >> 1];
     start = n.child[r & 1];
     end = start + n.count[r & 1];
+}
+
+// Start loading both children (node records or leaf faces) while this node's boxes are tested:
+// traversals are bound by memory latency.
+SK_INLINE void prefetch_children(const mesh_t& m, const bvh_node_t& n) {
+    for (int k = 0; k < 2; ++k) {
+        if (n.child[k] < 0) continue;
+        if (n.count[k] > 0) SK_PREFETCH(slot_block(m, n.child[k]));
+        else SK_PREFETCH(m.bvh.nodes + n.child[k]);
+    }
+}
+
+// Squared distance from p to the box of each face of a block (a lower bound of its distance).
+SK_INLINE void face_box_dists(const float* t, const v3<float>& p, float* out) {
+    for (int l = 0; l < SK_LANES; ++l) {
+        const float* q = t + l;
+        const float lx = fmn(fmn(q[0], q[24]), q[48]), hx = fmx(fmx(q[0], q[24]), q[48]);
+        const float ly = fmn(fmn(q[8], q[32]), q[56]), hy = fmx(fmx(q[8], q[32]), q[56]);
+        const float lz = fmn(fmn(q[16], q[40]), q[64]), hz = fmx(fmx(q[16], q[40]), q[64]);
+        const float dx = fmx(fmx(lx - p.x, p.x - hx), 0.0f);
+        const float dy = fmx(fmx(ly - p.y, p.y - hy), 0.0f);
+        const float dz = fmx(fmx(lz - p.z, p.z - hz), 0.0f);
+        out[l] = dx * dx + dy * dy + dz * dz;
+    }
+}
+
+// The watertight ray test (ray_tri) on every face of a block at once: out[l] = t of a hit, else +inf.
+// Returns false when some lane landed exactly on an edge (U, V or W == 0): ray_tri then decides
+// those lanes in double precision.
+SK_INLINE bool ray_block(const float* t, const wray_t& r, float* out) {
+    const float* ox = t + r.kx * SK_LANES;  // rows of the sheared coordinates, for a, b, c
+    const float* oy = t + r.ky * SK_LANES;
+    const float* oz = t + r.kz * SK_LANES;
+    const float rx = get(r.o, r.kx), ry = get(r.o, r.ky), rz = get(r.o, r.kz);
+    bool exact = true;
+    for (int l = 0; l < SK_LANES; ++l) {
+        const float Az = oz[l] - rz, Bz = oz[l + 24] - rz, Cz = oz[l + 48] - rz;
+        const float Ax = ox[l] - rx - r.sx * Az, Ay = oy[l] - ry - r.sy * Az;
+        const float Bx = ox[l + 24] - rx - r.sx * Bz, By = oy[l + 24] - ry - r.sy * Bz;
+        const float Cx = ox[l + 48] - rx - r.sx * Cz, Cy = oy[l + 48] - ry - r.sy * Cz;
+        const float U = Cx * By - Cy * Bx, V = Ax * Cy - Ay * Cx, W = Bx * Ay - By * Ax;
+        const float det = U + V + W;
+        const float T = (U * Az + V * Bz + W * Cz) * r.sz;
+        const bool inside = !((U < 0.0f || V < 0.0f || W < 0.0f) && (U > 0.0f || V > 0.0f || W > 0.0f));
+        const bool front = det > 0.0f ? T >= 0.0f : T <= 0.0f;
+        const bool hit = inside && front && det != 0.0f;  // NaN lanes: det != det, T comparisons false
+        out[l] = hit ? T / det : INFINITY;
+        exact = exact && U != 0.0f && V != 0.0f && W != 0.0f;
+    }
+    return exact;
 }
 
 // ---------------------------------------------------------------------------
@@ -89,13 +146,13 @@ SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist
         if (e < 0) {
             int32 s0, s1;
             leaf_range(nodes, e, s0, s1);
+            // each face's box bounds its distance from below: all lanes at once, then exact tests
+            float bd[SK_LANES];
+            face_box_dists(slot_block(m, s0), p, bd);
             for (int32 s = s0; s < s1; ++s) {
+                if (!(bd[s - s0] < best)) continue;
                 v3<float> a, b, c;
                 slot_tri(m, s, a, b, c);
-                // the face's box bounds its distance from below: skip most faces cheaply
-                const float blo[3] = {fmn(fmn(a.x, b.x), c.x), fmn(fmn(a.y, b.y), c.y), fmn(fmn(a.z, b.z), c.z)};
-                const float bhi[3] = {fmx(fmx(a.x, b.x), c.x), fmx(fmx(a.y, b.y), c.y), fmx(fmx(a.z, b.z), c.z)};
-                if (box_dist_sq(p, blo, bhi) >= best) continue;
                 float u, v;
                 const int reg = closest_tri(p, a, b, c, u, v);
                 const v3<float> d = bary_point(a, b, c, u, v) - p;
@@ -111,6 +168,7 @@ SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist
             continue;
         }
         const bvh_node_t& n = nodes[e];
+        prefetch_children(m, n);
         const float d0 = n.child[0] >= 0 ? box_dist_sq(p, n.lo0, n.hi0) : INFINITY;
         const float d1 = n.child[1] >= 0 ? box_dist_sq(p, n.lo1, n.hi1) : INFINITY;
         const int near = d1 < d0 ? 1 : 0;
@@ -156,11 +214,14 @@ SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>&
         if (e < 0) {
             int32 s0, s1;
             leaf_range(nodes, e, s0, s1);
+            float tl[SK_LANES];
+            const bool exact = ray_block(slot_block(m, s0), wr, tl);
             for (int32 s = s0; s < s1; ++s) {
+                float t = tl[s - s0], u, v;
+                if (exact && !(t < best)) continue;
                 v3<float> a, b, c;
                 slot_tri(m, s, a, b, c);
-                float t, u, v;
-                if (ray_tri(wr, a, b, c, t, u, v) && t < best) {
+                if (ray_tri(wr, a, b, c, t, u, v) && t < best) {  // the hit's (u, v), or an edge case
                     best = t;
                     h.slot = s;
                     h.t = t;
@@ -171,6 +232,7 @@ SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>&
             continue;
         }
         const bvh_node_t& n = nodes[e];
+        prefetch_children(m, n);
         float t0 = INFINITY, t1 = INFINITY;
         const bool h0 = n.child[0] >= 0 && ray_box(br, n.lo0, n.hi0, t0) && t0 < best;
         const bool h1 = n.child[1] >= 0 && ray_box(br, n.lo1, n.hi1, t1) && t1 < best;

@@ -31,3 +31,5 @@ add_builtin("expect_near", {"a": Any, "b": Any, "tolerance": Scalar}, None, nati
 add_builtin("assert_true", {"cond": bool_t}, None, native="sk::assert_true", checked=True, side_effects=True,
             replay=False, differentiable=False, hidden=True,
             doc="``assert cond`` in a kernel: in debug mode a failure raises after the launch.", group="utility")
+add_builtin("zero_like", {"x": Any}, lambda info: info.arg_types[0], native="sk::zero_like", differentiable=False,
+            hidden=True, doc="The zero value of x's type.", group="utility")

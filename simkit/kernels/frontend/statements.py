@@ -110,9 +110,18 @@ class StatementMixin:
     def stmt_Pass(self, node):
         pass
 
+    # builtins that Warp applies in place when called as a statement: `transform_set_translation(t, p)`
+    INPLACE_SETTERS = ("transform_set_translation", "transform_set_rotation")
+
     def stmt_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
+        v = node.value
+        if isinstance(v, ast.Call) and v.args and isinstance(v.args[0], ast.Name):
+            fn = self.eval(v.func)
+            if isinstance(fn, Py) and getattr(fn.obj, "_simkit_builtin", None) in self.INPLACE_SETTERS:
+                self.assign_to(ast.Name(id=v.args[0].id, ctx=ast.Store()), self.eval(v))
+                return
         self.eval(node.value)
 
     def stmt_Assign(self, node):

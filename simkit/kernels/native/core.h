@@ -195,6 +195,8 @@ template <typename T> SK_INLINE T zero() {
     return r;
 }
 
+template <typename T> SK_INLINE T zero_like(const T&) { return zero<T>(); }
+
 // Launch bounds: the shape of the launch grid (1 to 4 dims) and its size.
 struct launch_bounds_t {
     int32 shape[4];

@@ -14,6 +14,13 @@ call (and into the graph node during capture), so the host buffers only need to
 live for the call. cuda-python takes ``kernelParams`` as a plain integer
 address of a ``void*[2]`` array (its documented "already configured void**"
 form), which avoids its ctypes-type conversion path; ``extra`` is passed as 0.
+
+Launches are asynchronous. The module's ``sk::sk_error_state`` is read back (one
+stream synchronization) only in debug mode, for kernels that report errors in
+release mode (``expect_*``), and for adjoint kernels with loop stacks, whose
+``sk_stack_base``/``sk_stack_capacity`` are pointed at a per-stream scratch buffer
+before the launch. A unit is loaded lazily into every device that launches it
+(pass ``device=`` to :meth:`Unit.launch`).
 """
 from __future__ import annotations
 
@@ -28,7 +35,6 @@ _ERROR_SYMBOLS = (b"_ZN2sk14sk_error_stateE", b"sk_error_state")
 _STACK_BASE = b"_ZN2sk13sk_stack_baseE"  # char*: per-thread adjoint loop stacks (native/stack.h)
 _STACK_CAP = b"_ZN2sk17sk_stack_capacityE"  # int64: bytes per CUDA thread, 16-byte header included
 _ERROR = _struct.Struct("<iiqqq")  # code, line, a, b, c (32 bytes)
-SK_ERR_STACK = 5
 
 #: Adjoint loop stacks: bytes per CUDA thread and the most memory all threads of one launch may use
 #: (launches are given fewer blocks to stay under it; the grid-stride loop covers the rest).

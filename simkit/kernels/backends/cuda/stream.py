@@ -413,8 +413,11 @@ def capture_end(device=None, stream: Stream | None = None) -> Graph | None:
         if not external:
             st.make_current()
             graph = driver.check(api.cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
-    finally:
-        keep, deferred = driver._capture_finished(st)
+    except Exception:  # e.g. the capture was invalidated: nothing references the deferred memory now
+        _keep, deferred = driver._capture_finished(st)
+        driver.release_deferred(st, deferred)
+        raise
+    keep, deferred = driver._capture_finished(st)
     if external:
         driver.release_deferred(st, deferred)
         return None
