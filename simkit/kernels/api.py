@@ -9,6 +9,10 @@ from . import builtins as _builtins  # noqa: F401 - fills the registry
 from . import registry
 
 
+# set by simkit.runtime: evaluates a builtin from Python by compiling a one-thread kernel
+PYTHON_SCOPE = None
+
+
 class BuiltinFunction:
     """A kernel builtin, usable inside @kernel / @func code."""
 
@@ -18,7 +22,9 @@ class BuiltinFunction:
         self.__doc__ = doc
 
     def __call__(self, *args, **kwargs):
-        raise RuntimeError(f"simkit.{self.__name__}() can only be called inside a @kernel or @func")
+        if PYTHON_SCOPE is None or kwargs or self.__name__ in ("tid", "printf", "adjoint"):
+            raise RuntimeError(f"simkit.{self.__name__}() can only be called inside a @kernel or @func")
+        return PYTHON_SCOPE(self.__name__, args)
 
     def __repr__(self):
         return f"<simkit builtin {self.__name__}>"

@@ -165,6 +165,8 @@ class value_base(np.ndarray):
         np_dt = cls._dtype._np
         if len(args) == 0:
             flat = np.zeros(n, dtype=np_dt)
+            if cls._kind == "transformation":  # as in Warp: transform() is the identity
+                flat[6] = 1
         elif len(args) == 1 and np.ndim(args[0]) == 0:
             flat = np.full(n, args[0], dtype=np_dt)
         else:
@@ -298,7 +300,7 @@ for _n in (5, 6):
     _aliases[f"vec{_n}"] = vector(_n, float32)
 _aliases["mat66"] = matrix((6, 6), float32)
 globals().update(_aliases)
-for _name, _cls in _aliases.items():
+for _name, _cls in sorted(_aliases.items(), key=lambda kv: len(kv[0])):
     # the first alias registered for a class gives it its display name
     if _cls.__name__.startswith(("vector_", "matrix_", "quaternion_", "transformation_")):
         _cls.__name__ = _cls.__qualname__ = _name

@@ -8,6 +8,10 @@ from .interop_jax import device_from_jax, device_to_jax, from_jax, jax_kernel, t
 from .interop_torch import (device_from_torch, device_to_torch, from_torch, stream_from_torch, stream_to_torch,
                             to_torch, torch_function)
 from .launch import launch
+from . import pyscope as _pyscope
+from ..kernels import api as _api
+
+_api.PYTHON_SCOPE = _pyscope.evaluate
 from .tape import Tape, TapeError, checkpoint
 
 __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy", "empty", "empty_like",

@@ -78,8 +78,11 @@ SK_INLINE void prefetch_children(const mesh_t& m, const bvh_node_t& n) {
     }
 }
 
+// The lane loops below are written branch-free (bitwise &, |, selects) so that compilers vectorize them.
+#define SK_RESTRICT __restrict__
+
 // Squared distance from p to the box of each face of a block (a lower bound of its distance).
-SK_INLINE void face_box_dists(const float* t, const v3<float>& p, float* out) {
+SK_INLINE void face_box_dists(const float* SK_RESTRICT t, const v3<float>& p, float* SK_RESTRICT out) {
     for (int l = 0; l < SK_LANES; ++l) {
         const float* q = t + l;
         const float lx = fmn(fmn(q[0], q[24]), q[48]), hx = fmx(fmx(q[0], q[24]), q[48]);
@@ -95,27 +98,28 @@ SK_INLINE void face_box_dists(const float* t, const v3<float>& p, float* out) {
 // The watertight ray test (ray_tri) on every face of a block at once: out[l] = t of a hit, else +inf.
 // Returns false when some lane landed exactly on an edge (U, V or W == 0): ray_tri then decides
 // those lanes in double precision.
-SK_INLINE bool ray_block(const float* t, const wray_t& r, float* out) {
-    const float* ox = t + r.kx * SK_LANES;  // rows of the sheared coordinates, for a, b, c
-    const float* oy = t + r.ky * SK_LANES;
-    const float* oz = t + r.kz * SK_LANES;
+SK_INLINE bool ray_block(const float* SK_RESTRICT t, const wray_t& r, float* SK_RESTRICT out) {
+    const float* SK_RESTRICT ox = t + r.kx * SK_LANES;  // rows of the sheared coordinates (a; b at +24, c at +48)
+    const float* SK_RESTRICT oy = t + r.ky * SK_LANES;
+    const float* SK_RESTRICT oz = t + r.kz * SK_LANES;
     const float rx = get(r.o, r.kx), ry = get(r.o, r.ky), rz = get(r.o, r.kz);
-    bool exact = true;
+    const float sx = r.sx, sy = r.sy, sz = r.sz;
+    int zero = 0;
     for (int l = 0; l < SK_LANES; ++l) {
         const float Az = oz[l] - rz, Bz = oz[l + 24] - rz, Cz = oz[l + 48] - rz;
-        const float Ax = ox[l] - rx - r.sx * Az, Ay = oy[l] - ry - r.sy * Az;
-        const float Bx = ox[l + 24] - rx - r.sx * Bz, By = oy[l + 24] - ry - r.sy * Bz;
-        const float Cx = ox[l + 48] - rx - r.sx * Cz, Cy = oy[l + 48] - ry - r.sy * Cz;
+        const float Ax = ox[l] - rx - sx * Az, Ay = oy[l] - ry - sy * Az;
+        const float Bx = ox[l + 24] - rx - sx * Bz, By = oy[l + 24] - ry - sy * Bz;
+        const float Cx = ox[l + 48] - rx - sx * Cz, Cy = oy[l + 48] - ry - sy * Cz;
         const float U = Cx * By - Cy * Bx, V = Ax * Cy - Ay * Cx, W = Bx * Ay - By * Ax;
         const float det = U + V + W;
-        const float T = (U * Az + V * Bz + W * Cz) * r.sz;
-        const bool inside = !((U < 0.0f || V < 0.0f || W < 0.0f) && (U > 0.0f || V > 0.0f || W > 0.0f));
-        const bool front = det > 0.0f ? T >= 0.0f : T <= 0.0f;
-        const bool hit = inside && front && det != 0.0f;  // NaN lanes: det != det, T comparisons false
-        out[l] = hit ? T / det : INFINITY;
-        exact = exact && U != 0.0f && V != 0.0f && W != 0.0f;
+        const float T = (U * Az + V * Bz + W * Cz) * sz;
+        const bool neg = (U < 0.0f) | (V < 0.0f) | (W < 0.0f);
+        const bool pos = (U > 0.0f) | (V > 0.0f) | (W > 0.0f);
+        const bool front = ((det > 0.0f) & (T >= 0.0f)) | ((det < 0.0f) & (T <= 0.0f));  // NaN: false
+        out[l] = (!(neg & pos) & front) ? T / det : INFINITY;
+        zero |= (U == 0.0f) | (V == 0.0f) | (W == 0.0f);
     }
-    return exact;
+    return !zero;
 }
 
 // ---------------------------------------------------------------------------

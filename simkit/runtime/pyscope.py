@@ -1,0 +1,103 @@
+"""Kernel builtins called from plain Python (``sk.quat_from_axis_angle(axis, 0.5)`` in scene setup).
+
+Each distinct (builtin, argument types) is compiled once into a one-thread kernel
+(cached on disk like any module) and run on the CPU; the result comes back as a
+numpy scalar or a simkit vector/matrix value. The first call of a signature pays
+a compile (about a second); later calls cost a launch.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+
+import numpy as np
+
+from ..kernels import registry
+from ..kernels import types as T
+from ..kernels.backends.cpu import cache_root
+
+_cache: dict = {}
+
+
+def _type_of(v):
+    if isinstance(v, T.value_base):
+        return type(v)
+    if isinstance(v, (bool, np.bool_)):
+        return T.bool
+    if isinstance(v, np.generic):
+        return T.scalar_from_numpy(v.dtype)
+    if isinstance(v, int):
+        return T.int32
+    if isinstance(v, float):
+        return T.float32
+    raise TypeError(f"cannot pass {type(v).__name__} to a builtin from Python")
+
+
+def _expr(t) -> str:
+    if T.is_scalar(t):
+        return f"T.{t._type_name}"
+    if t._kind == "vector":
+        return f"T.vector({t._shape[0]}, T.{t._dtype._type_name})"
+    if t._kind == "matrix":
+        return f"T.matrix({t._shape}, T.{t._dtype._type_name})"
+    if t._kind == "quaternion":
+        return f"T.quaternion(T.{t._dtype._type_name})"
+    return f"T.transformation(T.{t._dtype._type_name})"
+
+
+def _compile(key: str, types: tuple):
+    info = registry.CallInfo(list(types), [], [None] * len(types))
+    b = registry.resolve(key, info)
+    if b is None:
+        from ..kernels.frontend.builder import no_overload_message
+
+        raise TypeError(no_overload_message(key, list(types)))
+    ret = b.result_type(info)
+    rets = list(ret) if isinstance(ret, tuple) else ([] if ret is None else [ret])
+    params = [f"a{k}: sk.array(dtype={_expr(t)})" for k, t in enumerate(types)]
+    params += [f"r{k}: sk.array(dtype={_expr(t)})" for k, t in enumerate(rets)]
+    call = f"B({', '.join(f'a{k}[0]' for k in range(len(types)))})"
+    body = [f"    {', '.join(f'v{k}' for k in range(len(rets)))} = {call}"] if rets else [f"    {call}"]
+    body += [f"    r{k}[0] = v{k}" for k in range(len(rets))]
+    src = "\n".join(["import simkit as sk", "from simkit.kernels import types as T",
+                     "from simkit.kernels.api import BuiltinFunction", f"B = BuiltinFunction({key!r})",
+                     "@sk.kernel", f"def k({', '.join(params)}):"] + body) + "\n"
+    tag = hashlib.sha256(src.encode()).hexdigest()[:16]
+    name = f"simkit_pyscope_{key}_{tag}"
+    d = os.path.join(cache_root(), "pyscope")
+    os.makedirs(d, exist_ok=True)
+    path = os.path.join(d, name + ".py")
+    if not os.path.exists(path):
+        tmp = path + f".{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            f.write(src)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod.k, rets
+
+
+def evaluate(key: str, args: tuple):
+    from .array import array, zeros
+    from .launch import launch
+
+    types = tuple(_type_of(a) for a in args)
+    entry = _cache.get((key, types))
+    if entry is None:
+        entry = _cache[(key, types)] = _compile(key, types)
+    kernel, rets = entry
+    ins = [array(np.asarray(a).reshape((1,) + tuple(getattr(t, "_shape", ()))), dtype=t, device="cpu")
+           for a, t in zip(args, types)]
+    outs = [zeros(1, dtype=t, device="cpu") for t in rets]
+    launch(kernel, 1, inputs=ins + outs, device="cpu", record_tape=False)
+    vals = []
+    for o, t in zip(outs, rets):
+        v = o.numpy()[0]
+        vals.append(t(*np.asarray(v).reshape(-1)) if T.is_value(t) else v)
+    if not vals:
+        return None
+    return vals[0] if len(vals) == 1 else tuple(vals)

@@ -1,0 +1,32 @@
+"""Builtins called from plain Python (scene setup), against numpy and analytic values."""
+import numpy as np
+
+import simkit as sk
+
+
+def test_quaternion_and_transform_helpers_from_python():
+    q = sk.quat_from_axis_angle(sk.vec3(0.0, 0.0, 1.0), 0.5)
+    assert isinstance(q, sk.quat)
+    np.testing.assert_allclose(q, [0, 0, np.sin(0.25), np.cos(0.25)], rtol=1e-6)
+    axis, angle = sk.quat_to_axis_angle(q)
+    np.testing.assert_allclose(axis, [0, 0, 1], atol=1e-6)
+    np.testing.assert_allclose(angle, 0.5, rtol=1e-6)
+    t = sk.transform(sk.vec3(1.0, 0.0, 0.0), q)
+    p = sk.transform_point(t, sk.vec3(1.0, 0.0, 0.0))
+    np.testing.assert_allclose(p, [1 + np.cos(0.5), np.sin(0.5), 0.0], rtol=1e-6)
+    np.testing.assert_array_equal(sk.transform(), [0, 0, 0, 0, 0, 0, 1])  # identity, as in Warp
+
+
+def test_scalar_and_vector_builtins_from_python():
+    np.testing.assert_allclose(sk.sin(0.5), np.sin(0.5), rtol=1e-6)
+    np.testing.assert_allclose(sk.normalize(sk.vec3(1.0, 2.0, 2.0)), [1 / 3, 2 / 3, 2 / 3], rtol=1e-6)
+    m = sk.mat33(2.0, 0.0, 0.0, 0.0, 4.0, 0.0, 0.0, 0.0, 8.0)
+    np.testing.assert_allclose(sk.inverse(m), np.diag([0.5, 0.25, 0.125]), rtol=1e-6)
+    assert sk.dot(sk.vec3d(1.0, 2.0, 3.0), sk.vec3d(4.0, 5.0, 6.0)) == 32.0
+
+
+def test_kernel_only_builtins_raise_clearly():
+    import pytest
+
+    with pytest.raises(RuntimeError, match="only be called inside a @kernel"):
+        sk.tid()
