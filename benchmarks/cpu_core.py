@@ -434,7 +434,7 @@ class Bench:
     # -- targets ----------------------------------------------------------
     def targets(self):
         r = self.results
-        t = common.Table("Targets", ["target", "measured", "met"])
+        t = common.Table("Targets (automatic check of this run, median ratios)", ["target", "measured", "met"])
 
         def row(label, measured, ok):
             t.add(label, measured, "yes" if ok else "**no**")

@@ -4,6 +4,7 @@
     simkit cache clear     delete compiled kernels from the cache
     simkit cache size      show the cache size
     simkit run SCENE --steps N --usd out.usda [--device cpu|cuda]
+    simkit optimize SCENE --iters N --plot loss.png [--device cpu|cuda]
 """
 from __future__ import annotations
 
@@ -98,21 +99,48 @@ class ProgressBar:
         sys.stderr.flush()
 
 
-def cmd_run(args) -> int:
-    scene = load_scene(args.scene)
-    if args.usd:
-        d = os.path.dirname(os.path.abspath(args.usd))
+def _check_output(path) -> None:
+    if path:
+        d = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(d) or not os.access(d, os.W_OK):
-            raise SystemExit(f"simkit: cannot write '{args.usd}': directory '{d}' is missing or not writable")
+            raise SystemExit(f"simkit: cannot write '{path}': directory '{d}' is missing or not writable")
+
+
+def _check_device(device: str) -> None:
     import simkit as sk
 
     try:
-        sk.get_device(args.device)
+        sk.get_device(device)
     except (RuntimeError, ValueError) as e:
         raise SystemExit(f"simkit: {e}") from None
+
+
+def cmd_run(args) -> int:
+    scene = load_scene(args.scene)
+    if not hasattr(scene, "run"):
+        raise SystemExit(f"simkit: scene '{args.scene}' has no run(); try: simkit optimize {args.scene}")
+    _check_output(args.usd)
+    _check_device(args.device)
     scene.run(steps=args.steps, usd=args.usd, device=args.device, progress=ProgressBar(args.scene))
     if args.usd:
         print(f"wrote {args.usd}")
+    return 0
+
+
+def cmd_optimize(args) -> int:
+    scene = load_scene(args.scene)
+    if not hasattr(scene, "optimize"):
+        raise SystemExit(f"simkit: scene '{args.scene}' is not an optimization scene (it has no optimize())")
+    _check_output(args.plot)
+    _check_device(args.device)
+    if args.iters < 1:
+        raise SystemExit("simkit: --iters must be at least 1")
+    result = scene.optimize(iters=args.iters, plot=args.plot, device=args.device,
+                            progress=ProgressBar(f"{args.scene} (optimize)"))
+    summary = getattr(result, "summary", None)
+    print(summary() if callable(summary) else result)
+    if args.plot:
+        print(f"wrote {args.plot}")
     return 0
 
 
@@ -129,6 +157,12 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--usd", default=None, help="output .usda/.usd file")
     r.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     r.set_defaults(fn=cmd_run)
+    o = sub.add_parser("optimize", help="run a scene's gradient-based optimization and plot the loss")
+    o.add_argument("scene", help="scene name (scenes/<name>.py) or path to a scene file with optimize()")
+    o.add_argument("--iters", type=int, default=100, help="optimizer iterations")
+    o.add_argument("--plot", default=None, help="output image of the loss curve (.png, .svg, .pdf)")
+    o.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    o.set_defaults(fn=cmd_optimize)
     return p
 
 

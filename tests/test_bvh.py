@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import simkit as wp
+from simkit.collision import BvhQuery
 
 
 @wp.kernel
@@ -64,6 +65,9 @@ def k_loop_forms(bvh: wp.uint64, lo: wp.array(dtype=wp.vec3), hi: wp.array(dtype
     out[i, 2] = first
     # 4. an early return inside the loop form of a @func
     out[i, 3] = count_items(bvh, lo[i], hi[i])
+    # 5. a query passed to a @func by value: the caller's query is not advanced
+    q5 = wp.bvh_query_aabb(bvh, lo[i], hi[i])
+    out[i, 4] = count_rest(q5) + count_rest(q5)
 
 
 @wp.func
@@ -75,6 +79,15 @@ def count_items(bvh: wp.uint64, lo: wp.vec3, hi: wp.vec3):
         n += 1
         if n >= 1000000:
             return n
+    return n
+
+
+@wp.func
+def count_rest(q: BvhQuery):
+    index = int(0)
+    n = int(0)
+    while wp.bvh_query_next(q, index):
+        n += 1
     return n
 
 
@@ -157,7 +170,7 @@ def test_loop_forms_of_the_query_idiom(device):
     lo, hi = random_boxes(500, seed=5)
     bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))
     qlo, qhi = random_boxes(100, seed=6, size=0.3)
-    out = wp.zeros((100, 4), dtype=int, device=device)
+    out = wp.zeros((100, 5), dtype=int, device=device)
     wp.launch(k_loop_forms, 100, inputs=[bvh.id, wp.array(qlo, dtype=wp.vec3, device=device),
                                          wp.array(qhi, dtype=wp.vec3, device=device), out], device=device)
     res = out.numpy()
@@ -165,7 +178,7 @@ def test_loop_forms_of_the_query_idiom(device):
         ref = overlap_ref(lo, hi, qlo[i], qhi[i])
         assert res[i, 0] == sum(ref) and res[i, 1] == sum(ref)
         assert (res[i, 2] in ref) if ref else res[i, 2] == -1
-        assert res[i, 3] == len(ref)
+        assert res[i, 3] == len(ref) and res[i, 4] == 2 * len(ref)
 
 
 def test_gradients_through_the_query_loop(device):
@@ -237,4 +250,6 @@ def test_errors(device):
     with pytest.raises(TypeError, match="uppers must be a 1D array of vec3"):
         wp.Bvh(alo, wp.array(hi.ravel(), dtype=float, device=device))
     with pytest.raises(ValueError, match="constructor must be one of"):
-        wp.Bvh(alo, wp.array(hi, dtype=wp.vec3, device=device), constructor="lbvh")
+        wp.Bvh(alo, wp.array(hi, dtype=wp.vec3, device=device), constructor="octree")
+    with pytest.raises(NotImplementedError, match="grouped"):
+        wp.Bvh(alo, wp.array(hi, dtype=wp.vec3, device=device), groups=wp.zeros(10, dtype=int, device=device))

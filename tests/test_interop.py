@@ -142,6 +142,34 @@ def test_dlpack_keeps_memory_alive():
     assert view.tolist() == [0, 1, 2]
 
 
+EXIT_SCRIPT = """
+import numpy as np, simkit as sk
+a = sk.zeros(5, dtype=sk.vec3, device="cpu")
+class H: pass
+h = H(); h.cycle = h   # collected by the last garbage collection at exit, after module globals are cleared
+h.cap, h.capv, h.n = sk.to_dlpack(a), a.__dlpack__(max_version=(1, 0)), np.from_dlpack(a)
+h.b = sk.from_dlpack(np.ones(3)); h.c = sk.from_dlpack(a.__dlpack__(max_version=(1, 0)))
+try:
+    import torch
+    h.t, h.u = torch.from_dlpack(a), sk.from_torch(torch.ones(3))
+except ImportError:
+    pass
+CAP, N = a.__dlpack__(), np.from_dlpack(a)
+print("ok")
+"""
+
+
+def test_exports_alive_at_interpreter_exit_do_not_crash(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "exit.py"
+    script.write_text(EXIT_SCRIPT)
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr[-2000:]
+    assert "Exception ignored" not in r.stderr, r.stderr[-2000:]
+
+
 def test_dlpack_device_and_cuda_array_interface_on_cpu():
     a = sk.zeros(3, device="cpu")
     assert a.__dlpack_device__() == (1, 0)
@@ -279,33 +307,69 @@ def _torch_springs(torch, x, i0, i1, rest, k):
     return (0.5 * k * (d.norm(dim=1) - rest) ** 2).sum()
 
 
-def test_torch_function_gradients_match_torch_autograd():
+def test_torch_function_gradients_match_torch_autograd(device):
     torch = pytest.importorskip("torch")
+    if device != "cpu" and not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
 
     def step_energy(x, v, i0, i1, rest):  # one simulation step, then the spring energy of the new state
         x1 = sk.zeros_like(x)
         sk.launch(k_integrate, dim=len(x), inputs=[x, v, 0.01], outputs=[x1])
-        e = sk.zeros(1, dtype=sk.float64, requires_grad=True)
+        e = sk.zeros(1, dtype=sk.float64, device=x.device, requires_grad=True)
         sk.launch(k_springs, dim=len(i0), inputs=[x1, i0, i1, rest, 20.0], outputs=[e])
         return e
 
     f = sk.torch_function(step_energy, dtypes=[sk.vec3d, sk.vec3d])
     g = torch.Generator().manual_seed(1)
-    x = torch.randn(6, 3, dtype=torch.float64, generator=g, requires_grad=True)
-    v = torch.randn(6, 3, dtype=torch.float64, generator=g, requires_grad=True)
-    i0 = torch.tensor([0, 1, 2, 3, 4, 0], dtype=torch.int32)
-    i1 = torch.tensor([1, 2, 3, 4, 5, 5], dtype=torch.int32)
-    rest = torch.full((6,), 0.7, dtype=torch.float64, requires_grad=True)
+    x = torch.randn(6, 3, dtype=torch.float64, generator=g).to(device).requires_grad_(True)
+    v = torch.randn(6, 3, dtype=torch.float64, generator=g).to(device).requires_grad_(True)
+    i0 = torch.tensor([0, 1, 2, 3, 4, 0], dtype=torch.int32, device=device)
+    i1 = torch.tensor([1, 2, 3, 4, 5, 5], dtype=torch.int32, device=device)
+    rest = torch.full((6,), 0.7, dtype=torch.float64, device=device, requires_grad=True)
     e = f(x, v, i0, i1, rest)
+    assert e.device == x.device
     (2.0 * e.sum()).backward()
 
     x2, v2, r2 = (t.detach().clone().requires_grad_(True) for t in (x, v, rest))
-    v1 = v2 + torch.tensor([0.0, -9.8, 0.0], dtype=torch.float64) * 0.01
+    v1 = v2 + torch.tensor([0.0, -9.8, 0.0], dtype=torch.float64, device=device) * 0.01
     e2 = _torch_springs(torch, x2 + v1 * 0.01, i0, i1, r2, 20.0)
     (2.0 * e2).backward()
     assert torch.allclose(e.sum(), e2)
     for a, b in ((x, x2), (v, v2), (rest, r2)):
         assert torch.allclose(a.grad, b.grad, rtol=1e-10, atol=1e-12)
+
+
+@sk.kernel
+def k_step(x: sk.array(dtype=sk.vec3), v: sk.array(dtype=sk.vec3), dt: float, x1: sk.array(dtype=sk.vec3)):
+    i = sk.tid()
+    x1[i] = x[i] + v[i] * dt * x[i][0]
+
+
+def test_torch_function_vector_output_strided_input_retain_graph():
+    torch = pytest.importorskip("torch")
+
+    def step(x, v):
+        x1 = sk.zeros_like(x)
+        sk.launch(k_step, dim=len(x), inputs=[x, v, 0.1], outputs=[x1])
+        return x1
+
+    f = sk.torch_function(step, dtypes=[sk.vec3, sk.vec3])
+    g = torch.Generator().manual_seed(2)
+    xb = torch.randn(10, 3, generator=g, requires_grad=True)
+    v = torch.randn(5, 3, generator=g, requires_grad=True)
+    y = f(xb[::2], v)  # a strided view as input
+    assert tuple(y.shape) == (5, 3) and y.requires_grad
+    loss = (y ** 2).sum() + y.sum()  # y.sum() gives an expanded (stride-0) output gradient
+    loss.backward(retain_graph=True)
+    gx, gv = xb.grad.clone(), v.grad.clone()
+    loss.backward()  # a second backward through the same tape accumulates the same gradients again
+    assert torch.allclose(xb.grad, 2 * gx) and torch.allclose(v.grad, 2 * gv)
+
+    xb2, v2 = xb.detach().clone().requires_grad_(True), v.detach().clone().requires_grad_(True)
+    x = xb2[::2]
+    y2 = x + v2 * 0.1 * x[:, :1]
+    ((y2 ** 2).sum() + y2.sum()).backward()
+    assert torch.allclose(gx, xb2.grad, atol=1e-5) and torch.allclose(gv, v2.grad, atol=1e-5)
 
 
 def test_torch_training_loop_through_simkit_matches_torch_only():
@@ -415,6 +479,7 @@ def test_torch_cuda_zero_copy_and_launch():
     assert a.ptr == t.data_ptr() and a.device == "cuda:0"
     sk.launch(k_inc, dim=8, inputs=[a])
     sk.launch(k_inc, dim=8, inputs=[t])  # via __cuda_array_interface__
+    sk.synchronize()  # torch reads on its own stream
     assert torch.all(t == 2).item()
     tb = sk.to_torch(a)
     assert tb.data_ptr() == t.data_ptr()
@@ -425,6 +490,7 @@ def test_cupy_via_cuda_array_interface():
     cp = pytest.importorskip("cupy")
     x = cp.zeros(8, dtype=cp.float32)
     sk.launch(k_inc, dim=8, inputs=[x], device="cuda:0")
+    sk.synchronize()
     assert float(x.sum()) == 8.0
     a = sk.from_dlpack(x)
     assert a.ptr == x.data.ptr

@@ -584,5 +584,7 @@ def test_construction_errors(device):
         wp.Mesh(wp.array(v.ravel(), dtype=float, device=device), wp.array(f, dtype=wp.int32, device=device))
     with pytest.raises(ValueError, match="no faces"):
         wp.Mesh(pts, wp.array(f[:0], dtype=wp.int32, device=device))
+    with pytest.raises(ValueError, match="bvh_leaf_size must be in"):
+        wp.Mesh(pts, wp.array(f, dtype=wp.int32, device=device), bvh_leaf_size=16)
     with pytest.raises(ValueError, match="velocities has 3 entries"):
         wp.Mesh(pts, wp.array(f, dtype=wp.int32, device=device), velocities=wp.zeros(3, dtype=wp.vec3, device=device))

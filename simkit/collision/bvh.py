@@ -56,6 +56,16 @@ def check_finite(name: str, values: np.ndarray, owner: str):
                          f"{int(bad.sum())} non-finite entries in all")
 
 
+def check_constructor(constructor, groups, owner: str) -> str:
+    """The tree builder to use: "sah" (default) or "median"; Warp's "lbvh" builds the SAH tree too."""
+    if groups is not None:
+        raise NotImplementedError(f"{owner}: grouped BVHs (groups=...) are not supported")
+    name = "sah" if constructor in (None, "lbvh") else constructor
+    if name not in CONSTRUCTORS:
+        raise ValueError(f"{owner}: constructor must be one of {CONSTRUCTORS + ('lbvh',)}, got {constructor!r}")
+    return name
+
+
 class Descriptor:
     """A native descriptor (``bvh_t``, ``mesh_t``) in device memory; ``ptr`` is the object's id."""
 
@@ -72,12 +82,16 @@ class Descriptor:
 
 class Bvh:
     """A BVH over ``lowers[i]``, ``uppers[i]`` (1D arrays of vec3 on one device); ``id`` goes to kernels.
+    Arguments follow Warp's ``Bvh`` (``constructor`` "sah" | "median"; "lbvh" is accepted and builds the
+    SAH tree; ``leaf_size`` items at most per leaf); ``device`` defaults to the arrays' device.
 
     The Bvh keeps references to both arrays: ``refit()`` re-reads them after the boxes moved
     (same tree, new boxes); ``rebuild()`` builds a new tree. ``id`` stays the same.
     """
 
-    def __init__(self, lowers: array, uppers: array, device=None, *, constructor: str = "sah", leaf_size: int = 4):
+    def __init__(self, lowers: array, uppers: array, constructor: str | None = None, groups=None, leaf_size: int = 4,
+                 *, device=None):
+        constructor = check_constructor(constructor, groups, "Bvh")
         check_vec3_array("lowers", lowers, "Bvh")
         check_vec3_array("uppers", uppers, "Bvh")
         if lowers.shape != uppers.shape:
@@ -85,8 +99,6 @@ class Bvh:
         self.device = get_device(device) if device is not None else lowers.device
         if lowers.device != self.device or uppers.device != self.device:
             raise ValueError(f"Bvh: lowers and uppers must be on {self.device.alias}")
-        if constructor not in CONSTRUCTORS:
-            raise ValueError(f"Bvh: constructor must be one of {CONSTRUCTORS}, got {constructor!r}")
         if not 1 <= int(leaf_size) <= 16:
             raise ValueError(f"Bvh: leaf_size must be in [1, 16], got {leaf_size}")
         self.lowers, self.uppers = lowers, uppers

@@ -31,7 +31,7 @@ from ..kernels import types as T
 from ..runtime import array, empty, launch
 from ..runtime.device import get_device
 from . import bvh_build as B
-from .bvh import CONSTRUCTORS, Descriptor, build, check_finite, check_vec3_array
+from .bvh import Descriptor, build, check_constructor, check_finite, check_vec3_array
 
 _MESH_T = _struct.Struct("<QQQQii" "QQQQQQ" "fiii")  # sk::mesh_t (104 bytes)
 assert _MESH_T.size == 104
@@ -46,10 +46,16 @@ class Mesh:
 
     ``support_winding_number=True`` stores the per-node data that
     ``mesh_query_point_sign_winding_number`` needs (else that query signs by ray votes, as in Warp).
+    Arguments follow Warp's ``Mesh``; ``bvh_constructor`` "sah" (default) | "median" ("lbvh" builds the
+    SAH tree), ``bvh_leaf_size`` at most 8 faces per leaf (the default); ``device`` defaults to the
+    arrays' device.
     """
 
-    def __init__(self, points: array, indices: array, velocities: array | None = None, device=None, *,
-                 support_winding_number: bool = False, bvh_constructor: str = "sah", bvh_leaf_size: int = 8):
+    def __init__(self, points: array, indices: array, velocities: array | None = None,
+                 support_winding_number: bool = False, bvh_constructor: str | None = None,
+                 bvh_leaf_size: int | None = None, groups=None, *, device=None):
+        bvh_constructor = check_constructor(bvh_constructor, groups, "Mesh")
+        bvh_leaf_size = B.LANES if bvh_leaf_size is None else int(bvh_leaf_size)
         check_vec3_array("points", points, "Mesh")
         if not isinstance(indices, array) or indices.is_type or not T.is_int(indices.dtype):
             raise TypeError(f"Mesh: indices must be a simkit array of int32, got "
@@ -76,9 +82,7 @@ class Mesh:
             check_vec3_array("velocities", velocities, "Mesh")
             if velocities.shape != points.shape:
                 raise ValueError(f"Mesh: velocities has {velocities.shape[0]} entries, points {points.shape[0]}")
-        if bvh_constructor not in CONSTRUCTORS:
-            raise ValueError(f"Mesh: bvh_constructor must be one of {CONSTRUCTORS}, got {bvh_constructor!r}")
-        if not 1 <= int(bvh_leaf_size) <= B.LANES:
+        if not 1 <= bvh_leaf_size <= B.LANES:
             raise ValueError(f"Mesh: bvh_leaf_size must be in [1, {B.LANES}], got {bvh_leaf_size}")
         self.points, self.indices, self.velocities = points, indices, velocities
         self.support_winding_number = bool(support_winding_number)

@@ -1,4 +1,8 @@
-"""Input/output: scene loading and USD export."""
-from .usda_writer import UsdaPointsWriter
+"""Input/output: mesh loading, USD export, plots. usd-core, trimesh and matplotlib are imported on first use."""
+from .mesh import add_mesh_to_builder, load_mesh, mesh_arrays
+from .plot import plot_curves
+from .usd_exporter import UsdExporter
+from .usda_writer import UsdaPointsWriter, write_points_stage
 
-__all__ = ["UsdaPointsWriter"]
+__all__ = ["UsdExporter", "UsdaPointsWriter", "add_mesh_to_builder", "load_mesh", "mesh_arrays", "plot_curves",
+           "write_points_stage"]

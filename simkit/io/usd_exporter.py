@@ -133,10 +133,10 @@ class UsdExporter:
         if self.backend == "usda":
             if r.ndim:
                 raise ValueError("per-point radii need usd-core (pip install usd-core)")
-            path = self._path(name)
-            frames, _ = self._points.setdefault(path, ([None] * len(self.times), float(r)))
             if self._time is None:
                 raise RuntimeError("without usd-core, points can only be rendered inside begin_frame()/end_frame()")
+            path = self._path(name)
+            frames, _ = self._points.setdefault(path, ([None] * len(self.times), float(r)))
             frames[-1] = pts.copy()
             self._points[path] = (frames, float(r))
             return

@@ -300,7 +300,7 @@ def dot(*args: Any, **kwargs: Any) -> Any:
     Overloads:
         dot(a: vector_Any_Float, b: vector_Any_Float) -> _scalar0
         dot(a: vector_Any_Int, b: vector_Any_Int) -> _scalar0
-        dot(a: quaternion_4_Float, b: quaternion_4_Float) -> _scalar0
+        dot(a: quaternion_4_Float, b: quaternion_4_Float) -> scalar
     """
     ...
 
@@ -435,7 +435,7 @@ def length(*args: Any, **kwargs: Any) -> Any:
 
     Overloads:
         length(a: vector_Any_Float) -> _scalar0
-        length(a: quaternion_4_Float) -> _scalar0
+        length(a: quaternion_4_Float) -> scalar
     """
     ...
 
@@ -445,7 +445,7 @@ def length_sq(*args: Any, **kwargs: Any) -> Any:
     Overloads:
         length_sq(a: vector_Any_Float) -> _scalar0
         length_sq(a: vector_Any_Int) -> _scalar0
-        length_sq(a: quaternion_4_Float) -> _scalar0
+        length_sq(a: quaternion_4_Float) -> scalar
     """
     ...
 
@@ -736,8 +736,8 @@ def quat_from_matrix(*args: Any, **kwargs: Any) -> Any:
     """The unit quaternion of the rotation in the top-left 3x3 block of a 3x3 matrix (rotating column vectors); its sign is unspecified.
 
     Overloads:
-        quat_from_matrix(mat: matrix_3x3_Float) -> f
-        quat_from_matrix(mat: matrix_4x4_Float) -> f
+        quat_from_matrix(mat: matrix_3x3_Float) -> quaternion
+        quat_from_matrix(mat: matrix_4x4_Float) -> quaternion
     """
     ...
 
@@ -777,9 +777,9 @@ def quaternion(*args: Any, **kwargs: Any) -> Any:
     """The zero quaternion (0, 0, 0, 0), as in Warp; use quat_identity() for the identity.
 
     Overloads:
-        quaternion() -> _target
-        quaternion(ijk: vector_3_Float, real: Float) -> _target
-        quaternion(quat: quaternion_4_Float) -> _target
+        quaternion() -> the constructed type
+        quaternion(ijk: vector_3_Float, real: Float) -> the constructed type
+        quaternion(quat: quaternion_4_Float) -> the constructed type
     """
     ...
 
@@ -1046,11 +1046,11 @@ def transformation(*args: Any, **kwargs: Any) -> Any:
     """The all-zero transform (its quaternion is zero too), as in Warp; use transform_identity().
 
     Overloads:
-        transformation() -> _target
-        transformation(p: vector_3_Float, q: quaternion_4_Float) -> _target
-        transformation(p: vector_3_Float) -> _target
-        transformation(xform: transformation_7_Float) -> _target
-        transformation(value: Float) -> _target
+        transformation() -> the constructed type
+        transformation(p: vector_3_Float, q: quaternion_4_Float) -> the constructed type
+        transformation(p: vector_3_Float) -> the constructed type
+        transformation(xform: transformation_7_Float) -> the constructed type
+        transformation(value: Float) -> the constructed type
     """
     ...
 
@@ -1076,7 +1076,7 @@ def vector(*args: Any, **kwargs: Any) -> Any:
         vector(value: Int) -> _target
         vector(v: vector_Any_Float) -> _target
         vector(v: vector_Any_Any) -> _target
-        vector(w: vector_3_Float, v: vector_3_Float) -> <lambda>
+        vector(w: vector_3_Float, v: vector_3_Float) -> the constructed type
     """
     ...
 

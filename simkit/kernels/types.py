@@ -345,7 +345,7 @@ def as_kernel_type(annotation):
     if t is not None:
         return t() if callable(t) else t
     t = normalize_dtype(annotation)
-    if is_scalar(t) or is_value(t) or isinstance(t, (ArrayType, _Generic)) or is_struct(t):
+    if is_scalar(t) or is_value(t) or isinstance(t, (ArrayType, _Generic)) or is_struct(t) or is_opaque(t):
         return t
     raise TypeError(f"{annotation!r} is not a simkit type")
 

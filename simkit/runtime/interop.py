@@ -34,7 +34,7 @@ import ctypes
 import numpy as np
 
 from ..kernels import types as T
-from .array import array, clone, np_dtype_of
+from .array import array, clone
 from .device import get_device
 
 # ---------------------------------------------------------------------------
@@ -93,20 +93,29 @@ _live: dict = {}  # address of an exported managed tensor -> _Export (what keeps
 _DeleterT = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
-@_DeleterT
-def _deleter(ptr):
-    _live.pop(ptr, None)
+def _make_callbacks():
+    """The C callbacks (DLPack deleter, capsule destructor). Consumers may call them as late as the final garbage
+    collection at interpreter exit, after this module's globals are cleared: they only use what they close over,
+    and are made immortal below (a freed ctypes thunk would crash the process)."""
+    live, is_valid, get_pointer = _live, _raw_is_valid, _raw_get_pointer
+    names = (b"dltensor", b"dltensor_versioned")
+
+    def deleter(ptr):
+        live.pop(ptr, None)
+
+    def destructor(cap):  # an unconsumed capsule is freed (consumers rename it, then call the deleter)
+        for name in names:
+            if is_valid(cap, name):
+                live.pop(get_pointer(cap, name), None)
+                return
+
+    fns = (_DeleterT(deleter), _DeleterT(destructor))
+    for f in fns:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(f))  # immortal: never freed, even at exit
+    return fns
 
 
-@_DeleterT
-def _capsule_destructor(cap):
-    # an unconsumed capsule is freed: release what it exported (consumers rename it, then call the deleter)
-    for name in (b"dltensor", b"dltensor_versioned"):
-        if _raw_is_valid(cap, name):
-            _live.pop(_raw_get_pointer(cap, name), None)
-            return
-
-
+_deleter, _capsule_destructor = _make_callbacks()
 _DELETER_ADDR = ctypes.cast(_deleter, ctypes.c_void_p).value
 _DESTRUCTOR_ADDR = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
 
@@ -271,7 +280,7 @@ def cuda_array_interface(a: array) -> dict:
     return {"shape": tuple(a.shape) + esh, "typestr": np.dtype(scalar._np).str,
             "descr": [("", np.dtype(scalar._np).str)], "data": (a.ptr if a.size else 0, False),
             "strides": None if a.is_contiguous else tuple(a.strides) + _contiguous(esh, ssize),
-            "version": 3, "stream": driver.current_stream(a.device)}
+            "version": 3, "stream": driver.current_stream(a.device) or 1}  # 0 (NULL stream) is spelled 1
 
 
 # ---------------------------------------------------------------------------
@@ -281,13 +290,15 @@ def cuda_array_interface(a: array) -> dict:
 class _Imported:
     """Owns a consumed DLPack tensor: calls its deleter when the last simkit/numpy view is gone."""
 
+    _fn = _DeleterT  # a class attribute: still there while module globals are cleared at exit
+
     def __init__(self, ptr: int, deleter: int, versioned: bool):
         self.ptr, self.deleter, self.versioned = ptr, deleter, versioned
 
     def __del__(self):
         if self.deleter:
             d, self.deleter = self.deleter, 0
-            _DeleterT(d)(self.ptr)
+            self._fn(d)(self.ptr)
 
 
 class _HostBuffer:
@@ -351,7 +362,7 @@ def from_dlpack(obj, dtype=None, device=None) -> array:
         if dev_type in (kDLCUDA, kDLCUDAManaged):
             from ..kernels.backends.cuda import driver
 
-            stream = driver.current_stream(get_device(f"cuda:{dev_id}"))
+            stream = driver.current_stream(get_device(f"cuda:{dev_id}")) or 1  # DLPack: 1 = legacy default
         try:
             capsule = obj.__dlpack__(stream=stream, max_version=DLPACK_VERSION)
         except TypeError:  # a producer older than the DLPack 1.0 keyword arguments
@@ -437,6 +448,13 @@ def from_numpy_view(arr, dtype=None) -> array:
     return array(dtype=dtype, device=get_device("cpu"), _np_view=arr, _owner=arr)
 
 
+def _has(obj, name: str) -> bool:
+    try:  # torch raises RuntimeError (not AttributeError) for __cuda_array_interface__ of grad tensors
+        return hasattr(obj, name)
+    except Exception:  # noqa: BLE001
+        return False
+
+
 def _not_foreign(obj) -> bool:
     # simkit arrays, Python scalars, numpy scalars and simkit vector/matrix values (numpy subclasses)
     return isinstance(obj, (array, int, float, bool, np.generic, T.value_base)) or obj is None
@@ -448,7 +466,7 @@ def foreign_device(obj):
         return None
     if isinstance(obj, np.ndarray):
         return get_device("cpu")
-    if hasattr(obj, "__cuda_array_interface__"):
+    if _has(obj, "__cuda_array_interface__"):
         return _pointer_device(int(obj.__cuda_array_interface__["data"][0] or 0))
     return None
 
@@ -458,16 +476,16 @@ def foreign_type(obj):
     if _not_foreign(obj):
         return None
     try:
-        if isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
+        if isinstance(obj, np.ndarray) or _has(obj, "__array_interface__"):
             a = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
             return T.ArrayType(T.scalar_from_numpy(a.dtype), a.ndim)
-        if hasattr(obj, "__cuda_array_interface__"):
+        if _has(obj, "__cuda_array_interface__"):
             iface = obj.__cuda_array_interface__
             return T.ArrayType(T.scalar_from_numpy(np.dtype(iface["typestr"])), len(iface["shape"]))
         if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
             a = from_dlpack(obj)
             return T.ArrayType(a.dtype, a.ndim)
-    except (TypeError, ValueError, BufferError):
+    except (TypeError, ValueError, BufferError, RuntimeError):
         return None
     return None
 
@@ -485,7 +503,7 @@ def as_array(obj, t, device=None, what: str = "argument") -> array:
     try:
         if _not_foreign(obj):
             raise TypeError(f"expected {T.type_name(t)}, got {type(obj).__name__}")
-        if not isinstance(obj, np.ndarray) and hasattr(obj, "__cuda_array_interface__"):
+        if not isinstance(obj, np.ndarray) and _has(obj, "__cuda_array_interface__"):
             a = from_cuda_array_interface(obj, dtype=t.dtype)
         elif isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
             a = from_numpy_view(obj, dtype=t.dtype)
@@ -494,8 +512,13 @@ def as_array(obj, t, device=None, what: str = "argument") -> array:
         else:
             raise TypeError(f"expected {T.type_name(t)}, got {type(obj).__name__}")
     except (TypeError, ValueError, BufferError, RuntimeError) as e:
-        raise TypeError(f"{what}: {e}") from None
+        msg = str(e)
+        if not msg.startswith("expected"):
+            shape = getattr(obj, "shape", None)
+            desc = f"{type(obj).__name__} of shape {tuple(shape)}" if shape is not None else type(obj).__name__
+            msg = f"expected {T.type_name(t)}, got a {desc}: {msg}"
+        raise TypeError(f"{what}: {msg}") from None
     if a.ndim != t.ndim:
-        raise TypeError(f"{what}: expected {T.type_name(t)}, got a {type(obj).__name__} that is a "
+        raise TypeError(f"{what}: expected {T.type_name(t)}, got a {type(obj).__name__} holding a "
                         f"{a.ndim}D array of {T.type_name(a.dtype)}")
     return a

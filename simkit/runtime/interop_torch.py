@@ -77,18 +77,14 @@ def device_to_torch(device):
 
 
 def stream_from_torch(stream_or_device=None):
-    """A simkit Stream wrapping a torch CUDA stream (default: torch's current stream of the device)."""
+    """A simkit Stream wrapping a torch CUDA stream (or torch's current stream of a device; default: the
+    current device). The handle is borrowed: torch keeps owning the stream."""
     torch = _torch()
-    if stream_or_device is None or isinstance(stream_or_device, (str, int)) or \
-            isinstance(stream_or_device, torch.device) or hasattr(stream_or_device, "is_cuda"):
-        dev = stream_or_device
-        if dev is None or isinstance(dev, str) and dev == "cuda":
-            dev = torch.device("cuda", torch.cuda.current_device())
-        elif not isinstance(dev, (str, int, torch.device)):
-            dev = dev.alias
-        s = torch.cuda.current_stream(torch.device(dev) if not isinstance(dev, int) else dev)
-    else:
-        s = stream_or_device
+    s = stream_or_device
+    if hasattr(s, "alias") and hasattr(s, "is_cuda"):  # a simkit Device
+        s = device_to_torch(s)
+    if s is None or isinstance(s, (str, int, torch.device)):
+        s = torch.cuda.current_stream(s)
     from ..kernels.backends.cuda.stream import Stream
 
     return Stream(device_from_torch(s.device), cuda_stream=s.cuda_stream)
@@ -155,7 +151,7 @@ def _on_torch_stream(device):
         return
     from ..kernels.backends.cuda.stream import ScopedStream
 
-    with ScopedStream(stream_from_torch(device_to_torch(device)), sync_enter=True, sync_exit=True):
+    with ScopedStream(stream_from_torch(device), sync_enter=True, sync_exit=True):
         yield
 
 
@@ -224,7 +220,7 @@ def torch_function(fn, dtypes=None):
                 grads.append(g)
             with _on_torch_stream(device):
                 tape.zero()
-                seeds = {o: from_torch(g.detach(), dtype=o.dtype, requires_grad=False)
+                seeds = {o: from_torch(g.detach().contiguous(), dtype=o.dtype, requires_grad=False)  # may be expanded
                          for o, g in zip(outs, gouts) if o.requires_grad and g is not None}
                 if seeds:
                     tape.backward(grads=seeds)

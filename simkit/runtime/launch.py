@@ -213,6 +213,8 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     if size:
         entry, unit = native
         if device.is_cpu:
+            if size >= 2**31:
+                raise ValueError(f"launch of {size} threads on the CPU: at most 2**31 - 1 per launch")
             entry(packed, bounds, (config.cpu_threads or _ncpu) if size >= config.cpu_parallel_min else 1,
                   1 if contiguous else 0)
             if spec.may_error or config.mode == "debug":

@@ -16,11 +16,6 @@
 #include "core.h"
 
 #define SK_BVH_STACK 64  // the builder bounds the tree depth so this never overflows
-#if SK_CUDA
-#define SK_PREFETCH(p) ((void)0)
-#else
-#define SK_PREFETCH(p) __builtin_prefetch(p)
-#endif
 
 namespace sk {
 

@@ -68,16 +68,6 @@ SK_INLINE void leaf_range(const bvh_node_t* nodes, int32 e, int32& start, int32&
     end = start + n.count[r & 1];
 }
 
-// Start loading both children (node records or leaf faces) while this node's boxes are tested:
-// traversals are bound by memory latency.
-SK_INLINE void prefetch_children(const mesh_t& m, const bvh_node_t& n) {
-    for (int k = 0; k < 2; ++k) {
-        if (n.child[k] < 0) continue;
-        if (n.count[k] > 0) SK_PREFETCH(slot_block(m, n.child[k]));
-        else SK_PREFETCH(m.bvh.nodes + n.child[k]);
-    }
-}
-
 // The lane loops below are written branch-free (bitwise &, |, selects) so that compilers vectorize them.
 #define SK_RESTRICT __restrict__
 
@@ -172,7 +162,6 @@ SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist
             continue;
         }
         const bvh_node_t& n = nodes[e];
-        prefetch_children(m, n);
         const float d0 = n.child[0] >= 0 ? box_dist_sq(p, n.lo0, n.hi0) : INFINITY;
         const float d1 = n.child[1] >= 0 ? box_dist_sq(p, n.lo1, n.hi1) : INFINITY;
         const int near = d1 < d0 ? 1 : 0;
@@ -236,7 +225,6 @@ SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>&
             continue;
         }
         const bvh_node_t& n = nodes[e];
-        prefetch_children(m, n);
         float t0 = INFINITY, t1 = INFINITY;
         const bool h0 = n.child[0] >= 0 && ray_box(br, n.lo0, n.hi0, t0) && t0 < best;
         const bool h1 = n.child[1] >= 0 && ray_box(br, n.lo1, n.hi1, t1) && t1 < best;

@@ -1,0 +1,147 @@
+"""``Model``: the arrays that describe a simulation and do not change while it runs (built by
+``ModelBuilder.finalize``).
+
+Example::
+
+    builder = sk.ModelBuilder()
+    builder.add_particle((0.0, 1.0, 0.0), (0.0, 0.0, 0.0), mass=1.0)
+    builder.add_ground_plane()
+    model = builder.finalize(device="cpu")
+    state = model.state()                  # particle_q, particle_qd, particle_f
+    print(model.particle_mass.numpy())     # [1.]
+
+Vectors are ``vec_type``: vec3, or vec3d for ``finalize(dtype=sk.float64)``; scalars are ``dtype``.
+Scalar contact parameters are plain Python attributes: change them on the model at any time.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import types as T
+from ..runtime import array, zeros
+from .state import Control, State
+
+
+class Model:
+    """Static description of a particle / cloth simulation.
+
+    Particles (``particle_count``):
+        particle_q: initial particle positions [m], shape [particle_count], vec3.
+        particle_qd: initial particle velocities [m/s], shape [particle_count], vec3.
+        particle_mass: particle masses [kg], shape [particle_count], float (0: kinematic particle).
+        particle_inv_mass: inverse masses [1/kg], shape [particle_count], float (0 for kinematic
+            particles: gravity, forces and constraints do not move them; they keep their velocity).
+        particle_radius: collision radii [m], shape [particle_count], float.
+        particle_max_radius: the largest radius [m] (Python float).
+        particle_grid: a ``HashGrid`` of the model's precision for particle-particle contact; the
+            solvers rebuild it from the current positions every step.
+
+    Springs (``spring_count``):
+        spring_indices: the two particles of each spring, shape [spring_count * 2], int32.
+        spring_rest_length: rest lengths [m], shape [spring_count], float.
+        spring_stiffness: stiffnesses [N/m], shape [spring_count], float.
+        spring_damping: damping along the spring [N s/m], shape [spring_count], float.
+        spring_control: default activations [dimensionless], shape [spring_count], float (copied
+            into ``Control.spring_activation`` by ``control()``).
+
+    Triangles (``tri_count``), an elastic membrane (stable Neo-Hookean, as in Warp's cloth):
+        tri_indices: the three particles of each triangle, shape [tri_count, 3], int32.
+        tri_poses: inverse rest-shape matrices [1/m], shape [tri_count], mat22 (the rest edges
+            x1 - x0, x2 - x0 in the triangle's own 2D frame, as columns, inverted).
+        tri_areas: rest areas [m^2], shape [tri_count], float.
+        tri_materials: (ke, ka, kd) per triangle, shape [tri_count, 3], float: stretch/shear
+            stiffness (Lame mu of the membrane) [N/m], area stiffness (Lame lambda) [N/m],
+            strain-rate damping [N s/m].
+
+    Static collision shapes (``shape_count``; triangle meshes, baked into world space):
+        shape_transform: placement of each shape (position [m], rotation quaternion x, y, z, w),
+            shape [shape_count], transform.
+        shape_scale: scale of each shape [dimensionless], shape [shape_count], vec3.
+        shape_mesh: the ``Mesh`` of each shape (world-space points [m]; a Python list).
+        shape_mesh_id: the ``Mesh.id`` of each shape, shape [shape_count], uint64.
+        shape_ke, shape_kd, shape_kf, shape_mu: contact stiffness [N/m], normal damping [N s/m],
+            friction damping [N s/m] and friction coefficient [dimensionless] per shape, shape
+            [shape_count], float.
+
+    Ground plane (when ``ground``): the plane ``dot(x, up_vector) = ground_height`` [m], with
+    ``ground_ke`` [N/m], ``ground_kd`` [N s/m], ``ground_kf`` [N s/m] and ``ground_mu``.
+
+    Scalars: ``gravity`` (3 floats) [m/s^2]; ``up_vector``; ``particle_ke`` [N/m],
+    ``particle_kd`` [N s/m], ``particle_kf`` [N s/m], ``particle_mu``, ``particle_cohesion`` [m]
+    (particle-particle contact; ``particle_contact`` switches it); ``soft_contact_margin`` [m]
+    (distance beyond the radius at which particle-shape contacts are looked for);
+    ``particle_damping`` [1/s] (velocity damping); ``particle_max_velocity`` [m/s].
+    """
+
+    def __init__(self, device, dtype=T.float32, requires_grad: bool = False):
+        self.device = device
+        self.dtype = dtype
+        self.vec_type = T.vec3 if dtype is T.float32 else T.vec3d
+        self.mat22_type = T.mat22 if dtype is T.float32 else T.mat22d
+        self.np_dtype = np.float32 if dtype is T.float32 else np.float64
+        self.requires_grad = requires_grad
+        self.up_vector = (0.0, 1.0, 0.0)
+        self.gravity = (0.0, -9.81, 0.0)
+
+        self.particle_count = 0
+        self.particle_q = self.particle_qd = self.particle_mass = self.particle_inv_mass = None
+        self.particle_radius = None
+        self.particle_max_radius = 0.0
+        self.particle_grid = None
+        self.particle_contact = True
+        self.particle_ke, self.particle_kd, self.particle_kf, self.particle_mu = 1.0e3, 1.0e2, 1.0e2, 0.5
+        self.particle_cohesion = 0.0
+        self.particle_damping = 0.0
+        self.particle_max_velocity = 1.0e5
+
+        self.spring_count = 0
+        self.spring_indices = self.spring_rest_length = self.spring_stiffness = None
+        self.spring_damping = self.spring_control = None
+
+        self.tri_count = 0
+        self.tri_indices = self.tri_poses = self.tri_areas = self.tri_materials = None
+
+        self.shape_count = 0
+        self.shape_transform = self.shape_scale = self.shape_mesh_id = None
+        self.shape_mesh: list = []
+        self.shape_ke = self.shape_kd = self.shape_kf = self.shape_mu = None
+        self.soft_contact_margin = 0.0
+
+        self.ground = False
+        self.ground_height = 0.0
+        self.ground_ke, self.ground_kd, self.ground_kf, self.ground_mu = 1.0e3, 10.0, 1.0e3, 0.5
+
+    # ------------------------------------------------------------------ per-simulation objects
+
+    def state(self, requires_grad: bool | None = None) -> State:
+        """A new ``State`` holding copies of the initial positions and velocities, zero forces.
+
+        ``requires_grad`` defaults to the model's (``finalize(requires_grad=...)``).
+        """
+        rg = self.requires_grad if requires_grad is None else bool(requires_grad)
+        n = self.particle_count
+        q = array(self.particle_q.numpy(), dtype=self.vec_type, device=self.device, requires_grad=rg)
+        qd = array(self.particle_qd.numpy(), dtype=self.vec_type, device=self.device, requires_grad=rg)
+        f = zeros(n, dtype=self.vec_type, device=self.device, requires_grad=rg)
+        return State(q, qd, f)
+
+    def control(self, requires_grad: bool | None = None) -> Control:
+        """A new ``Control`` whose spring activations start at ``spring_control``."""
+        rg = self.requires_grad if requires_grad is None else bool(requires_grad)
+        act = array(self.spring_control.numpy(), dtype=self.dtype, device=self.device, requires_grad=rg)
+        return Control(act)
+
+    # ------------------------------------------------------------------ helpers for solvers
+
+    def scalar(self, value) -> np.generic:
+        """``value`` as a NumPy scalar of the model's precision (for kernel arguments)."""
+        return self.np_dtype(value)
+
+    def vector(self, value) -> object:
+        """``value`` (3 numbers) as a vector of the model's ``vec_type`` (for kernel arguments)."""
+        return self.vec_type(*(float(c) for c in value))
+
+    def __repr__(self):
+        return (f"Model(particles={self.particle_count}, springs={self.spring_count}, triangles={self.tri_count}, "
+                f"shapes={self.shape_count}, ground={self.ground}, dtype={T.type_name(self.dtype)}, "
+                f"device={getattr(self.device, 'alias', self.device)})")

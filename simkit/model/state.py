@@ -1,0 +1,62 @@
+"""``State`` (what changes every step) and ``Control`` (what drives the model), made by a ``Model``.
+
+Example::
+
+    state_0, state_1 = model.state(), model.state()
+    control = model.control()
+    control.spring_activation.assign(np.full(model.spring_count, 0.1))   # stretch every spring by 10%
+    solver.step(model, state_0, state_1, control, dt=1.0e-3)
+"""
+from __future__ import annotations
+
+from ..runtime import array
+
+
+class State:
+    """Time-varying quantities of a model. Vectors are the model's ``vec_type`` (vec3, or vec3d for a
+    float64 model).
+
+    Attributes:
+        particle_q: particle positions [m], shape [particle_count], vec3.
+        particle_qd: particle velocities [m/s], shape [particle_count], vec3.
+        particle_f: external forces on particles [N], shape [particle_count], vec3. Solvers read it
+            (added to gravity and internal forces) and never write it; ``clear_forces()`` zeroes it.
+    """
+
+    def __init__(self, particle_q: array, particle_qd: array, particle_f: array):
+        self.particle_q = particle_q
+        self.particle_qd = particle_qd
+        self.particle_f = particle_f
+
+    @property
+    def particle_count(self) -> int:
+        return self.particle_q.shape[0]
+
+    @property
+    def requires_grad(self) -> bool:
+        """True when the positions carry gradients (solvers then allocate fresh scratch arrays per step)."""
+        return self.particle_q.requires_grad
+
+    def clear_forces(self) -> None:
+        """Zero the external forces ``particle_f``."""
+        if self.particle_count:
+            self.particle_f.zero_()
+
+    def __repr__(self):
+        return f"State(particles={self.particle_count}, requires_grad={self.requires_grad})"
+
+
+class Control:
+    """Actuation inputs of a model, read by solvers each step.
+
+    Attributes:
+        spring_activation: spring activations [dimensionless], shape [spring_count], float: a spring's
+            rest length is ``spring_rest_length * (1 + activation)`` (0 is passive, -0.1 contracts it by
+            10%). Differentiable: make it ``requires_grad`` to optimise actuation.
+    """
+
+    def __init__(self, spring_activation: array):
+        self.spring_activation = spring_activation
+
+    def __repr__(self):
+        return f"Control(springs={self.spring_activation.shape[0]})"
