@@ -30,3 +30,7 @@ max_unroll: int = 16
 
 #: Optimisation level for the CPU compiler.
 cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")
+
+#: GPU adjoint kernels with dynamic loops: per-thread stack bytes, and the most scratch memory per launch.
+cuda_stack_bytes: int = 16 * 1024
+cuda_stack_budget: int = 1 << 30

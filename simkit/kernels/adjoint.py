@@ -276,10 +276,13 @@ def gen_struct_accum(t) -> str:
         if not isinstance(ft, T.ArrayType):
             lines.append(f"    accum(a.{fname}, b.{fname});")
     lines.append("} }")
-    # atomic gradient accumulation into arrays of this struct: field by field (found by ADL)
+    # gradient accumulation into arrays of this struct, field by field (found by ADL from array.h)
     lines.append(f"SK_INLINE void atomic_accumulate({st.cname}* p, const {st.cname}& v) {{")
+    lines.append("    using sk::atomic_accumulate;")
     for fname, ft in st.fields.items():
         if not isinstance(ft, T.ArrayType):
-            lines.append(f"    sk::atomic_accumulate(&p->{fname}, v.{fname});")
+            lines.append(f"    atomic_accumulate(&p->{fname}, v.{fname});")
     lines.append("}")
+    lines.append(f"SK_INLINE {st.cname}& operator+=({st.cname}& a, const {st.cname}& b) {{ sk::accum(a, b); "
+                 f"return a; }}")
     return "\n".join(lines)

@@ -160,7 +160,7 @@ class Emitter:
             self.w(f"{s.out.name}.{s.field} = {ref(s.value)};", depth)
         elif isinstance(s, ir.Tid):
             if len(s.outs) == 1 and self.fn.uses_tid == 1:
-                self.w(f"{s.outs[0].name} = sk::int32(_idx);", depth)  # 1D: the linear index
+                self.w(f"{s.outs[0].name} = sk::tid_first(_bounds, _idx);", depth)  # Warp: the first index
             else:
                 for k, o in enumerate(s.outs):
                     self.w(f"{o.name} = _tid[{k}];", depth)

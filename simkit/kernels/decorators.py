@@ -266,7 +266,8 @@ class Function:
                 continue
             coerced, concrete, ok = [], {}, True
             for (pname, spec), a in zip(types.items(), args):
-                if a.weak and T.is_scalar(spec) and spec is not a.type:
+                if a.weak and T.is_scalar(spec) and spec is not a.type and not (
+                        T.is_int(spec) and isinstance(a.const, float)):  # 1.5 never silently becomes 1
                     a = builder.const(a.const, spec)
                 if not T.types_match(spec, a.type):
                     ok = False

@@ -144,6 +144,8 @@ def normalize_dtype(dtype):
         return int32
     if dtype is _py.bool:
         return bool
+    if dtype is _PyAny:  # typing.Any
+        return Any
     if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
         return scalar_from_numpy(dtype)
     return dtype

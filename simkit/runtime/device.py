@@ -47,6 +47,15 @@ _cuda_devices: list | None = None
 _default: Device | None = None
 
 
+def _register_hooks():
+    """Let the CUDA backend (a lower layer) resolve device names through this module."""
+    try:
+        from ..kernels.backends.cuda import driver
+    except ImportError:
+        return
+    driver.set_runtime_hooks(get_device, ScopedDevice)
+
+
 def cuda_devices() -> list:
     """CUDA devices visible through the driver API ([] without a driver or GPU)."""
     global _cuda_devices
@@ -86,8 +95,16 @@ def get_device(ident=None) -> Device:
     if ident.startswith("cuda"):
         devs = cuda_devices()
         if not devs:
-            raise RuntimeError(f"device '{ident}' was requested but no CUDA GPU is available (no NVIDIA driver, "
-                               "no GPU, or cuda-python missing: pip install 'simkit[cuda]'); use device='cpu'")
+            why = ""
+            try:
+                from ..kernels.backends.cuda import driver
+
+                why = f" ({driver.unavailable_reason()})" if driver.unavailable_reason() else ""
+            except Exception:
+                pass
+            raise RuntimeError(f"device '{ident}' was requested but no CUDA GPU is available{why}: no NVIDIA "
+                               "driver, no GPU, or cuda-python missing (pip install 'simkit[cuda]'); use "
+                               "device='cpu'")
         if ident == "cuda":
             return devs[0]
         try:
@@ -129,3 +146,6 @@ class ScopedDevice:
     def __exit__(self, *exc):
         global _default
         _default = self._saved
+
+
+_register_hooks()

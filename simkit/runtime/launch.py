@@ -31,7 +31,8 @@ ERRORS = {
     2: "an array argument is None (null) but is indexed",
     3: "{a} indices given for a {b}D array",
     4: "expectation failed (expect_eq / expect_near)",
-    5: "adjoint loop stack overflow",
+    5: "adjoint loop stack overflow on the GPU (needed {a} bytes per thread, have {b}); raise "
+       "simkit.config.cuda_stack_bytes",
     6: "assertion failed",
 }
 
@@ -235,7 +236,7 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
         entry(packed, bounds, threads if size >= config.cpu_parallel_min else 1, 1 if contiguous else 0)
         err = unit.library.error()
     else:
-        err = unit.launch(entry, packed, bounds, size, block_dim, stream)
+        err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device)
     if err is not None:
         raise_kernel_error(kernel, err)
 

@@ -205,6 +205,11 @@ struct launch_bounds_t {
     int64 size;
 };
 
+// `i = tid()`: the index along the first launch dimension (the linear index for 1D launches).
+SK_INLINE int32 tid_first(const launch_bounds_t& b, int64 index) {
+    return b.ndim == 1 ? int32(index) : int32(index / (b.size / b.shape[0]));
+}
+
 // Decompose a linear thread index into up to 4 launch indices (row-major).
 SK_INLINE void tid_decompose(const launch_bounds_t& b, int64 index, int32* out) {
     for (int d = b.ndim - 1; d >= 0; --d) {
