@@ -240,7 +240,8 @@ def _queries(n: int, seed: int) -> dict:
     origins = _unit(rng.normal(size=(n, 3))) * 3.0
     targets = _unit(rng.normal(size=(n, 3))) * rng.uniform(0.0, 1.0, (n, 1)) ** (1.0 / 3.0)
     f32 = lambda a: np.ascontiguousarray(a, dtype=np.float32)  # noqa: E731
-    return {"points": f32(rng.uniform(-1.5, 1.5, (n, 3))), "cam_o": f32(origins), "cam_d": f32(_unit(targets - origins)),
+    return {"points": f32(rng.uniform(-1.5, 1.5, (n, 3))), "cam_o": f32(origins),
+            "cam_d": f32(_unit(targets - origins)),
             "rnd_o": f32(rng.uniform(-1.5, 1.5, (n, 3))), "rnd_d": f32(_unit(rng.normal(size=(n, 3))))}
 
 

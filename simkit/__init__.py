@@ -10,8 +10,10 @@
     x = sk.ones(1024, device="cpu"); y = sk.zeros(1024, device="cpu")
     sk.launch(saxpy, dim=1024, inputs=[2.0, x, y], device="cpu")
 """
-from . import autograd, collision, config, io, optim
+from . import autograd, collision, config, io, model, optim, solvers
 from .collision import Bvh, HashGrid, MarchingCubes, Mesh
+from .model import Control, Model, ModelBuilder, State
+from .solvers import SemiImplicitEulerSolver, XPBDSolver
 from .kernels import (CompileError, CompilerNotFoundError, Function, Kernel, NativeCompileError, constant, func,
                       func_grad, func_replay, kernel, static, struct)
 from .kernels.api import builtin_functions as _builtin_functions
@@ -39,6 +41,7 @@ def synchronize():
         driver.synchronize_all()
 
 
-__all__ = (["autograd", "collision", "config", "io", "optim", "Bvh", "HashGrid", "MarchingCubes", "Mesh", "CompileError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
+__all__ = (["autograd", "collision", "config", "io", "model", "optim", "solvers", "Control", "Model", "ModelBuilder",
+            "State", "SemiImplicitEulerSolver", "XPBDSolver", "Bvh", "HashGrid", "MarchingCubes", "Mesh", "CompileError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
             "constant", "func", "func_grad", "func_replay", "kernel", "static", "struct", "init", "synchronize",
             "__version__"] + list(_types_all) + list(_runtime_all) + sorted(_bf))

@@ -420,3 +420,22 @@ def test_jacobian_matches_finite_differences():
     jf = sk.autograd.jacobian_fd(chain_a, 2, [x], [out], eps=1e-6)
     np.testing.assert_allclose(ja[(0, 0)], jf[(0, 0)], atol=1e-8)
     np.testing.assert_allclose(np.diag(ja[(0, 0)]), 2 * np.cos([0.3, 0.4]))
+
+
+@sk.kernel
+def where_cast(x: sk.array(dtype=f64), y: sk.array(dtype=sk.float32), out: sk.array(dtype=f64)):
+    i = sk.tid()
+    a = sk.where(x[i] > 0.0, x[i] * x[i], -x[i])
+    b = f64(y[i]) * 3.0  # float32 -> float64 cast carries the gradient
+    c = sk.float32(x[i]) * y[i]  # float64 -> float32
+    out[i] = a + b + f64(c)
+
+
+def test_where_and_cast_gradients(device):
+    xv, yv = np.array([0.5, -2.0]), np.array([1.5, -0.25], dtype=np.float32)
+    x = arr(xv, device=device)
+    y = sk.array(yv, dtype=sk.float32, requires_grad=True, device=device)
+    out = arr(np.zeros(2), device=device)
+    backward_of(where_cast, 2, [x, y], [out], device)
+    np.testing.assert_allclose(x.grad.numpy(), np.where(xv > 0, 2 * xv, -1.0) + yv, rtol=1e-6)
+    np.testing.assert_allclose(y.grad.numpy(), 3.0 + xv, rtol=1e-6)

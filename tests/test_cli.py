@@ -9,7 +9,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def test_readme_has_both_commands_and_ci_uses_the_test_command():
     readme = open(os.path.join(ROOT, "README.md")).read()
-    assert re.search(r"^pip install -e \. && simkit run \w+ .*--usd", readme, re.M), "main-job command missing"
+    assert re.search(r"^pip install -e (\.|'\.\[[\w,]+\]') && simkit run \w+ .*--usd", readme, re.M), \
+        "main-job command missing"
     assert re.search(r"^pip install -e '\.\[dev\]' && python -m pytest", readme, re.M), "test command missing"
     ci = open(os.path.join(ROOT, ".ci", "run")).read()
     assert "README.md" in ci and "set -euo pipefail" in ci

@@ -928,8 +928,6 @@ def test_unit_loads_lazily_on_a_second_device(fake_cuda):
     np.testing.assert_array_equal(y1.numpy(), np.full(8, 1.0, np.float32))  # _packed_saxpy: a = 1
 
 
-@pytest.mark.xfail(reason="interface: runtime/launch.py must pass device= to Unit.launch (units are keyed by "
-                          "arch, shared by all GPUs of that arch)", strict=False)
 def test_launch_on_two_devices_of_one_arch(fake_cuda):
     try:
         for dev in ("cuda:0", "cuda:1"):

@@ -289,6 +289,22 @@ def test_max_dist_limits_the_search(device):
     assert not run_points(mesh, xs, 1, device, max_dist=0.0)[0].any()
 
 
+def test_sliver_faces_are_skipped_by_point_and_ray_queries(device):
+    # a unit square (2 faces) and a degenerate face (collinear points) hovering above it
+    v = np.array([[0, 0, 0], [1, 0, 0], [1, 1, 0], [0, 1, 0], [0.2, 0.5, 0.5], [0.5, 0.5, 0.5], [0.8, 0.5, 0.5]],
+                 np.float32)
+    f = np.array([0, 1, 2, 0, 2, 3, 4, 5, 6], np.int32)
+    mesh = wp.Mesh(wp.array(v, dtype=wp.vec3, device=device), wp.array(f, dtype=wp.int32, device=device))
+    found, cps, faces = run_points(mesh, np.array([[0.5, 0.5, 0.6]], np.float32), 0, device)[:3]
+    assert found[0] == 1 and faces[0] in (0, 1) and abs(cps[0][2]) < 1e-6
+    outs = [wp.zeros(1, dtype=float, device=device), wp.zeros(1, dtype=int, device=device)] + \
+        [wp.zeros(1, dtype=t, device=device) for t in (wp.vec3, wp.vec3, float)]
+    wp.launch(k_ray, 1, inputs=[mesh.id, wp.array([[0.5, 0.5, 1.0]], dtype=wp.vec3, device=device),
+                                wp.array([[0.0, 0.0, -1.0]], dtype=wp.vec3, device=device), 1.0e6], outputs=outs,
+              device=device)
+    assert abs(outs[0].numpy()[0] - 1.0) < 1e-6 and outs[1].numpy()[0] in (0, 1)
+
+
 def test_winding_number_on_an_open_mesh(device):
     tm = trimesh.creation.icosphere(subdivisions=2)
     tm = trimesh.Trimesh(tm.vertices, tm.faces[1:], process=False)  # one face missing: not watertight
@@ -452,6 +468,27 @@ def test_gradients_wrt_query_point_and_ray(device):
     wp.autograd.gradcheck(k_closest_points, 16, [mesh.id, xs], [out], eps=1e-3, atol=2e-3, rtol=2e-2, device=device)
     wp.autograd.gradcheck(k_ray_tuv, 16, [mesh.id, xs, ds], [out, nrm], eps=1e-3, atol=2e-3, rtol=2e-2,
                           device=device)
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_every_point_query_and_eval_is_differentiable(device, method):
+    tm = trimesh.creation.icosphere(subdivisions=1)
+    v = np.asarray(tm.vertices, np.float32)
+    mesh = wp.Mesh(wp.array(v, dtype=wp.vec3, device=device),
+                   wp.array(np.asarray(tm.faces, np.int32).ravel(), dtype=wp.int32, device=device),
+                   velocities=wp.array(2.0 * v, dtype=wp.vec3, device=device), support_winding_number=True)
+    x = feature_points(tm, 8, seed=1)
+    n = len(x)
+    outs = [wp.zeros(n, dtype=int, device=device), wp.zeros(n, dtype=wp.vec3, device=device),
+            wp.zeros(n, dtype=int, device=device), wp.zeros(n, dtype=wp.vec2, device=device),
+            wp.zeros(n, dtype=float, device=device)]
+    wp.autograd.gradcheck(k_point, n, [mesh.id, wp.array(x, dtype=wp.vec3, device=device), METHODS[method], 1.0e6],
+                          outs, eps=1e-3, atol=2e-3, rtol=2e-2, device=device)
+    nf = len(tm.faces)
+    uv = wp.array(np.random.default_rng(0).uniform(0, 0.5, (nf, 2)).astype(np.float32), dtype=wp.vec2, device=device)
+    outs = [wp.zeros(nf, dtype=wp.vec3, device=device) for _ in range(5)] + [wp.zeros(nf, dtype=int, device=device)]
+    faces = wp.array(np.arange(nf, dtype=np.int32), dtype=int, device=device)
+    wp.autograd.gradcheck(k_access, nf, [mesh.id, faces, uv], outs, eps=1e-3, atol=2e-3, rtol=2e-2, device=device)
 
 
 def test_gradients_wrt_vertices(device):

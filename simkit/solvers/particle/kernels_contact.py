@@ -64,7 +64,7 @@ def eval_particle_contacts(grid: T.uint64, x: array(dtype=Any), v: array(dtype=A
 def mesh_contact(mesh: T.uint64, xi: Any, r: Any, max_dist: Any):
     """Signed distance of the sphere (xi, r) to the mesh surface (< 0: penetrating) and the outward
     contact normal; a distance of r + max_dist (no contact) when no face is that close."""
-    q = sk.mesh_query_point_sign_normal(mesh, sk.vec3(xi), sk.float32(r + max_dist))
+    q = sk.mesh_query_point_sign_normal(mesh, T.vec3(xi), T.float32(r + max_dist))
     c = r + max_dist
     n = type(xi)()
     if q.result:

@@ -2,9 +2,12 @@
 constraints, contact projections, and the averaged (Jacobi) position update.
 
 Each iteration reads the positions and Lagrange multipliers of the previous iteration and writes
-new arrays: constraint kernels add corrections into ``delta`` and their count into ``count`` with
-atomics; ``apply_deltas`` writes ``x + relaxation * delta / count``. Nothing is updated in place,
-so the Tape differentiates every iteration.
+new arrays: constraint kernels add corrections into ``delta`` with atomics, and ``apply_deltas``
+writes ``x + delta / count``. Springs and triangles scale their multiplier change by
+``relaxation / n`` (n: the most constraints on any of their particles), so positions and multipliers
+stay consistent (Jacobi with constraint averaging) and their ``count`` is 1; contacts add 1 to
+``count`` per correction and are averaged. Nothing is updated in place, so the Tape differentiates
+every iteration.
 
 Constraint update (Macklin et al. 2016, with damping): for ``C(x)`` with compliance ``alpha``
 (``1 / stiffness``) and damping ratio ``gamma``,
@@ -49,8 +52,9 @@ def xpbd_dlambda(c: Any, dc_disp: Any, wsum: Any, stiffness: Any, kd: Any, lam: 
 @kernel
 def solve_springs(x: array(dtype=Any), x_start: array(dtype=Any), inv_mass: array(dtype=Any),
                   spring_indices: array(dtype=T.int32), rest_length: array(dtype=Any), stiffness: array(dtype=Any),
-                  damping: array(dtype=Any), activation: array(dtype=Any), lambda_in: array(dtype=Any), dt: Any,
-                  delta: array(dtype=Any), count: array(dtype=Any), lambda_out: array(dtype=Any)):
+                  damping: array(dtype=Any), activation: array(dtype=Any), lambda_in: array(dtype=Any),
+                  constraint_count: array(dtype=Any), relaxation: Any, dt: Any, delta: array(dtype=Any),
+                  lambda_out: array(dtype=Any)):
     tid = sk.tid()
     i = spring_indices[tid * 2 + 0]
     j = spring_indices[tid * 2 + 1]
@@ -65,11 +69,10 @@ def solve_springs(x: array(dtype=Any), x_start: array(dtype=Any), inv_mass: arra
         n = xij / length
         c = length - rest_length[tid] * (1.0 + activation[tid])
         disp = sk.dot(n, (x[i] - x_start[i]) - (x[j] - x_start[j]))
-        dlam = xpbd_dlambda(c, disp, wi + wj, ke, damping[tid], lam, dt)
+        scale = relaxation / sk.max(constraint_count[i], constraint_count[j])
+        dlam = xpbd_dlambda(c, disp, wi + wj, ke, damping[tid], lam, dt) * scale
         sk.atomic_add(delta, i, n * (wi * dlam))
         sk.atomic_sub(delta, j, n * (wj * dlam))
-        sk.atomic_add(count, i, 1.0)
-        sk.atomic_add(count, j, 1.0)
     lambda_out[tid] = lam + dlam
 
 
@@ -108,8 +111,8 @@ def tri_constraint(c: int, p0: Any, p1: Any, p2: Any, dm: Any, a0: Any):
 @kernel
 def solve_triangles(x: array(dtype=Any), x_start: array(dtype=Any), inv_mass: array(dtype=Any),
                     tri_indices: array2d(dtype=T.int32), tri_poses: array(dtype=Any), tri_areas: array(dtype=Any),
-                    tri_materials: array2d(dtype=Any), lambda_in: array(dtype=Any), dt: Any, delta: array(dtype=Any),
-                    count: array(dtype=Any), lambda_out: array(dtype=Any)):
+                    tri_materials: array2d(dtype=Any), lambda_in: array(dtype=Any), constraint_count: array(dtype=Any),
+                    relaxation: Any, dt: Any, delta: array(dtype=Any), lambda_out: array(dtype=Any)):
     # four constraints per triangle, solved one after the other (Gauss-Seidel inside the triangle);
     # stiffnesses 2 mu A0, 2 mu A0, mu A0, (lambda - mu) A0 give the small-strain energy of the
     # membrane of eval_triangles: A0 (mu e:e + (lambda - mu) / 2 tr(e)^2)
@@ -131,7 +134,7 @@ def solve_triangles(x: array(dtype=Any), x_start: array(dtype=Any), inv_mass: ar
     mu = tri_materials[t, 0]
     lam = tri_materials[t, 1]
     kd = tri_materials[t, 2]
-    active = 0
+    scale = relaxation / sk.max(sk.max(constraint_count[i], constraint_count[j]), constraint_count[k])
     for c in range(4):
         stiff = mu * a0 * 2.0
         damp = kd * a0 * 2.0
@@ -149,19 +152,14 @@ def solve_triangles(x: array(dtype=Any), x_start: array(dtype=Any), inv_mass: ar
             wsum = w0 * sk.dot(g0, g0) + w1 * sk.dot(g1, g1) + w2 * sk.dot(g2, g2)
             if wsum > 0.0:
                 disp = sk.dot(g0, p0 - s0) + sk.dot(g1, p1 - s1) + sk.dot(g2, p2 - s2)
-                dl = xpbd_dlambda(val, disp, wsum, stiff, damp, li, dt)
+                dl = xpbd_dlambda(val, disp, wsum, stiff, damp, li, dt) * scale
                 p0 = p0 + g0 * (w0 * dl)
                 p1 = p1 + g1 * (w1 * dl)
                 p2 = p2 + g2 * (w2 * dl)
-                active = 1
         lambda_out[t * 4 + c] = li + dl
-    if active == 1:
-        sk.atomic_add(delta, i, p0 - x[i])
-        sk.atomic_add(delta, j, p1 - x[j])
-        sk.atomic_add(delta, k, p2 - x[k])
-        sk.atomic_add(count, i, 1.0)
-        sk.atomic_add(count, j, 1.0)
-        sk.atomic_add(count, k, 1.0)
+    sk.atomic_add(delta, i, p0 - x[i])
+    sk.atomic_add(delta, j, p1 - x[j])
+    sk.atomic_add(delta, k, p2 - x[k])
 
 
 @func
@@ -184,7 +182,7 @@ def solve_ground(x: array(dtype=Any), x_start: array(dtype=Any), inv_mass: array
     if c < 0.0:
         corr = up * (-c) + friction_correction(up, xi - x_start[i], -c, mu)
         sk.atomic_add(delta, i, corr)
-        sk.atomic_add(count, i, 1.0)
+        sk.atomic_add(count, i, count.dtype(1.0))
 
 
 @kernel
@@ -232,14 +230,14 @@ def solve_mesh_contacts(x: array(dtype=Any), x_start: array(dtype=Any), inv_mass
     c, n = mesh_contact(shape_mesh_id[s], xi, radius[i], margin + sk.length(disp))
     if c < 0.0:
         sk.atomic_add(delta, i, n * (-c) + friction_correction(n, disp, -c, shape_mu[s]))
-        sk.atomic_add(count, i, 1.0)
+        sk.atomic_add(count, i, count.dtype(1.0))
 
 
 @kernel
-def apply_deltas(x: array(dtype=Any), delta: array(dtype=Any), count: array(dtype=Any), relaxation: Any,
+def apply_deltas(x: array(dtype=Any), delta: array(dtype=Any), count: array(dtype=Any),
                  x_out: array(dtype=Any)):
     i = sk.tid()
-    x_out[i] = x[i] + delta[i] * (relaxation / sk.max(count[i], 1.0))
+    x_out[i] = x[i] + delta[i] / sk.max(count[i], 1.0)
 
 
 @kernel

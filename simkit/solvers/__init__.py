@@ -1,0 +1,6 @@
+"""Solvers: each advances a ``State`` of a ``Model`` by one time step, differentiably
+(``step(model, state_in, state_out, control, dt)``)."""
+from .particle import SemiImplicitEulerSolver, XPBDSolver
+from .solver import Solver
+
+__all__ = ["Solver", "SemiImplicitEulerSolver", "XPBDSolver"]

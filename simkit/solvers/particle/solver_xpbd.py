@@ -1,0 +1,128 @@
+"""``XPBDSolver``: extended position-based dynamics with Jacobi iterations.
+
+Example::
+
+    solver = sk.XPBDSolver(iterations=10)
+    solver.step(model, state_0, state_1, None, dt=1.0 / 60.0)
+
+Per step: predict positions from velocities, gravity and external forces; then ``iterations``
+times: project springs and membrane triangles (stretch, shear, area) and apply their averaged
+corrections, then project contacts (ground, particles through ``model.particle_grid``, static
+meshes) and apply theirs. Velocities are the displacement over ``dt``. Springs and triangles are compliant (compliance 1 / stiffness) with
+Lagrange multipliers carried across iterations, so stiffness does not depend on the iteration
+count; contacts are hard, with position-level Coulomb friction. Every iteration writes new arrays
+when gradients are wanted, so the Tape differentiates the whole solve.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ...model import Control, Model, State
+from ...runtime import array, launch
+from ..solver import Solver
+from .kernels_xpbd import (apply_deltas, predict_positions, solve_ground, solve_mesh_contacts,
+                           solve_particle_contacts, solve_springs, solve_triangles, update_velocities)
+
+
+class XPBDSolver(Solver):
+    """``iterations``: constraint passes per step; ``relaxation``: scale of the averaged
+    corrections (1: plain averaging; up to ~1.5 converges faster); ``contact_margin`` [m]: extra
+    search distance for particle-particle contacts, as a fraction of the largest radius."""
+
+    def __init__(self, iterations: int = 10, *, relaxation: float = 1.0, contact_margin: float = 0.5):
+        super().__init__()
+        if int(iterations) < 0:
+            raise ValueError(f"iterations must be >= 0, got {iterations}")
+        self.iterations = int(iterations)
+        self.relaxation = float(relaxation)
+        self.contact_margin = float(contact_margin)
+        self._counts: dict = {}
+
+    def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
+        n = model.particle_count
+        if n == 0:
+            return
+        s, dev, vec = model.scalar, model.device, model.vec_type
+        fresh = self.differentiable(model, state_in)
+        control = self.default_control(model, control)
+        x0 = state_in.particle_q
+        w = model.particle_inv_mass
+
+        x_pred = x = self.scratch(model, "x_pred", n, vec, fresh=fresh, zero=False)
+        launch(predict_positions, n, device=dev,
+               inputs=[x0, state_in.particle_qd, state_in.particle_f, w, model.vector(model.gravity),
+                       s(model.particle_damping), s(model.particle_max_velocity), s(dt)],
+               outputs=[x_pred])
+        grid = None
+        if self.particle_contact_enabled(model):
+            reach = model.particle_max_radius * (1.0 + self.contact_margin)
+            width = model.particle_max_radius + reach
+            grid = self.build_particle_grid(model, x, width)
+        lam_springs = self.scratch(model, "lambda_s", model.spring_count, model.dtype, fresh=fresh)
+        lam_tris = self.scratch(model, "lambda_t", model.tri_count * 4, model.dtype, fresh=fresh)
+
+        contacts = grid is not None or model.ground or model.shape_count
+        if model.spring_count or model.tri_count:
+            counts, ones = self._constraint_counts(model)
+            relax = s(self.relaxation)
+        for it in range(self.iterations):
+            tag = str(it % 2)
+            if model.spring_count or model.tri_count:  # elastic constraints, then their averaged update
+                delta = self.scratch(model, "delta", n, vec, fresh=fresh)
+                if model.spring_count:
+                    lam_next = self.scratch(model, "lambda_s" + tag, model.spring_count, model.dtype, fresh=fresh,
+                                            zero=False)
+                    launch(solve_springs, model.spring_count, device=dev,
+                           inputs=[x, x0, w, model.spring_indices, model.spring_rest_length, model.spring_stiffness,
+                                   model.spring_damping, control.spring_activation, lam_springs, counts, relax, s(dt)],
+                           outputs=[delta, lam_next])
+                    lam_springs = lam_next
+                if model.tri_count:
+                    lam_next = self.scratch(model, "lambda_t" + tag, model.tri_count * 4, model.dtype, fresh=fresh,
+                                            zero=False)
+                    launch(solve_triangles, model.tri_count, device=dev,
+                           inputs=[x, x0, w, model.tri_indices, model.tri_poses, model.tri_areas,
+                                   model.tri_materials, lam_tris, counts, relax, s(dt)],
+                           outputs=[delta, lam_next])
+                    lam_tris = lam_next
+                x_next = self.scratch(model, "x" + tag, n, vec, fresh=fresh, zero=False)
+                launch(apply_deltas, n, device=dev, inputs=[x, delta, ones], outputs=[x_next])
+                x = x_next
+            if contacts:  # hard contacts last, so each iteration ends without penetration
+                delta = self.scratch(model, "delta_c", n, vec, fresh=fresh)
+                count = self.scratch(model, "count_c", n, model.dtype, fresh=fresh, requires_grad=False)
+                if grid is not None:
+                    launch(solve_particle_contacts, n, device=dev,
+                           inputs=[grid.id, x, x0, w, model.particle_radius, s(reach), s(model.particle_mu)],
+                           outputs=[delta, count])
+                if model.ground:
+                    launch(solve_ground, n, device=dev,
+                           inputs=[x, x0, w, model.particle_radius, model.vector(model.up_vector),
+                                   s(model.ground_height), s(model.ground_mu)],
+                           outputs=[delta, count])
+                if model.shape_count:
+                    launch(solve_mesh_contacts, (n, model.shape_count), device=dev,
+                           inputs=[x, x0, w, model.particle_radius, model.shape_mesh_id, model.shape_mu,
+                                   s(model.soft_contact_margin)],
+                           outputs=[delta, count])
+                x_next = self.scratch(model, "xc" + tag, n, vec, fresh=fresh, zero=False)
+                launch(apply_deltas, n, device=dev, inputs=[x, delta, count], outputs=[x_next])
+                x = x_next
+
+        if grid is not None:
+            self.rebuild_on_backward(grid, x_pred, width)
+        launch(update_velocities, n, device=dev, inputs=[x0, x, s(dt)],
+               outputs=[state_out.particle_q, state_out.particle_qd])
+
+    def _constraint_counts(self, model: Model):
+        """Springs and triangles on each particle (at least 1), and ones: constant per model."""
+        key = id(model)
+        cached = self._counts.get(key)
+        if cached is None or cached[0].shape[0] != model.particle_count:
+            c = np.zeros(model.particle_count)
+            np.add.at(c, model.spring_indices.numpy().reshape(-1), 1.0)
+            np.add.at(c, model.tri_indices.numpy().reshape(-1), 1.0)
+            cached = self._counts[key] = (
+                array(np.maximum(c, 1.0).astype(model.np_dtype), dtype=model.dtype, device=model.device),
+                array(np.ones(model.particle_count, model.np_dtype), dtype=model.dtype, device=model.device))
+        return cached

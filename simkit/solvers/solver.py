@@ -1,0 +1,72 @@
+"""What every solver shares: scratch arrays that are fresh per step when gradients are taped, the
+default control, and the particle HashGrid rebuilt where the Tape needs it."""
+from __future__ import annotations
+
+from ..model import Control, Model, State
+from ..runtime import array, zeros
+from ..runtime import tape as _tape
+
+
+def active_tape():
+    """The Tape recording now (None outside ``with tape:`` and inside ``sk.checkpoint``)."""
+    return _tape._active[-1] if _tape._active else None
+
+
+class Solver:
+    """Base class: ``step(model, state_in, state_out, control, dt)`` advances ``state_in`` by ``dt``
+    [s] into ``state_out``. It never writes ``state_in`` nor any model array."""
+
+    def __init__(self):
+        self._buffers: dict = {}
+        self._controls: dict = {}
+
+    def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ helpers for step()
+
+    @staticmethod
+    def differentiable(model: Model, state: State) -> bool:
+        """True when this step must keep every intermediate array (gradients are wanted)."""
+        return model.requires_grad or state.requires_grad
+
+    def scratch(self, model: Model, key: str, shape, dtype, *, fresh: bool, zero: bool = True,
+                requires_grad: bool = True) -> array:
+        """A work array: new (with a gradient) when ``fresh``, else one reused between steps
+        (zeroed when ``zero``)."""
+        if fresh:
+            return zeros(shape, dtype=dtype, device=model.device, requires_grad=requires_grad)
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        k = (id(model), key)
+        a = self._buffers.get(k)
+        if a is None or a.shape != shape or a.dtype is not dtype or a.device != model.device:
+            a = self._buffers[k] = zeros(shape, dtype=dtype, device=model.device)
+        elif zero:
+            a.zero_()
+        return a
+
+    def default_control(self, model: Model, control: Control | None) -> Control:
+        if control is not None:
+            return control
+        c = self._controls.get(id(model))
+        if c is None or c.spring_activation.shape[0] != model.spring_count:
+            c = self._controls[id(model)] = model.control(requires_grad=False)
+        return c
+
+    @staticmethod
+    def particle_contact_enabled(model: Model) -> bool:
+        return (model.particle_contact and model.particle_grid is not None and model.particle_count > 1
+                and model.particle_max_radius > 0.0)
+
+    @staticmethod
+    def build_particle_grid(model: Model, points: array, cell_width: float):
+        """Bucket ``points`` into ``model.particle_grid``. Call ``rebuild_on_backward`` after the
+        launches that query it, so the Tape runs their adjoints against this same grid."""
+        model.particle_grid.build(points, cell_width)
+        return model.particle_grid
+
+    @staticmethod
+    def rebuild_on_backward(grid, points: array, cell_width: float) -> None:
+        tape = active_tape()
+        if tape is not None:
+            tape.record_func(lambda: grid.build(points, cell_width), arrays=[points])
