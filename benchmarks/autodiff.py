@@ -54,12 +54,12 @@ def simkit_rollout(steps, backward):
     def run():
         loss.zero_()
         tape = sk.Tape() if backward else None
-        if tape:
+        if tape is not None:
             tape.__enter__()
         for s in range(steps):
             sk.launch(step, N, inputs=[xs[s], vs[s], anchor, DT], outputs=[xs[s + 1], vs[s + 1]])
         sk.launch(loss_kernel, N, inputs=[xs[-1]], outputs=[loss])
-        if tape:
+        if tape is not None:
             tape.__exit__(None, None, None)
             tape.backward(loss=loss)
             tape.zero()
@@ -100,12 +100,12 @@ def warp_rollout(steps, backward):
     def run():
         loss.zero_()
         tape = wp.Tape() if backward else None
-        if tape:
+        if tape is not None:
             tape.__enter__()
         for s in range(steps):
             wp.launch(wstep, N, inputs=[xs[s], vs[s], anchor, DT], outputs=[xs[s + 1], vs[s + 1]], device=dev)
         wp.launch(wloss, N, inputs=[xs[-1]], outputs=[loss], device=dev)
-        if tape:
+        if tape is not None:
             tape.__exit__(None, None, None)
             tape.backward(loss=loss)
             tape.zero()

@@ -346,7 +346,7 @@ def test_checkpointed_rollout_gives_the_same_gradients(device, name, steps, ever
     np.testing.assert_allclose(grads[1][2], grads[0][2], rtol=1e-12)
 
 
-@pytest.mark.parametrize("name,steps,dt", [("euler", 100, 1.0e-3), ("xpbd", 8, 1.0e-2)])
+@pytest.mark.parametrize("name,steps,dt", [("euler", 100, 1.0e-3), ("xpbd", 25, 1.0e-2)])
 def test_contact_gradients_when_particles_fly_apart(device, name, steps, dt):
     # the particles collide in the first steps and end far apart, in other grid cells: each step's
     # adjoint must query the grid as it was built for that step
@@ -384,3 +384,42 @@ def test_contact_gradients_when_particles_fly_apart(device, name, steps, dt):
             dq[i, c] = eps
             fd[i, c] = (loss_of(q0 + dq)[0].numpy()[0] - loss_of(q0 - dq)[0].numpy()[0]) / (2 * eps)
     np.testing.assert_allclose(start.particle_q.grad.numpy()[:2], fd[:2], rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("name,steps,dt,eps", [("euler", 30, 1.0e-3, 1.0e-3), ("xpbd", 5, 1.0e-2, 1.0e-2)])
+def test_mesh_contact_gradients(device, name, steps, dt, eps):
+    # a particle pressed into a static square (two triangles) while sliding; the mesh query runs in
+    # float32, so the finite differences take a large step (float32 noise / eps stays small)
+    plane = (np.array([[-1.0, 0.0, -1.0], [1.0, 0.0, -1.0], [1.0, 0.0, 1.0], [-1.0, 0.0, 1.0]]),
+             np.array([0, 2, 1, 0, 3, 2]))
+
+    def loss_of(q0, tape=None):
+        b = sk.ModelBuilder()
+        b.add_particle((0.1, 0.03, 0.0), (0.5, -0.3, 0.2), 0.2, radius=0.05)
+        b.add_shape_mesh(plane, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0998334, 0.9950042), ke=1.0e3, kd=5.0,
+                         kf=10.0, mu=0.4)
+        model = b.finalize(device=device, requires_grad=True, dtype=f64)
+        solver = SOLVERS[name]()
+        state = model.state()
+        state.particle_q.assign(q0)
+        start = state
+        loss = sk.zeros(1, dtype=f64, requires_grad=True, device=device)
+        with tape if tape is not None else sk.Tape():
+            for _ in range(steps):
+                out = model.state()
+                solver.step(model, state, out, None, dt)
+                state = out
+            sk.launch(weighted_sum, 1, inputs=[state.particle_q, sk.array(WEIGHTS[:1], dtype=sk.vec3d,
+                                                                             device=device)],
+                      outputs=[loss], device=device)
+        return loss, start, state
+
+    q0 = np.array([[0.1, 0.03, 0.0]])
+    tape = sk.Tape()
+    loss, start, end = loss_of(q0, tape)
+    tape.backward(loss=loss)
+    g = start.particle_q.grad.numpy()
+    fd = np.array([(loss_of(q0 + e)[0].numpy()[0] - loss_of(q0 - e)[0].numpy()[0]) / (2 * eps)
+                   for e in np.eye(3)[:, None, :] * eps])
+    np.testing.assert_allclose(g[0], fd, rtol=2e-3, atol=2e-4)
+    assert np.abs(g).max() > 0.1

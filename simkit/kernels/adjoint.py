@@ -169,6 +169,38 @@ class AdjointEmitter(Emitter):
         self.rev(s.body, d)
         self.w("}", depth)
 
+    def unique_arrays(self) -> set:
+        """Array parameters read only at the thread's own launch index (and only written otherwise):
+        their gradient elements belong to one thread each, so accumulation needs no atomics."""
+        ok = self.__dict__.get("_unique")
+        if ok is not None:
+            return ok
+        ok = {p.name for p in self.fn.params if isinstance(p.type, T.ArrayType)} if self.fn.is_kernel else set()
+        writes = {"store", "store_component", "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
+                  "atomic_exch", "atomic_cas", "array_shape"}
+        for s in ir.walk(self.fn.body):
+            if isinstance(s, ir.Call):
+                key = s.builtin.key if s.builtin is not None else None
+                for k, a in enumerate(s.args):
+                    if a.is_const or a.name not in ok:
+                        continue
+                    if k == 0 and (key in writes or (key == "load" and self.tid_indexed(s.args[1:]))):
+                        continue
+                    ok.discard(a.name)
+            elif isinstance(s, (ir.Copy, ir.GetField, ir.SetField)):
+                ok.discard(s.src.name)
+        self._unique = ok
+        return ok
+
+    def tid_indexed(self, idx) -> bool:
+        """Are these indices exactly the thread's launch indices (each thread its own element)?"""
+        if not self.fn.is_kernel or not idx or any(v.is_const for v in idx):
+            return False
+        tids = self.__dict__.get("_tid_outs")
+        if tids is None:
+            tids = self._tid_outs = [list(s.outs) for s in ir.walk(self.fn.body) if isinstance(s, ir.Tid)]
+        return any(outs == list(idx) for outs in tids)
+
     def rev_call(self, s: ir.Call, depth: int):
         if s.kind == "printf":
             return
@@ -213,6 +245,9 @@ class AdjointEmitter(Emitter):
         else:
             callee = adjoint_name(s.callee)
             call_args += [adj(o) for o in outs]  # several results: one adjoint argument each
+            if b.key == "load" and args[0].name in self.unique_arrays() and self.tid_indexed(args[1:]):
+                callee = "sk::adj_load_unique<SKC>"
+                call_args.insert(0, f"(_bounds.ndim == {len(args) - 1} && (_bounds.flags & SK_BOUNDS_NO_ALIAS))")
         text = f"{callee}({', '.join(call_args)});"
         if pre:
             self.w("{ " + " ".join(pre) + " " + text + " }", depth)

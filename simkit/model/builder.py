@@ -404,6 +404,7 @@ class ModelBuilder:
                                      array(indices, dtype=T.int32, device=dev)))
         m.shape_mesh_id = array(np.array([mesh.id for mesh in m.shape_mesh], dtype=np.uint64), dtype=T.uint64,
                                 device=dev)
+        m.shape_mesh_id._meshes = m.shape_mesh  # a Tape holding the ids keeps the meshes alive
         mat = np.asarray(self.shape_material, dtype=np.float64).reshape(-1, 4)
         m.shape_ke, m.shape_kd, m.shape_kf, m.shape_mu = (
             array(mat[:, c].astype(npf), dtype=dtype, device=dev) for c in range(4))

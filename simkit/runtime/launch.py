@@ -52,12 +52,12 @@ def _dims(dim) -> tuple:
     return dims
 
 
-def bounds_bytes(dims: tuple) -> bytes:
+def bounds_bytes(dims: tuple, flags: int = 0) -> bytes:
     size = 1
     for d in dims:
         size *= d
     shape = list(dims) + [1] * (4 - len(dims))
-    return _BOUNDS.pack(*shape, len(dims), 0, size), size
+    return _BOUNDS.pack(*shape, len(dims), flags, size), size
 
 
 def _arg_type(kernel: Kernel, name: str, value):
@@ -264,7 +264,9 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
     if not any(_needs_grad(a) for a in args):
         return  # no array carries a gradient: nothing to propagate
     packed, contiguous = _check_and_pack(kernel, spec, args, device)
-    bounds, size = bounds_bytes(tuple(dims))
+    ptrs = [a.ptr for a in args if isinstance(a, array)]
+    no_alias = len(set(ptrs)) == len(ptrs)  # an array passed twice could be read at another thread's index
+    bounds, size = bounds_bytes(tuple(dims), 1 if no_alias else 0)
     _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True)
 
 

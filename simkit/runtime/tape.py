@@ -147,6 +147,18 @@ class Tape:
                 f"{src.filename}:{line}: kernel '{kernel.key}' reads and overwrites array '{'.'.join(path)}'; "
                 f"the gradient of such an in-place update cannot be computed from the overwritten values. "
                 f"Write the result to a separate output array (or launch with record_tape=False).")
+        by_name = dict(zip(kernel.param_names, args))
+        read = {path: analysis.resolve(path, by_name) for path in access.reads}
+        for spath in access.stores:
+            w = analysis.resolve(spath, by_name)
+            for rpath, r in read.items():
+                if w is not None and r is not None and rpath != spath and w._ver is r._ver:
+                    src = kernel.source()
+                    raise TapeError(
+                        f"{src.filename}:{access.writes[spath]}: kernel '{kernel.key}' overwrites array "
+                        f"'{'.'.join(spath)}', which is the same memory as the array '{'.'.join(rpath)}' it "
+                        f"reads; its gradient cannot be computed from the overwritten values. Pass separate "
+                        f"arrays.")
         self.ops.append(_Launch(kernel, spec, dims, args, device))
 
     def record_copy(self, dest, src):
@@ -197,9 +209,6 @@ class Tape:
         """Forget the recorded operations and zero their gradients."""
         self.zero()
         self.ops = []
-
-    def __len__(self):
-        return len(self.ops)
 
 
 def _record_launch(kernel, spec, dims, inputs, outputs, device):

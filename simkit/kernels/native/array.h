@@ -231,6 +231,36 @@ SK_INLINE void adj_store_component(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, 
     adj_store_component_at<C>(a, comp, adj_v, i, j, k, l);
 }
 
+// adj_load_unique: the index is the thread's own launch index, so no other thread touches this
+// gradient element and a plain add replaces the atomic one (the codegen proves this statically;
+// `unique` is false when the launch's shape does not match the indices, e.g. i = tid() in 2D).
+template <typename T>
+SK_INLINE void accumulate_grad(bool unique, T* g, const T& v) {
+    if (unique)
+        *g += v;
+    else
+        atomic_accumulate(g, v);
+}
+template <bool C, typename T, typename I0>
+SK_INLINE void adj_load_unique(bool unique, const array_t<T>& a, I0 i, array_t<T>&, I0&, const T& adj_ret) {
+    if (a.grad) accumulate_grad(unique, grad_address<C>(a, i), adj_ret);
+}
+template <bool C, typename T, typename I0, typename I1>
+SK_INLINE void adj_load_unique(bool unique, const array_t<T>& a, I0 i, I1 j, array_t<T>&, I0&, I1&,
+                               const T& adj_ret) {
+    if (a.grad) accumulate_grad(unique, grad_address<C>(a, i, j), adj_ret);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2>
+SK_INLINE void adj_load_unique(bool unique, const array_t<T>& a, I0 i, I1 j, I2 k, array_t<T>&, I0&, I1&, I2&,
+                               const T& adj_ret) {
+    if (a.grad) accumulate_grad(unique, grad_address<C>(a, i, j, k), adj_ret);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
+SK_INLINE void adj_load_unique(bool unique, const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, array_t<T>&, I0&, I1&,
+                               I2&, I3&, const T& adj_ret) {
+    if (a.grad) accumulate_grad(unique, grad_address<C>(a, i, j, k, l), adj_ret);
+}
+
 // ---------------------------------------------------------------------------
 // view: a[i] on an n-D array is the (n-1)-D sub-array (shares memory and grad).
 

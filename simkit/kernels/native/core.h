@@ -201,9 +201,10 @@ template <typename T> SK_INLINE T zero_like(const T&) { return zero<T>(); }
 struct launch_bounds_t {
     int32 shape[4];
     int32 ndim;
-    int32 pad_;
+    int32 flags;  // SK_BOUNDS_NO_ALIAS: no array is passed twice (adjoint launches may skip atomics)
     int64 size;
 };
+#define SK_BOUNDS_NO_ALIAS 1
 
 // `i = tid()`: the index along the first launch dimension (the linear index for 1D launches).
 SK_INLINE int32 tid_first(const launch_bounds_t& b, int64 index) {
