@@ -103,7 +103,7 @@ class Result:
 
 
 def optimize(iters: int = 100, plot: str | None = None, device: str = "cpu", progress=None, *,
-             lr: float = 0.2, momentum: float = 0.8, optimizer: str = "sgd", tol: float = 1.0e-3,
+             lr: float = 0.25, momentum: float = 0.5, optimizer: str = "sgd", tol: float = 1.0e-3,
              checkpoint_every: int = 0, initial_velocity=INITIAL_GUESS) -> Result:
     """Gradient descent on the initial velocity until the ball ends within ``tol`` [m] of the target
     or ``iters`` iterations are done (``optimizer``: "sgd" with ``momentum``, or "adam"); ``plot``:

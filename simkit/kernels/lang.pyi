@@ -143,6 +143,10 @@ def bit_xor(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
+def breakpoint() -> Any:
+    """Stop in an attached native debugger (gdb, cuda-gdb); a no-op without one."""
+    ...
+
 def bvh_query_aabb(id: Any, low: Any, high: Any) -> Any:
     """Start a query of the Bvh ``id`` for the items whose box overlaps [low, high] (boundaries included); iterate with ``bvh_query_next``."""
     ...

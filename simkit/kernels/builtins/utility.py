@@ -33,3 +33,5 @@ add_builtin("assert_true", {"cond": bool_t}, None, native="sk::assert_true", che
             doc="``assert cond`` in a kernel: in debug mode a failure raises after the launch.", group="utility")
 add_builtin("zero_like", {"x": Any}, lambda info: info.arg_types[0], native="sk::zero_like", differentiable=False,
             hidden=True, doc="The zero value of x's type.", group="utility")
+add_builtin("breakpoint", {}, None, side_effects=True, replay=False, differentiable=False,
+            doc="Stop in an attached native debugger (gdb, cuda-gdb); a no-op without one.", group="utility")

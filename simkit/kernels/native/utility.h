@@ -1,5 +1,8 @@
 // Logical operators, printing and expectations.
 #pragma once
+#if !defined(__CUDACC_RTC__) && !defined(__CUDACC__)
+#include <cstdlib>
+#endif
 #include "core.h"
 #include "error.h"
 
@@ -59,5 +62,31 @@ SK_INLINE void assert_true(bool_t) {}
 SK_INLINE void assert_true_checked(int line, bool_t cond) {
     if (!cond) report_error(SK_ERR_ASSERT, line, 0, 0, 0);
 }
+
+// breakpoint(): stop in an attached native debugger (gdb/cuda-gdb); without one it does nothing
+// (a trap without a debugger would kill the process).
+#if SK_CUDA
+SK_INLINE void breakpoint() { __brkpt(); }
+#else
+}  // namespace sk
+#include <csignal>
+namespace sk {
+inline bool debugger_attached() {
+    static int attached = -1;
+    if (attached < 0) {
+        attached = 0;
+        if (FILE* f = fopen("/proc/self/status", "r")) {
+            char line[256];
+            while (fgets(line, sizeof line, f))
+                if (strncmp(line, "TracerPid:", 10) == 0) { attached = atoi(line + 10) != 0; break; }
+            fclose(f);
+        }
+    }
+    return attached == 1;
+}
+inline void breakpoint() {
+    if (debugger_attached()) raise(SIGTRAP);
+}
+#endif
 
 }  // namespace sk
