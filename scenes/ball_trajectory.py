@@ -103,7 +103,7 @@ class Result:
 
 
 def optimize(iters: int = 100, plot: str | None = None, device: str = "cpu", progress=None, *,
-             lr: float = 0.25, momentum: float = 0.5, optimizer: str = "sgd", tol: float = 1.0e-3,
+             lr: float = 0.3, momentum: float = 0.5, optimizer: str = "sgd", tol: float = 5.0e-3,
              checkpoint_every: int = 0, initial_velocity=INITIAL_GUESS) -> Result:
     """Gradient descent on the initial velocity until the ball ends within ``tol`` [m] of the target
     or ``iters`` iterations are done (``optimizer``: "sgd" with ``momentum``, or "adam"); ``plot``:
@@ -134,7 +134,7 @@ def optimize(iters: int = 100, plot: str | None = None, device: str = "cpu", pro
         progress(iters, iters)
     v = velocity.numpy()[0].copy()
     if plot:
-        sk.io.plot_curves({"distance to target [m]": distances}, plot, title="ball trajectory: Adam on v0",
+        sk.io.plot_curves({"distance to target [m]": distances}, plot, title=f"ball trajectory: {optimizer} on the initial velocity",
                           xlabel="iteration", ylabel="distance [m]", logy=True)
     return Result(v, distances[-1], len(distances) - 1, distances, target, bounces(trajectory(v, device)))
 

@@ -430,6 +430,30 @@ def test_refit_follows_moved_points(device):
         assert abs(np.linalg.norm(cps[i] - x) - best) < 1e-5
 
 
+@pytest.mark.parametrize("per_level", [False, True])
+def test_refit_paths_agree(device, per_level, monkeypatch):
+    # the GPU refit (one launch per tree level) also runs on the CPU here
+    from simkit.collision import bvh_build
+
+    monkeypatch.setattr(bvh_build, "LEVELS_ON_CPU", per_level)
+    tm = MESHES["torus"]
+    v = np.asarray(tm.vertices, np.float32)
+    pts = wp.array(v, dtype=wp.vec3, device=device)
+    mesh = wp.Mesh(pts, wp.array(np.asarray(tm.faces, np.int32).ravel(), dtype=wp.int32, device=device),
+                   support_winding_number=True)
+    moved = (v * np.array([1.2, 0.8, 1.5], np.float32)).astype(np.float32)
+    pts.assign(moved)
+    mesh.refit()
+    xs = query_points(tm, 80, seed=21) * np.array([1.2, 0.8, 1.5], np.float32)
+    found, cps, _, _, signs = run_points(mesh, xs, METHODS["winding"], device)
+    a, b, c = tri_arrays(trimesh.Trimesh(moved, tm.faces, process=False))
+    for i, x in enumerate(xs.astype(float)):
+        d = np.linalg.norm(closest_on_triangles(x, a, b, c) - x, axis=1).min()
+        assert abs(np.linalg.norm(cps[i] - x) - d) < 1e-5
+        if d > 1e-3:
+            assert (signs[i] < 0) == (winding_number(x, a, b, c) > 0.5)
+
+
 # ---------------------------------------------------------------------------
 # Gradients
 

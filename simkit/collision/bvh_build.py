@@ -31,6 +31,7 @@ MEDIAN_DEPTH = 32
 BIG = 1.0e30
 NAN = float("nan")
 STACK = 160  # build task stack (>= tree depth + 2)
+LEVELS_ON_CPU = False  # refit level by level on the CPU too (the GPU path; tests set it)
 
 
 # One node (sk::bvh_node_t, 64 bytes): the boxes of its two children (lo0, hi0, lo1, hi1: 12 floats),
@@ -380,12 +381,14 @@ def _child_box(boxes: array(dtype=vec3, ndim=2), item_lo: array(dtype=vec3), ite
 
 @kernel
 def _refit_level(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, ndim=2), order: array(dtype=int32),
-                 offset: int, item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
-    node = order[offset + sk.tid()]
-    for k in range(2):
-        lo, hi = _child_box(boxes, item_lo, item_hi, links[node, k], links[node, 2 + k])
-        boxes[node, 2 * k] = lo
-        boxes[node, 2 * k + 1] = hi
+                 start: int, end: int, per_thread: int, item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
+    j0 = start + sk.tid() * per_thread  # nodes order[j0 : j0 + per_thread] (see Tree.refit_levels)
+    for j in range(j0, min(j0 + per_thread, end)):
+        node = order[j]
+        for k in range(2):
+            lo, hi = _child_box(boxes, item_lo, item_hi, links[node, k], links[node, 2 + k])
+            boxes[node, 2 * k] = lo
+            boxes[node, 2 * k + 1] = hi
 
 
 @func
@@ -422,16 +425,19 @@ def _child_dipole(tris: array(dtype=float32, ndim=2), wn: array(dtype=float32, n
 
 @kernel
 def _refit_dipoles(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, ndim=2), order: array(dtype=int32),
-                   offset: int, tris: array(dtype=float32, ndim=2), wn: array(dtype=float32, ndim=2)):
-    node = order[offset + sk.tid()]
-    for k in range(2):
-        nsum, p, area, r = _child_dipole(tris, wn, links[node, k], links[node, 2 + k], boxes[node, 2 * k],
-                                         boxes[node, 2 * k + 1])
-        for j in range(3):
-            wn[node, 8 * k + j] = nsum[j]
-            wn[node, 8 * k + 3 + j] = p[j]
-        wn[node, 8 * k + 6] = area
-        wn[node, 8 * k + 7] = r
+                   start: int, end: int, per_thread: int, tris: array(dtype=float32, ndim=2),
+                   wn: array(dtype=float32, ndim=2)):
+    j0 = start + sk.tid() * per_thread
+    for j in range(j0, min(j0 + per_thread, end)):
+        node = order[j]
+        for k in range(2):
+            nsum, p, area, r = _child_dipole(tris, wn, links[node, k], links[node, 2 + k], boxes[node, 2 * k],
+                                             boxes[node, 2 * k + 1])
+            for c in range(3):
+                wn[node, 8 * k + c] = nsum[c]
+                wn[node, 8 * k + 3 + c] = p[c]
+            wn[node, 8 * k + 6] = area
+            wn[node, 8 * k + 7] = r
 
 
 # ---------------------------------------------------------------------------
@@ -473,10 +479,17 @@ class Tree:
         return np.ascontiguousarray(self.raw.numpy()).view(NODE_DTYPE).reshape(-1)
 
     def refit_levels(self, kernel_, args, device):
-        """Launch ``kernel_(boxes, links, order, offset, *args)`` once per level, deepest first."""
-        for off, cnt in self.levels:
-            launch(kernel_, cnt, inputs=[self.boxes, self.links, self.order, off, *args], device=device,
+        """Run ``kernel_(boxes, links, order, start, end, per_thread, *args)`` over every node, children
+        before parents: on the CPU one thread walks all nodes deepest level first (a node costs a few
+        ns: parallel regions per level would cost more than they save); on a GPU one launch per level."""
+        n = self.num_nodes
+        if device.is_cpu and not LEVELS_ON_CPU:
+            launch(kernel_, 1, inputs=[self.boxes, self.links, self.order, 0, n, n, *args], device=device,
                    record_tape=False)
+            return
+        for off, cnt in self.levels:
+            launch(kernel_, cnt, inputs=[self.boxes, self.links, self.order, off, off + cnt, 1, *args],
+                   device=device, record_tape=False)
 
 
 def empty_nodes(n: int) -> np.ndarray:

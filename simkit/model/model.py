@@ -50,8 +50,9 @@ class Model:
             x1 - x0, x2 - x0 in the triangle's own 2D frame, as columns, inverted).
         tri_areas: rest areas [m^2], shape [tri_count], float.
         tri_materials: (ke, ka, kd) per triangle, shape [tri_count, 3], float: stretch/shear
-            stiffness (Lame mu of the membrane) [N/m], area stiffness (Lame lambda) [N/m],
-            strain-rate damping [N s/m].
+            stiffness mu [N/m], area stiffness lambda [N/m] and strain-rate damping [N s/m] of the
+            energy A0 (mu/2 (|F|^2 - 2) + lambda/2 (J - 1 - mu/lambda)^2); for small strains
+            this is linear elasticity with Lame parameters mu and lambda - mu.
 
     Static collision shapes (``shape_count``; triangle meshes, baked into world space):
         shape_transform: placement of each shape (position [m], rotation quaternion x, y, z, w),

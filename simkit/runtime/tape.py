@@ -211,6 +211,11 @@ class Tape:
         self.ops = []
 
 
+def active_tape():
+    """The Tape recording right now (None outside ``with tape:`` and inside ``checkpoint``)."""
+    return _active[-1] if _active else None
+
+
 def _record_launch(kernel, spec, dims, inputs, outputs, device):
     if _active and _active[-1] is not None:
         _active[-1].record_launch(kernel, spec, dims, inputs, outputs, device)

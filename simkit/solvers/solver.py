@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from ..model import Control, Model, State
 from ..runtime import array, zeros
-from ..runtime import tape as _tape
-
-
-def active_tape():
-    """The Tape recording now (None outside ``with tape:`` and inside ``sk.checkpoint``)."""
-    return _tape._active[-1] if _tape._active else None
+from ..runtime import active_tape
 
 
 class Solver:

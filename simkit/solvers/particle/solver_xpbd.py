@@ -8,10 +8,13 @@ Example::
 Per step: predict positions from velocities, gravity and external forces; then ``iterations``
 times: project springs and membrane triangles (stretch, shear, area) and apply their averaged
 corrections, then project contacts (ground, particles through ``model.particle_grid``, static
-meshes) and apply theirs. Velocities are the displacement over ``dt``. Springs and triangles are compliant (compliance 1 / stiffness) with
-Lagrange multipliers carried across iterations, so stiffness does not depend on the iteration
-count; contacts are hard, with position-level Coulomb friction. Every iteration writes new arrays
-when gradients are wanted, so the Tape differentiates the whole solve.
+meshes) and apply theirs, so every iteration ends without penetration. Velocities are the
+displacement over ``dt``.
+
+Springs and triangles are compliant (compliance 1 / stiffness, so a converged step is an implicit
+Euler step whatever the iteration count) with Lagrange multipliers carried across iterations;
+contacts are hard, with position-level Coulomb friction. When gradients are wanted every
+iteration writes new arrays, so the Tape differentiates the whole solve.
 """
 from __future__ import annotations
 
@@ -25,9 +28,10 @@ from .kernels_xpbd import (apply_deltas, predict_positions, solve_ground, solve_
 
 
 class XPBDSolver(Solver):
-    """``iterations``: constraint passes per step; ``relaxation``: scale of the averaged
-    corrections (1: plain averaging; up to ~1.5 converges faster); ``contact_margin`` [m]: extra
-    search distance for particle-particle contacts, as a fraction of the largest radius."""
+    """``iterations``: constraint passes per step; ``relaxation``: scale of the averaged spring and
+    triangle corrections (1: plain averaging; 1.5 converges faster); ``contact_margin``: extra
+    search distance for particle-particle contacts, as a fraction of the largest radius (particles
+    move during the iterations, the grid is built once per step)."""
 
     def __init__(self, iterations: int = 10, *, relaxation: float = 1.0, contact_margin: float = 0.5):
         super().__init__()
