@@ -18,18 +18,18 @@ import numpy as np
 
 import simkit as sk
 
-SPHERE_CENTER = (0.0, 0.45, 0.0)  # [m]
+SPHERE_CENTER = (0.0, 0.6, 0.0)   # [m]
 SPHERE_RADIUS = 0.35             # [m]
-CLOTH_HEIGHT = 1.0               # [m], the cloth starts flat (x-z plane) at this height
-CLOTH_WIDTH = 1.2                # [m]
+CLOTH_HEIGHT = 1.1               # [m], the cloth starts flat (x-z plane) at this height
+CLOTH_WIDTH = 1.0                # [m]
 PARTICLE_RADIUS = 0.01           # [m], the cloth's collision thickness
 
 
-def sphere_mesh(radius: float = SPHERE_RADIUS, subdivisions: int = 3):
+def sphere_mesh(radius: float | None = None, subdivisions: int = 3):
     """Icosphere vertices (n, 3) float32 and triangle indices (3m,) int32."""
     import trimesh
 
-    return sk.io.mesh_arrays(trimesh.creation.icosphere(subdivisions=subdivisions, radius=radius))
+    return sk.io.mesh_arrays(trimesh.creation.icosphere(subdivisions=subdivisions, radius=radius or SPHERE_RADIUS))
 
 
 def build(size: int = 32, device: str = "cpu", solver: str = "xpbd", requires_grad: bool = False):
@@ -37,13 +37,14 @@ def build(size: int = 32, device: str = "cpu", solver: str = "xpbd", requires_gr
     cell = CLOTH_WIDTH / size
     b = sk.ModelBuilder()
     sphere = sphere_mesh()
-    b.add_shape_mesh(sphere, pos=SPHERE_CENTER, ke=1.0e3, kd=5.0, kf=1.0, mu=0.3)
-    b.add_ground_plane(ke=1.0e3, kd=5.0, kf=1.0, mu=0.3)
+    b.add_shape_mesh(sphere, pos=SPHERE_CENTER, ke=1.0e3, kd=5.0, kf=1.0, mu=0.5)
+    b.add_ground_plane(ke=1.0e3, kd=5.0, kf=1.0, mu=0.5)
     # rotate the grid's x-y plane onto x-z (-90 degrees about x), centred over the sphere
     b.add_cloth_grid(pos=(-CLOTH_WIDTH / 2, CLOTH_HEIGHT, CLOTH_WIDTH / 2), rot=(-0.7071068, 0.0, 0.0, 0.7071068),
                      dim_x=size, dim_y=size, cell_x=cell, cell_y=cell, mass=1.0 / (size + 1) ** 2,
                      tri_ke=1.0e2, tri_ka=1.0e2, tri_kd=0.5, edge_ke=1.0, particle_radius=PARTICLE_RADIUS)
     b.particle_contact = False  # cloth self-contact is off: membrane + bending keep it apart enough here
+    b.particle_damping = 2.0    # [1/s], air drag: the hanging cloth stops swinging after ~3 s
     return b.finalize(device=device, requires_grad=requires_grad), sphere
 
 
@@ -72,6 +73,10 @@ def run(steps: int = 120, usd: str | None = None, device: str = "cpu", progress=
         g = 2.0
         usd_out.render_mesh("ground", [[-g, 0, -g], [g, 0, -g], [g, 0, g], [-g, 0, g]], [0, 3, 2, 0, 2, 1],
                             color=(0.5, 0.5, 0.5))
+    if usd_out:  # frame 0: the initial state
+        usd_out.begin_frame(0.0)
+        usd_out.render_mesh("cloth", s0.particle_q.numpy(), cloth_indices, color=(0.2, 0.4, 0.8))
+        usd_out.end_frame()
     for frame in range(steps):
         for _ in range(substeps):
             integrator.step(model, s0, s1, None, dt)
@@ -87,9 +92,15 @@ def run(steps: int = 120, usd: str | None = None, device: str = "cpu", progress=
     return s0.particle_q.numpy()
 
 
-def clearance(q: np.ndarray) -> float:
-    """Smallest distance [m] from a cloth particle's surface (radius PARTICLE_RADIUS) to the sphere's."""
-    return float(np.linalg.norm(q - np.asarray(SPHERE_CENTER), axis=1).min() - SPHERE_RADIUS - PARTICLE_RADIUS)
+def clearance(q: np.ndarray, sphere=None) -> float:
+    """Smallest gap [m] between a cloth particle's collision sphere (radius PARTICLE_RADIUS) and the
+    sphere mesh, measured to the mesh's inscribed sphere (its faces' closest approach to the centre),
+    so a negative value is a certain penetration of the collider."""
+    points, indices = sphere if sphere is not None else sphere_mesh()
+    a, b, c = (points[indices.reshape(-1, 3)[:, k]].astype(np.float64) for k in range(3))
+    n = np.cross(b - a, c - a)
+    inscribed = np.abs(np.einsum("ij,ij->i", n / np.linalg.norm(n, axis=1, keepdims=True), a)).min()
+    return float(np.linalg.norm(q - np.asarray(SPHERE_CENTER), axis=1).min() - inscribed - PARTICLE_RADIUS)
 
 
 def main(argv=None):

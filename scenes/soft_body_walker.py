@@ -33,6 +33,10 @@ FREQUENCY = 2.0          # [Hz] of the gait
 PHASES = 4               # K
 DT = 2.0e-3              # [s]
 STEPS = 400              # 0.8 s
+# Soft ground contact [N/m]: stiff penalty contacts at this step size make the displacement a
+# sawtooth function of the gait parameters (the contact response depends on where a contact starts
+# within a step) and the gradient stops pointing uphill. Friction damping kf stays below 2 m / dt.
+GROUND_KE = 200.0
 
 
 def lattice() -> list:
@@ -52,7 +56,7 @@ def build(device: str = "cpu"):
         for j in range(i + 1, len(pts)):
             if math.dist(pts[i], pts[j]) < SPACING * 1.5:
                 b.add_spring(i, j, SPRING_KE, SPRING_KD)
-    b.add_ground_plane(ke=2.0e3, kd=10.0, kf=50.0, mu=1.0)
+    b.add_ground_plane(ke=GROUND_KE, kd=2.0, kf=10.0, mu=1.0)
     b.particle_contact = False
     return b.finalize(device=device, requires_grad=True)
 

@@ -474,3 +474,20 @@ def test_gradient_accumulation_is_exact_under_threads(device, same_array):
     else:
         backward_of(own_element, n, [z], [out], device, seed=np.ones(n))
         np.testing.assert_allclose(z.grad.numpy(), 2 * z.numpy())
+
+
+@sk.kernel
+def random_in_loop(x: sk.array(dtype=f64), n: int, out: sk.array(dtype=f64)):
+    state = sk.rand_init(7)
+    acc = f64(0.0)
+    for j in range(n):
+        r = f64(sk.randf(state))
+        acc += x[0] * x[0] * r
+    out[0] = acc
+
+
+def test_random_draws_replay_per_iteration(device):
+    x, out = arr([1.5], device=device), arr([0.0], device=device)
+    backward_of(random_in_loop, 1, [x, 5], [out], device)
+    # out = x^2 * sum(r): d out / dx = 2 x sum(r) = 2 out / x
+    np.testing.assert_allclose(x.grad.numpy()[0], 2.0 * out.numpy()[0] / 1.5, rtol=1e-12)

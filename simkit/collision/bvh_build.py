@@ -332,19 +332,20 @@ def _slot_tri(tris: array(dtype=float32, ndim=2), s: int):
 
 
 @kernel
-def _gather_faces(prims: array(dtype=int32), indices: array(dtype=int32), points: array(dtype=vec3),
-                  tris: array(dtype=float32, ndim=2), item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
+def _gather_faces(vids: array(dtype=int32, ndim=2), points: array(dtype=vec3), tris: array(dtype=float32, ndim=2),
+                  item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
+    # vids[s]: the vertex indices of the face in slot s (-1: a padding slot)
     s = sk.tid()
-    f = prims[s]
+    i0 = vids[s, 0]
     a = vec3(NAN, NAN, NAN)
     b = a
     c = a
     lo = vec3(BIG, BIG, BIG)
     hi = vec3(-BIG, -BIG, -BIG)
-    if f >= 0:  # else a padding slot: an empty box, excluded from every query
-        a = points[indices[3 * f]]
-        b = points[indices[3 * f + 1]]
-        c = points[indices[3 * f + 2]]
+    if i0 >= 0:  # else a padding slot: an empty box, excluded from every query
+        a = points[i0]
+        b = points[vids[s, 1]]
+        c = points[vids[s, 2]]
         lo = _vmin(_vmin(a, b), c)
         hi = _vmax(_vmax(a, b), c)
         e0 = b - a

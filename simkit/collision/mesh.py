@@ -96,6 +96,10 @@ class Mesh:
         self._edge_len = float(perimeter.numpy().mean(dtype=np.float64) / 3.0)
         self._tree = build(lo, hi, self.device, bvh_constructor, int(bvh_leaf_size), C_TRAV, lanes=B.LANES)
         slots = self._tree.prims.shape[0]  # leaves padded to blocks of B.LANES faces
+        prims = self._tree.prims.numpy()
+        vids = np.full((slots, 3), -1, np.int32)  # vertex indices of each slot's face, for refits
+        vids[prims >= 0] = idx.reshape(-1, 3)[prims[prims >= 0]]
+        self._vids = array(vids, dtype=T.int32, device=self.device)
         self._tris = empty((slots // B.LANES, 9 * B.LANES), dtype=T.float32, device=self.device)
         self._item_lo = empty(slots, dtype=T.vec3, device=self.device)
         self._item_hi = empty(slots, dtype=T.vec3, device=self.device)
@@ -116,7 +120,7 @@ class Mesh:
     def refit(self):
         """Recompute the face data and every box of the tree from the current ``points`` (same topology)."""
         tree, dev = self._tree, self.device
-        launch(B._gather_faces, tree.prims.shape[0], inputs=[tree.prims, self.indices, self.points, self._tris,
+        launch(B._gather_faces, tree.prims.shape[0], inputs=[self._vids, self.points, self._tris,
                                                         self._item_lo, self._item_hi], device=dev, record_tape=False)
         tree.refit_levels(B._refit_level, [self._item_lo, self._item_hi], dev)
         if self._wn is not None:

@@ -23,7 +23,7 @@ vec4 = vector(4, float32)
 
 
 def _draw(key, inputs, result, doc):
-    add_builtin(key, {"state": uint32, **inputs}, result, differentiable=False, side_effects=True,
+    add_builtin(key, {"state": uint32, **inputs}, result, differentiable=False, side_effects=True, inout=("state",),
                 doc=doc, group="random")
 
 

@@ -1,0 +1,98 @@
+"""The example scenes: cloth on a sphere (USD export, resting without penetration), ball trajectory
+optimization (reaches its target), soft-body walker (walks further after optimization), and the
+`simkit optimize` command. Small sizes keep this file to well under a minute on two cores."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from simkit.cli import load_scene
+
+pytest.importorskip("pxr")
+pytest.importorskip("trimesh")
+from pxr import Usd, UsdGeom  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def cloth():
+    return load_scene("cloth_on_sphere")
+
+
+def test_cloth_scene_writes_usd(tmp_path, cloth):
+    out = tmp_path / "cloth.usda"
+    calls = []
+    cloth.run(steps=3, usd=str(out), size=8, progress=lambda done, total: calls.append((done, total)))
+    assert calls[-1] == (3, 3)
+    stage = Usd.Stage.Open(str(out))
+    assert stage.GetStartTimeCode() == 0 and stage.GetEndTimeCode() == 3     # the initial state + 3 frames
+    assert UsdGeom.GetStageUpAxis(stage) == "Y"
+    mesh = UsdGeom.Mesh(stage.GetPrimAtPath("/World/cloth"))
+    assert mesh.GetPointsAttr().GetTimeSamples() == [0, 1, 2, 3]
+    assert len(mesh.GetPointsAttr().Get(3)) == 9 * 9
+    assert len(mesh.GetFaceVertexIndicesAttr().Get()) == 8 * 8 * 2 * 3
+    sphere = UsdGeom.Mesh(stage.GetPrimAtPath("/World/sphere"))
+    assert sphere.GetPointsAttr().GetNumTimeSamples() == 0 and len(sphere.GetPointsAttr().Get()) > 100
+
+
+def test_cloth_comes_to_rest_on_the_sphere_without_penetrating(cloth):
+    size, frames = 16, 180
+    q = cloth.run(steps=frames, size=size)
+    assert np.all(np.isfinite(q))
+    gap = cloth.clearance(q)  # to the mesh's inscribed sphere: negative would be a penetration
+    assert -1.0e-3 < gap < 2.0e-3, gap
+    middle = q[(size + 1) * (size // 2) + size // 2]
+    top = cloth.SPHERE_CENTER[1] + cloth.SPHERE_RADIUS
+    assert abs(middle[0]) < 0.02 and abs(middle[2]) < 0.02 and top < middle[1] < top + 0.02  # draped on top
+    assert q[:, 1].min() < cloth.SPHERE_CENTER[1]                 # the edges hang down the sides
+    # at rest: ten more frames move no particle by more than 2 mm
+    q2 = cloth.run(steps=frames + 10, size=size)
+    assert np.abs(q2 - q).max() < 2.0e-3
+
+
+def test_ball_reaches_the_target_within_1cm_in_100_iterations():
+    ball = load_scene("ball_trajectory")
+    r = ball.optimize(iters=100, tol=0.01)
+    assert r.distance < 0.01 and r.iterations <= 100, r.summary()
+    assert r.distances[0] > 1.0                  # it started far away
+    assert r.bounces >= 1                        # and the throw that hits the target bounces
+    np.testing.assert_allclose(ball.trajectory(r.velocity)[-1], r.target, atol=0.01)
+
+
+def test_ball_checkpointed_rollout_gives_the_same_gradient_steps():
+    ball = load_scene("ball_trajectory")
+    plain = ball.optimize(iters=3, tol=0.0)
+    ckpt = ball.optimize(iters=3, tol=0.0, checkpoint_every=100)
+    np.testing.assert_allclose(ckpt.distances, plain.distances, rtol=1e-6)
+    np.testing.assert_allclose(ckpt.velocity, plain.velocity, rtol=1e-6)
+
+
+def test_walker_walks_further_after_optimization():
+    walker = load_scene("soft_body_walker")
+    r = walker.optimize(iters=6)
+    assert r.displacement_after > r.displacement_before + 0.05, r.summary()
+
+
+def _simkit(*args):
+    return subprocess.run([sys.executable, "-m", "simkit.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_cli_optimize_writes_a_plot(tmp_path):
+    pytest.importorskip("matplotlib")
+    out = tmp_path / "loss.png"
+    r = _simkit("optimize", "ball_trajectory", "--iters", "3", "--plot", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "3/3" in r.stderr and "from the target" in r.stdout
+
+
+def test_cli_optimize_errors(tmp_path):
+    r = _simkit("optimize", "no_such_scene")
+    assert r.returncode != 0 and "unknown scene 'no_such_scene'" in r.stderr
+    r = _simkit("optimize", "ball_trajectory", "--plot", "/nonexistent_dir/loss.png")
+    assert r.returncode != 0 and "cannot write '/nonexistent_dir/loss.png'" in r.stderr
+    r = _simkit("optimize", "bouncing_particles")
+    assert r.returncode != 0 and "not an optimization scene" in r.stderr
