@@ -134,8 +134,8 @@ def optimize(iters: int = 100, plot: str | None = None, device: str = "cpu", pro
         progress(iters, iters)
     v = velocity.numpy()[0].copy()
     if plot:
-        sk.io.plot_curves({"distance to target [m]": distances}, plot, title=f"ball trajectory: {optimizer} on the initial velocity",
-                          xlabel="iteration", ylabel="distance [m]", logy=True)
+        sk.io.plot_curves({"distance to target [m]": distances}, plot, xlabel="iteration", ylabel="distance [m]",
+                          title=f"ball trajectory: {optimizer} on the initial velocity", logy=True)
     return Result(v, distances[-1], len(distances) - 1, distances, target, bounces(trajectory(v, device)))
 
 

@@ -1,5 +1,4 @@
 """simkit.io: USD export re-read with usd-core, mesh files round-tripped through trimesh, plots."""
-import os
 
 import numpy as np
 import pytest

@@ -42,8 +42,8 @@ def mesh_arrays(mesh, *, scale=1.0, name: str = "mesh") -> tuple:
         if isinstance(mesh, trimesh.Scene):
             geoms = [g for g in mesh.dump() if isinstance(g, trimesh.Trimesh)]
             if not geoms:
-                raise ValueError(f"{name}: the file holds no triangle mesh (only "
-                                 f"{', '.join(sorted({type(g).__name__ for g in mesh.geometry.values()})) or 'nothing'})")
+                kinds = sorted({type(g).__name__ for g in mesh.geometry.values()})
+                raise ValueError(f"{name}: the file holds no triangle mesh (only {', '.join(kinds) or 'nothing'})")
             mesh = trimesh.util.concatenate(geoms)
         if not isinstance(mesh, trimesh.Trimesh):
             raise ValueError(f"{name}: expected a triangle mesh, got a {type(mesh).__name__} (no faces)")
