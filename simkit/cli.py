@@ -91,11 +91,19 @@ class ProgressBar:
 
     def __init__(self, label: str, width: int = 30):
         self.label, self.width = label, width
+        self.tty = sys.stderr.isatty()
+        self.last = -1
 
     def __call__(self, done: int, total: int):
         filled = int(self.width * done / max(total, 1))
-        end = "\n" if done >= total else ""
-        sys.stderr.write(f"\r{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}{end}")
+        if filled == self.last and done < total:
+            return  # redraw only when the bar moves (keeps logs short)
+        self.last = filled
+        bar = f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {done}/{total}"
+        if self.tty:
+            sys.stderr.write("\r" + bar + ("\n" if done >= total else ""))
+        elif filled % 10 == 0 or done >= total:  # not a terminal: a line every third of the way
+            sys.stderr.write(bar + "\n")
         sys.stderr.flush()
 
 
