@@ -19,26 +19,17 @@ from __future__ import annotations
 
 from .. import types as T
 from ..registry import add_builtin, same_as
+from .helpers import ctor_native as _ctor_native
+from .helpers import dtype_arg as _dtype_arg
+from .helpers import int_index as _int_index
+from .helpers import named as _named
+from .helpers import scalar0 as _scalar0
+from .helpers import target as _target
 from ..types import Any, Float, matrix, quaternion, vector
 
 QF = quaternion(Float)
 V3F = vector(3, Float)
 _G = "quaternion"
-
-
-def _named(name):
-    """Give a result-type function the name the generated docs show."""
-
-    def deco(f):
-        f.__name__ = name
-        return f
-
-    return deco
-
-
-@_named("scalar")
-def _scalar0(info):
-    return T.scalar_of(info.arg_types[0])
 
 
 def _quat_of(i):
@@ -47,35 +38,6 @@ def _quat_of(i):
         return quaternion(T.scalar_of(info.arg_types[i]))
 
     return f
-
-
-def _int_index(info) -> bool:
-    return T.is_int(info.arg_types[1])
-
-
-@_named("the constructed type")
-def _target(info):
-    return info.target
-
-
-def _ctor_native(name):
-    """``sk::name<S>`` with S the target's scalar type (template args stay plain names)."""
-
-    def f(info, ret):
-        return f"sk::{name}<{info.target._dtype._ctype}>"
-
-    f.__name__ = f"native_{name}"
-    return f
-
-
-def _dtype_arg(info):
-    """The optional ``dtype`` argument (a compile-time type), float32 by default."""
-    if not info.arg_types:
-        return T.float32
-    d = T.normalize_dtype(info.const_values[0]) if info.const_values[0] is not None else None
-    if not T.is_float(d):
-        raise TypeError("dtype must be a float type (float16, float32 or float64)")
-    return d
 
 
 def _identity_native(info, ret):
