@@ -491,3 +491,33 @@ def test_random_draws_replay_per_iteration(device):
     backward_of(random_in_loop, 1, [x, 5], [out], device)
     # out = x^2 * sum(r): d out / dx = 2 x sum(r) = 2 out / x
     np.testing.assert_allclose(x.grad.numpy()[0], 2.0 * out.numpy()[0] / 1.5, rtol=1e-12)
+
+
+@sk.struct
+class Body:
+    pos: sk.vec3d
+    mass: f64
+
+
+@sk.kernel
+def struct_energy(bodies: sk.array(dtype=Body), scale: sk.array(dtype=f64), out: sk.array(dtype=f64)):
+    i = sk.tid()
+    b = bodies[i]
+    c = Body()
+    c.pos = b.pos * scale[0]
+    c.mass = b.mass
+    out[i] = 0.5 * c.mass * sk.dot(c.pos, c.pos)
+
+
+def test_gradients_through_struct_locals_and_struct_arrays(device):
+    pv = np.array([[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]])
+    mv = np.array([2.0, 4.0])
+    items = [Body(pos=sk.vec3d(*p), mass=m) for p, m in zip(pv, mv)]
+    bodies = sk.array(items, dtype=Body, requires_grad=True, device=device)
+    scale = arr([1.5], device=device)
+    out = arr(np.zeros(2), device=device)
+    backward_of(struct_energy, 2, [bodies, scale], [out], device)
+    g = bodies.grad.numpy()
+    np.testing.assert_allclose(g["pos"], mv[:, None] * pv * 1.5 ** 2)
+    np.testing.assert_allclose(g["mass"], 0.5 * 1.5 ** 2 * (pv ** 2).sum(1))
+    np.testing.assert_allclose(scale.grad.numpy()[0], (mv * 1.5 * (pv ** 2).sum(1)).sum())
