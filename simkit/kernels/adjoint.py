@@ -84,7 +84,7 @@ class AdjointEmitter(Emitter):
     def fwd_loop(self, s, depth: int, record: bool):
         self.comment(s.line, depth)
         l_id = self.loop_id(s)
-        pushes = [f"sk::push({v.name});" for v in self.state_of(s)] + [f"++_n_{l_id};"] if record else []
+        pushes = [f"sk::push(_stk, {v.name});" for v in self.state_of(s)] + [f"++_n_{l_id};"] if record else []
         if record:
             self.w(f"_n_{l_id} = 0;", depth)
         if isinstance(s, ir.For):
@@ -160,7 +160,7 @@ class AdjointEmitter(Emitter):
         self.w(f"for (sk::int64 _k_{l_id} = _n_{l_id}; _k_{l_id} > 0; --_k_{l_id}) {{", depth)
         d = depth + 1
         for v in reversed(state):
-            self.w(f"sk::pop({v.name});", d)
+            self.w(f"sk::pop(_stk, {v.name});", d)
         for v in state:
             self.w(f"const {ctype(v.type)} _s_{v.name} = {v.name};", d)
         self.fwd(s.body, d, True)  # recompute this iteration's values (nested loops record)
@@ -245,9 +245,14 @@ class AdjointEmitter(Emitter):
         else:
             callee = adjoint_name(s.callee)
             call_args += [adj(o) for o in outs]  # several results: one adjoint argument each
-            if b.key == "load" and args[0].name in self.unique_arrays() and self.tid_indexed(args[1:]):
+            if b.key == "load" and self.fn.is_kernel:
+                # plain adds where no other thread can touch the element, atomics otherwise
+                serial = "(_bounds.flags & SK_BOUNDS_SERIAL)"
+                cond = serial
+                if args[0].name in self.unique_arrays() and self.tid_indexed(args[1:]):
+                    cond = f"({serial} || (_bounds.ndim == {len(args) - 1} && (_bounds.flags & SK_BOUNDS_NO_ALIAS)))"
                 callee = "sk::adj_load_unique<SKC>"
-                call_args.insert(0, f"(_bounds.ndim == {len(args) - 1} && (_bounds.flags & SK_BOUNDS_NO_ALIAS))")
+                call_args.insert(0, cond)
         text = f"{callee}({', '.join(call_args)});"
         if pre:
             self.w("{ " + " ".join(pre) + " " + text + " }", depth)
@@ -267,6 +272,8 @@ def gen_adj_func(fn: ir.Function, options: dict) -> str:
     body.rev(fn.body, 1)
     e.declarations(1)
     e.adj_declarations(1)
+    if body.loop_ids:
+        e.w("auto&& _stk = sk::tape_stack();", 1)
     params = [f"{ctype(p.type)} {p.name}" for p in fn.params]
     params += [f"{ctype(p.type)}& {adj(p)}" for p in fn.params]
     if fn.return_types:
@@ -297,6 +304,8 @@ def gen_adj_kernel(fn: ir.Function, options: dict) -> str:
         e.w("sk::int32 _tid[4];", 1)
         e.w("sk::tid_decompose(_bounds, _idx, _tid);", 1)
     e.w("sk::stack_reset();", 1)
+    if body.loop_ids:
+        e.w("auto&& _stk = sk::tape_stack();", 1)
     e.declarations(1)
     e.adj_declarations(1)
     out += e.lines + body.lines + ["}", cpu_entry(name, "bwd"), cuda_entry(name, "bwd")]

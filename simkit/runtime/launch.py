@@ -266,7 +266,11 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
     packed, contiguous = _check_and_pack(kernel, spec, args, device)
     ptrs = [a.ptr for a in args if isinstance(a, array)]
     no_alias = len(set(ptrs)) == len(ptrs)  # an array passed twice could be read at another thread's index
-    bounds, size = bounds_bytes(tuple(dims), 1 if no_alias else 0)
+    size = 1
+    for d in dims:
+        size *= d
+    serial = device.is_cpu and ((config.cpu_threads or _ncpu) == 1 or size < config.cpu_parallel_min)
+    bounds, size = bounds_bytes(tuple(dims), (1 if no_alias else 0) | (2 if serial else 0))
     _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True)
 
 

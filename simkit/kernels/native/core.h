@@ -205,6 +205,7 @@ struct launch_bounds_t {
     int64 size;
 };
 #define SK_BOUNDS_NO_ALIAS 1
+#define SK_BOUNDS_SERIAL 2  // one CPU thread runs the whole launch: gradient accumulation needs no atomics
 
 // `i = tid()`: the index along the first launch dimension (the linear index for 1D launches).
 SK_INLINE int32 tid_first(const launch_bounds_t& b, int64 index) {

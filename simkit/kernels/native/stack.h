@@ -41,8 +41,7 @@ SK_INLINE stack_t tape_stack() {
 SK_INLINE void stack_reset() { stack_t s = tape_stack(); if (s.size) *s.size = 0; }
 
 template <typename T>
-SK_INLINE void push(const T& v) {
-    stack_t s = tape_stack();
+SK_INLINE void push(stack_t s, const T& v) {
     const int64 n = int64(sizeof(T));
     if (s.size == nullptr || *s.size + n > s.cap) {
         report_error(SK_ERR_STACK, 0, s.size ? *s.size + n : n, s.cap, 0);
@@ -52,8 +51,7 @@ SK_INLINE void push(const T& v) {
     *s.size += n;
 }
 template <typename T>
-SK_INLINE void pop(T& v) {
-    stack_t s = tape_stack();
+SK_INLINE void pop(stack_t s, T& v) {
     const int64 n = int64(sizeof(T));
     if (s.size == nullptr || *s.size < n) return;  // only after an overflow was reported
     *s.size -= n;
@@ -72,8 +70,7 @@ inline stack_t& tape_stack() {
 SK_INLINE void stack_reset() { tape_stack().size = 0; }
 
 template <typename T>
-SK_INLINE void push(const T& v) {
-    stack_t& s = tape_stack();
+SK_INLINE void push(stack_t& s, const T& v) {
     const int64 n = int64(sizeof(T));
     if (s.size + n > s.cap) {
         int64 cap = s.cap ? s.cap * 2 : 4096;
@@ -88,14 +85,16 @@ SK_INLINE void push(const T& v) {
 }
 
 template <typename T>
-SK_INLINE void pop(T& v) {
-    stack_t& s = tape_stack();
+SK_INLINE void pop(stack_t& s, T& v) {
     const int64 n = int64(sizeof(T));
     if (s.size < n) return;
     s.size -= n;
     memcpy(&v, s.data + s.size, sizeof(T));
 }
 #endif
+
+// Generated adjoint code fetches the stack once per function (`auto&& _stk = sk::tape_stack();`,
+// a thread-local lookup on the CPU) and passes it to push/pop.
 
 // Adjoint accumulation for every type: scalars add, value types add per component,
 // arrays and bools carry no adjoint (array gradients live in the grad buffers).
