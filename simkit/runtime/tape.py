@@ -85,15 +85,13 @@ class _Copy:
     def backward(self):
         self.check()
         if self.src.requires_grad and self.dest.requires_grad:
-            from .array import array
-
-            g = self.dest.grad.numpy() if self.dest.device.is_cpu else self.dest.grad.numpy()
+            # src.grad += dest.grad (element counts match; copies may cross devices and shapes)
             s = self.src.grad
+            total = s.numpy().reshape(-1) + self.dest.grad.numpy().reshape(-1)
             if s.device.is_cpu:
-                s.numpy()[...] += g.reshape(s.numpy().shape)
-            else:  # pragma: no cover - GPU path
-                tmp = s.numpy() + g.reshape(s.shape + s.numpy().shape[len(s.shape):])
-                s.assign(array(tmp, dtype=s.dtype, device="cpu"))
+                s.numpy()[...] = total.reshape(s.numpy().shape)
+            else:
+                s.assign(total)
 
     def arrays(self):
         return [self.dest, self.src]
