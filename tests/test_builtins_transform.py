@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from fd_helpers import central_differences
 
 FLOATS = {"float16": sk.float16, "float32": sk.float32, "float64": sk.float64}
 NP = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
@@ -454,19 +455,7 @@ def _fd(x, device, h=1e-6):
         outs = _run("float64", xs, device)
         return np.stack([_got(outs, n).reshape(N, -1).sum(axis=1) for n in NAMES])
 
-    fds = []
-    for key in INPUTS:
-        base = x[key]
-        g = np.zeros(base.shape)
-        comp_shape = base.shape[2:]
-        for c in np.ndindex(*comp_shape) if comp_shape else [()]:
-            xp, xm = dict(x), dict(x)
-            xp[key], xm[key] = base.copy(), base.copy()
-            xp[key][(Ellipsis,) + c] += h
-            xm[key][(Ellipsis,) + c] -= h
-            g[(Ellipsis,) + c] = (total(xp) - total(xm)) / (2 * h)
-        fds.append(g)
-    return fds
+    return central_differences(x, INPUTS, total, h)
 
 
 @pytest.mark.parametrize("dt", GRAD_DTS)
