@@ -521,3 +521,20 @@ def test_gradients_through_struct_locals_and_struct_arrays(device):
     np.testing.assert_allclose(g["pos"], mv[:, None] * pv * 1.5 ** 2)
     np.testing.assert_allclose(g["mass"], 0.5 * 1.5 ** 2 * (pv ** 2).sum(1))
     np.testing.assert_allclose(scale.grad.numpy()[0], (mv * 1.5 * (pv ** 2).sum(1)).sum())
+
+
+@sk.kernel(enable_backward=False)
+def forward_only(x: sk.array(dtype=f64), y: sk.array(dtype=f64)):
+    i = sk.tid()
+    y[i] = x[i] * 2.0
+
+
+def test_enable_backward_false_refuses_a_gradient(device):
+    x, y = arr([1.0, 2.0], device=device), arr([0.0, 0.0], device=device)
+    sk.launch(forward_only, 2, inputs=[x], outputs=[y], device=device)
+    np.testing.assert_allclose(y.numpy(), [2.0, 4.0])
+    tape = sk.Tape()
+    with tape:
+        sk.launch(forward_only, 2, inputs=[x], outputs=[y], device=device)
+    with pytest.raises(sk.TapeError, match="enable_backward=False"):
+        tape.backward(grads={y: np.ones(2)})

@@ -152,8 +152,10 @@ class Module:
                 s.native[kind] = (lib.entry(f"{s.cname}_cpu_{which}"), unit)
             if config.verify_cuda and not adjoint:
                 verify_cuda(source, self.name)
-                verify_cuda(codegen.gen_module(self.name, kernels, funcs, structs, options, __version__,
-                                               adjoint=True), self.name + ".adj")
+                differentiable = [s.ir for s in specs if s.kernel.enable_backward is not False]
+                if differentiable:  # kernels declared enable_backward=False never get an adjoint
+                    verify_cuda(codegen.gen_module(self.name, differentiable, funcs, structs, options, __version__,
+                                                   adjoint=True), self.name + ".adj")
         else:
             from .backends.cuda import module as cuda_module
 

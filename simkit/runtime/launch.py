@@ -263,6 +263,9 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
     """Run the adjoint of a recorded launch: accumulates into the .grad of the arrays it read."""
     if not any(_needs_grad(a) for a in args):
         return  # no array carries a gradient: nothing to propagate
+    if kernel.enable_backward is False:
+        raise tape.TapeError(f"kernel '{kernel.key}' was declared with enable_backward=False, but a gradient "
+                             f"must flow through it; remove the flag or launch it with record_tape=False")
     packed, contiguous = _check_and_pack(kernel, spec, args, device)
     ptrs = [a.ptr for a in args if isinstance(a, array)]
     no_alias = len(set(ptrs)) == len(ptrs)  # an array passed twice could be read at another thread's index
