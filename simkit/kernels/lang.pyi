@@ -485,11 +485,11 @@ def matrix(*args: Any, **kwargs: Any) -> Any:
     """The zero matrix: mat33().
 
     Overloads:
-        matrix() -> _target
-        matrix(value: Float) -> _target
-        matrix(value: Int) -> _target
-        matrix(m: matrix_AnyxAny_Float) -> _target
-        matrix(m: matrix_AnyxAny_Any) -> _target
+        matrix() -> the constructed type
+        matrix(value: Float) -> the constructed type
+        matrix(value: Int) -> the constructed type
+        matrix(m: matrix_AnyxAny_Float) -> the constructed type
+        matrix(m: matrix_AnyxAny_Any) -> the constructed type
     """
     ...
 
@@ -1075,11 +1075,11 @@ def vector(*args: Any, **kwargs: Any) -> Any:
     """The zero vector: vec3() == vec3(0.0, 0.0, 0.0).
 
     Overloads:
-        vector() -> _target
-        vector(value: Float) -> _target
-        vector(value: Int) -> _target
-        vector(v: vector_Any_Float) -> _target
-        vector(v: vector_Any_Any) -> _target
+        vector() -> the constructed type
+        vector(value: Float) -> the constructed type
+        vector(value: Int) -> the constructed type
+        vector(v: vector_Any_Float) -> the constructed type
+        vector(v: vector_Any_Any) -> the constructed type
         vector(w: vector_3_Float, v: vector_3_Float) -> the constructed type
     """
     ...

@@ -46,3 +46,17 @@ def dtype_arg(info):
     if not T.is_float(d):
         raise TypeError("dtype must be a float type (float16, float32 or float64)")
     return d
+
+
+@named("bool")
+def bool_result(info):
+    return T.bool
+
+
+def float_int(key, specs_f, specs_i, value_type, doc, *, group, match=None, hidden=False, variadic=False):
+    """Declare a differentiable Float overload and a non-differentiable Int overload of ``key``."""
+    from ..registry import add_builtin
+
+    add_builtin(key, specs_f, value_type, doc=doc, group=group, match=match, hidden=hidden, variadic=variadic)
+    add_builtin(key, specs_i, value_type, differentiable=False, doc=doc, group=group, match=match,
+                hidden=hidden, variadic=variadic)

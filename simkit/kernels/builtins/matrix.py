@@ -12,9 +12,14 @@ from the full list of elements (``mat22(a, b, c, d)``) is done by the compiler.
 """
 from __future__ import annotations
 
+import functools
+
 import operator
 
 from .. import types as T
+from .helpers import bool_result as _bool
+from .helpers import float_int
+from .helpers import target as _target
 from ..registry import add_builtin, same_as
 from ..types import Any, Float, Int, Scalar, matrix, vector
 
@@ -53,13 +58,6 @@ def _int_args(*positions):
     return f
 
 
-def _float_int(key, specs_f, specs_i, value_type, doc, *, group=_G, match=None, hidden=False, variadic=False):
-    """A differentiable Float overload and a non-differentiable Int overload."""
-    add_builtin(key, specs_f, value_type, doc=doc, group=group, match=match, hidden=hidden, variadic=variadic)
-    add_builtin(key, specs_i, value_type, differentiable=False, doc=doc, group=group, match=match,
-                hidden=hidden, variadic=variadic)
-
-
 def _shape(t):
     return t._shape
 
@@ -94,13 +92,7 @@ def _mat(rows, cols, dtype):
     return matrix((rows, cols), dtype)
 
 
-def _bool(info):
-    return T.bool
-
-
-def _target(info):
-    return info.target
-
+_float_int = functools.partial(float_int, group=_G)  # this module's default group
 
 # ---------------------------------------------------------------------------
 # Operators

@@ -13,7 +13,12 @@ from the full list of components (``vec3(x, y, z)``) is done by the compiler.
 """
 from __future__ import annotations
 
+import functools
+
 from .. import types as T
+from .helpers import bool_result as _bool
+from .helpers import float_int
+from .helpers import target as _target
 from ..registry import add_builtin, same_as, scalar_of_arg
 from ..types import Any, Float, Int, Scalar, vector
 
@@ -51,20 +56,7 @@ def _and(*preds):
     return f
 
 
-def _float_int(key, specs_f, specs_i, value_type, doc, *, group=_G, match=None, hidden=False):
-    """A differentiable Float overload and a non-differentiable Int overload."""
-    add_builtin(key, specs_f, value_type, doc=doc, group=group, match=match, hidden=hidden)
-    add_builtin(key, specs_i, value_type, differentiable=False, doc=doc, group=group, match=match,
-                hidden=hidden)
-
-
-def _target(info):
-    return info.target
-
-
-def _bool(info):
-    return T.bool
-
+_float_int = functools.partial(float_int, group=_G)  # this module's default group
 
 # ---------------------------------------------------------------------------
 # Operators
