@@ -11,6 +11,7 @@ import pytest
 
 import simkit as sk
 from fd_helpers import central_differences
+from quat_reference import qmat, qmul, unit
 
 FLOATS = {"float16": sk.float16, "float32": sk.float32, "float64": sk.float64}
 NP = {"float16": np.float16, "float32": np.float32, "float64": np.float64}
@@ -21,26 +22,8 @@ N = 16  # samples per row
 # numpy references (float64); quaternions are (x, y, z, w)
 
 
-def qmul(a, b):
-    ax, ay, az, aw = np.moveaxis(a, -1, 0)
-    bx, by, bz, bw = np.moveaxis(b, -1, 0)
-    return np.stack([aw * bx + bw * ax + ay * bz - by * az,
-                     aw * by + bw * ay + az * bx - bz * ax,
-                     aw * bz + bw * az + ax * by - bx * ay,
-                     aw * bw - ax * bx - ay * by - az * bz], axis=-1)
-
-
 def qconj(q):
     return q * np.array([-1.0, -1.0, -1.0, 1.0])
-
-
-def qmat(q):
-    """Rotation matrix of unit quaternions q (..., 4) -> (..., 3, 3)."""
-    x, y, z, w = np.moveaxis(q, -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)], -1),
-        np.stack([2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)], -1),
-        np.stack([2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)], -1)], -2)
 
 
 def qaxis(axis, angle):
@@ -70,10 +53,6 @@ def qto_axis_angle(q):
 def align(got, want):
     """got * sign so that it matches want (q and -q are the same rotation)."""
     return got * np.where(np.sum(got * want, -1) < 0, -1.0, 1.0)[..., None]
-
-
-def unit(x):
-    return x / np.linalg.norm(x, axis=-1, keepdims=True)
 
 
 # ---------------------------------------------------------------------------
