@@ -31,6 +31,7 @@ import sys
 import tempfile
 import time
 
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's idle BLAS threads spin on the timed cores
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))

@@ -20,15 +20,18 @@ Example (the same kernel runs under ``import warp as wp``)::
     grid.build(points, r)  # cell width r: a query of radius r visits 3x3x3 cells
     wp.launch(count, dim=len(points), inputs=[grid.id, points, r, out])
 
-Build, in kernels: every point's cell (parallel), a stable sort of the point indices by cell,
-then each cell's range of sorted positions. CPU: an LSD radix sort (a serial pass per digit,
-digits as wide as log2(points)); only the cells of the previous build are cleared, so a rebuild
-costs O(points), never O(cells) (Warp's clears the whole table). CUDA: a counting sort (atomic
-counts, a prefix sum over the cells, a scatter, then each cell's indices put in order, so the
-result is deterministic); its cell ranges are the prefix sums themselves.
+Build, in kernels: the points' bounding box (a parallel reduction, which also finds points that
+are not finite), every point's cell, a stable sort of the point indices by cell, then the dense
+prefix sum of points per cell. The table is compact when the box of cells the points occupy fits
+in the grid's dimensions (the usual case: a rebuild costs O(points + box cells), not O(cells),
+and no two distant points share a cell), else it wraps modulo the dimensions like Warp's. CPU: an
+LSD radix sort (a serial pass per digit, digits as wide as log2(points); a compact table has few
+cell bits, so usually one pass). CUDA: a counting sort (atomic counts, a prefix sum over the
+cells, a scatter, then each cell's indices put in order, so the result is deterministic).
 
 Queries (native/hash_grid.h) walk the box of cells around the query sphere row by row: a row's
-cells are consecutive in the table, so their points are one range of the sorted order.
+cells are consecutive in the table, so their points are one range of the sorted order, two loads
+from the prefix sum.
 """
 from __future__ import annotations
 
@@ -48,34 +51,62 @@ MAX_CELLS = (1 << 31) - 1
 _RADIX_MIN_BITS = 11  # the narrowest radix digit (a 2048-entry histogram stays in L1)
 
 # Mirrors sk::hash_grid_t in native/hash_grid.h (64 bytes).
-_DESC = np.dtype([("cell_starts", "<u8"), ("cell_ends", "<u8"), ("point_ids", "<u8"), ("point_cells", "<u8"),
-                  ("dims", "<i4", (3,)), ("num_points", "<i4"), ("cell_width_inv", "<f8"),
+_DESC = np.dtype([("offsets", "<u8"), ("point_ids", "<u8"), ("dims", "<i4", (3,)), ("org", "<i4", (3,)),
+                  ("wrapped", "<i4"), ("num_points", "<i4"), ("cell_width_inv", "<f8"),
                   ("cell_width_inv_f", "<f4"), ("cell_width", "<f4")])
 assert _DESC.itemsize == 64
+_COORD_LIMIT = 1 << 30  # cell coordinates saturate here (hash_grid_coord)
 
 # ---------------------------------------------------------------------------
-# Kernels. The radix path (CPU) and the counting path (CUDA) share _hg_cells.
+# Kernels. The radix path (CPU) and the counting path (CUDA) share _hg_bounds, _hg_cells and _hg_offsets.
 
 
 @kernel
-def _hg_cells(grid: T.uint64, points: array(dtype=T.Any), cells: array(dtype=int), ids: array(dtype=int),
-              bad: array(dtype=int)):
+def _hg_bounds(points: array(dtype=T.Any), lows: array(dtype=T.Any), highs: array(dtype=T.Any),
+               bad: array(dtype=int), n: int, chunk: int, strided: int):
+    # the bounds of block b's points: [b * chunk, (b + 1) * chunk), or b, b + blocks, ... when strided
+    b = sk.tid()
+    blocks = lows.shape[0]
+    first = b * chunk
+    step = 1
+    if strided != 0:
+        first = b
+        step = blocks
+    lo = points[first]
+    hi = lo
+    i = first
+    for j in range(chunk):
+        if i < n:
+            p = points[i]
+            if not (sk.isfinite(p[0]) and sk.isfinite(p[1]) and sk.isfinite(p[2])):
+                sk.atomic_min(bad, 0, i)  # the first point that is not finite
+            lo = sk.min(lo, p)
+            hi = sk.max(hi, p)
+        i = i + step
+    lows[b] = lo
+    highs[b] = hi
+
+
+@kernel
+def _hg_cells(grid: T.uint64, points: array(dtype=T.Any), cells: array(dtype=int), ids: array(dtype=int)):
     i = sk.tid()
-    c = hgb.hash_grid_cell(grid, points[i])
-    if c < 0:
-        sk.atomic_min(bad, 0, i)  # the first non-finite point
-    cells[i] = sk.max(c, 0)
+    cells[i] = sk.max(hgb.hash_grid_cell(grid, points[i]), 0)
     ids[i] = i
 
 
 @kernel
-def _hg_clear(sorted_cells: array(dtype=int), starts: array(dtype=int), ends: array(dtype=int)):
-    # radix path: forget the cells of the previous build (the first position of each cell's run writes)
+def _hg_offsets(sorted_cells: array(dtype=int), offsets: array(dtype=int), n: int, cells: int):
+    # radix path: the dense prefix sum; sorted position i starts every cell in (previous cell, its cell]
     i = sk.tid()
     c = sorted_cells[i]
-    if i == 0 or sorted_cells[i - 1] != c:
-        starts[c] = 0
-        ends[c] = 0
+    prev = int(-1)
+    if i > 0:
+        prev = sorted_cells[i - 1]
+    for k in range(prev + 1, c + 1):
+        offsets[k] = i
+    if i == n - 1:
+        for k in range(c + 1, cells + 1):
+            offsets[k] = n
 
 
 @kernel
@@ -99,17 +130,6 @@ def _hg_radix_pass(src_keys: array(dtype=int), src_vals: array(dtype=int), dst_k
         hist[d] = p + 1
         dst_keys[p] = k
         dst_vals[p] = src_vals[i]
-
-
-@kernel
-def _hg_ranges(sorted_cells: array(dtype=int), starts: array(dtype=int), ends: array(dtype=int), n: int):
-    # radix path: the range of sorted positions of every occupied cell
-    i = sk.tid()
-    c = sorted_cells[i]
-    if i == 0 or sorted_cells[i - 1] != c:
-        starts[c] = i
-    if i == n - 1 or sorted_cells[i + 1] != c:
-        ends[c] = i + 1
 
 
 @kernel
@@ -221,18 +241,20 @@ class HashGrid:
         self._counting = dev.is_cuda if _counting_sort is None else bool(_counting_sort)
         self._desc = np.zeros(1, dtype=_DESC)
         self._desc["dims"] = dims
+        self.table_dims = dims  # the cells of the last build's table (compact: the points' box)
+        # cell c of the table holds sorted positions [offsets[c], offsets[c + 1]); every build writes
+        # the entries of its table's cells (a compact table: only the cells of the points' box)
+        self._offsets = empty(num_cells + 1, dtype=int, device=dev)
+        self._desc["offsets"] = self._offsets.ptr
         if self._counting:
-            self._counts = zeros(num_cells, dtype=int, device=dev)
-            self._offsets = zeros(num_cells + 1, dtype=int, device=dev)  # cell c: [offsets[c], offsets[c + 1])
+            self._counts = empty(num_cells, dtype=int, device=dev)
             self._block = max(256, math.isqrt(num_cells + 1))
-            self._block_sums = zeros(-(-(num_cells + 1) // self._block), dtype=int, device=dev)
-            self._desc["cell_starts"] = self._offsets.ptr
-            self._desc["cell_ends"] = self._offsets.ptr + 4
+            self._block_sums = empty(-(-(num_cells + 1) // self._block), dtype=int, device=dev)
         else:
-            # zero-filled once (lazily paged in); later builds clear only the cells they filled
-            self._starts = zeros(num_cells, dtype=int, device=dev)
-            self._ends = zeros(num_cells, dtype=int, device=dev)
             self._hist = empty(1 << _RADIX_MIN_BITS, dtype=int, device=dev)
+        self._blocks = 64 if dev.is_cpu else 1024  # blocks of the bounds reduction
+        self._lows = empty(self._blocks, dtype=self.vec_type, device=dev)
+        self._highs = empty(self._blocks, dtype=self.vec_type, device=dev)
         if dev.is_cpu:
             self._desc_buf = None
             self.id = int(self._desc.ctypes.data)
@@ -241,7 +263,6 @@ class HashGrid:
             self.id = int(self._desc_buf.ptr)
         self._cells = self._ids = self._tmp_cells = self._tmp_ids = self._ranks = None
         self._bad = zeros(1, dtype=int, device=dev)
-        self._sorted_cells = None  # the sorted cells of the last build (radix path: the cells to clear next)
         self._sync_desc()
 
     @property
@@ -297,24 +318,16 @@ class HashGrid:
         n = points.shape[0]
         self.reserve(n)
         dev = self.device
+        self._forget()
+        inv_f = np.float32(1.0) / np.float32(radius)
         self._desc["cell_width"] = radius
         self._desc["cell_width_inv"] = 1.0 / radius
-        self._desc["cell_width_inv_f"] = np.float32(1.0) / np.float32(radius)
-        self._forget()
+        self._desc["cell_width_inv_f"] = inv_f
         if n:
-            self._bad.fill_(n)
-            _launch(_hg_cells, n, [self.id, points, self._cells, self._ids, self._bad], dev)
-            first_bad = int(self._bad.numpy()[0])
-            if first_bad < n:
-                raise ValueError(f"HashGrid.build: point {first_bad} is not finite "
-                                 f"({points.numpy()[first_bad].tolist()})")
+            self._set_table(self._bounds(points, n), 1.0 / radius if self.dtype is T.float64 else inv_f)
+            _launch(_hg_cells, n, [self.id, points, self._cells, self._ids], dev)
             cells, ids = self._counting_sort(n) if self._counting else self._radix_sort(n)
-            self._sorted_cells = cells
             self._desc["point_ids"] = ids.ptr
-            self._desc["point_cells"] = cells.ptr
-            if not self._counting:
-                self._desc["cell_starts"] = self._starts.ptr
-                self._desc["cell_ends"] = self._ends.ptr
         self.num_points = n
         self._desc["num_points"] = n
         self.radius = radius
@@ -324,12 +337,41 @@ class HashGrid:
     # ------------------------------------------------------------------ internals
 
     def _forget(self):
-        """Empty the grid (radix path: clear the cells the last build filled)."""
-        if not self._counting and self._sorted_cells is not None and self.num_points:
-            _launch(_hg_clear, self.num_points, [self._sorted_cells, self._starts, self._ends], self.device)
-        self._sorted_cells = None
+        """Empty the grid (until the build under way finishes)."""
         self.num_points = 0
         self._desc["num_points"] = 0
+        self._sync_desc()
+
+    def _bounds(self, points: array, n: int):
+        """The points' bounding box (float64 or float32 numpy vectors); ValueError for a point not finite."""
+        chunk = -(-n // self._blocks)
+        blocks = -(-n // chunk)  # every block holds a point
+        self._bad.fill_(n)
+        _launch(_hg_bounds, blocks, [points, self._lows[:blocks], self._highs[:blocks], self._bad, n, chunk,
+                                     int(self.device.is_cuda)], self.device)
+        first_bad = int(self._bad.numpy()[0])
+        if first_bad < n:
+            raise ValueError(f"HashGrid.build: point {first_bad} is not finite "
+                             f"({points.numpy()[first_bad].tolist()})")
+        return self._lows.numpy()[:blocks].min(axis=0), self._highs.numpy()[:blocks].max(axis=0)
+
+    def _set_table(self, bounds, inv) -> None:
+        """A compact table over the cells of the points' box when it fits in the grid's dimensions,
+        else the wrapped table of all cells. Cells are computed as the kernels do (same precision), so
+        the box is exact."""
+        lo, hi = ((np.floor(np.asarray(b) * inv)).astype(np.float64) for b in bounds)
+        lo = np.clip(lo, -_COORD_LIMIT, _COORD_LIMIT).astype(np.int64)
+        hi = np.clip(hi, -_COORD_LIMIT, _COORD_LIMIT).astype(np.int64)
+        extent = hi - lo + 1
+        if all(int(e) <= d for e, d in zip(extent, self.dims)):
+            self.table_dims = tuple(int(e) for e in extent)
+            self._desc["org"] = lo
+            self._desc["wrapped"] = 0
+        else:
+            self.table_dims = self.dims
+            self._desc["org"] = 0
+            self._desc["wrapped"] = 1
+        self._desc["dims"] = self.table_dims
         self._sync_desc()
 
     def _sync_desc(self):
@@ -339,7 +381,8 @@ class HashGrid:
     def _radix_sort(self, n: int):
         """Stable LSD radix sort of (cell, index) by cell, digits of ~log2(n) bits; then cell ranges."""
         dev = self.device
-        bits = max(1, (self.num_cells - 1).bit_length())
+        table_cells = math.prod(self.table_dims)
+        bits = max(1, (table_cells - 1).bit_length())
         passes = -(-bits // max(_RADIX_MIN_BITS, n.bit_length() - 1))
         width = -(-bits // passes)
         if self._hist.shape[0] < (1 << width):
@@ -350,17 +393,18 @@ class HashGrid:
             _launch(_hg_radix_pass, 1, [*src, *dst, self._hist, n, p * width, (1 << width) - 1], dev)
             src, dst = dst, src
         cells, ids = src
-        _launch(_hg_ranges, n, [cells, self._starts, self._ends, n], dev)
+        _launch(_hg_offsets, n, [cells, self._offsets, n, table_cells], dev)
         return cells, ids
 
     def _counting_sort(self, n: int):
         """Counting sort by cell: atomic counts, a prefix sum over the cells, a scatter, then each
         cell's indices put in order (deterministic output)."""
         dev = self.device
-        c = self.num_cells
-        self._counts.zero_()
-        _launch(_hg_count, n, [self._cells, self._counts, self._ranks], dev)
-        nblocks = self._block_sums.shape[0]
+        c = math.prod(self.table_dims)
+        counts = self._counts[:c]
+        counts.zero_()
+        _launch(_hg_count, n, [self._cells, counts, self._ranks], dev)
+        nblocks = -(-(c + 1) // self._block)
         _launch(_hg_block_sums, nblocks, [self._counts, self._block_sums, c, self._block], dev)
         _launch(_hg_scan_serial, 1, [self._block_sums, nblocks], dev)
         _launch(_hg_block_scan, nblocks, [self._counts, self._block_sums, self._offsets, c, self._block], dev)
@@ -370,4 +414,4 @@ class HashGrid:
 
     def __repr__(self):
         return (f"HashGrid(dims={self.dims}, device={self.device.alias}, points={self.num_points}, "
-                f"cell_width={self.radius})")
+                f"cell_width={self.radius}, table={'wrapped' if self._desc['wrapped'][0] else 'compact'})")

@@ -1,10 +1,17 @@
 // simkit collision: the hash grid's device-side code (host C++17 and NVRTC CUDA).
 //
-// A HashGrid buckets points into cubic cells of width `cell_width`; cell
-// coordinates wrap modulo (dim_x, dim_y, dim_z), so an unbounded domain maps
-// onto a finite table. The host (simkit/collision/hash_grid.py) sorts the point
-// indices by cell and fills a `hash_grid_t` descriptor; the grid id a kernel
-// receives is that descriptor's address.
+// A HashGrid buckets points into cubic cells of width `cell_width`. The host
+// (simkit/collision/hash_grid.py) sorts the point indices by cell and fills a
+// `hash_grid_t` descriptor; the grid id a kernel receives is that descriptor's
+// address. The table of cells is one of two kinds, chosen at every build:
+//
+// - compact: the box of cells the points occupy, when it fits in the grid's
+//   dimensions (the usual case). Cells outside the box hold nothing.
+// - wrapped: cell coordinates wrap modulo (dim_x, dim_y, dim_z), so an unbounded
+//   domain maps onto a finite table (Warp's scheme).
+//
+// Either way the table is a dense prefix sum over its cells, so the points of any
+// run of consecutive cells are one range of sorted positions.
 //
 //   query = hash_grid_query(id, p, r)           // the cells the sphere (p, r) touches
 //   while (hash_grid_query_next(query, index))  // index: a candidate (filter by distance yourself)
@@ -16,13 +23,11 @@
 namespace sk {
 
 struct hash_grid_t {
-    // cell c holds sorted positions [cell_starts[c], cell_ends[c]). CPU build: an empty cell has 0, 0;
-    // CUDA build: prefix sums, cell_ends == cell_starts + 1 and an empty cell has start == end.
-    const int32* cell_starts;  // [num_cells]
-    const int32* cell_ends;    // [num_cells]
+    const int32* offsets;      // [cells + 1]: cell c holds sorted positions [offsets[c], offsets[c + 1])
     const int32* point_ids;    // [num_points] original index of the point at each sorted position
-    const int32* point_cells;  // [num_points] cell of the point at each sorted position
-    int32 dim_x, dim_y, dim_z;
+    int32 dim_x, dim_y, dim_z; // the table's cells along each axis
+    int32 org_x, org_y, org_z; // the world cell of table cell (0, 0, 0) (compact table; 0 when wrapped)
+    int32 wrapped;             // 1: coordinates wrap modulo the dimensions; 0: a compact table
     int32 num_points;
     float64 cell_width_inv;    // 1 / cell_width, for float64 points
     float32 cell_width_inv_f;  // the same for float32 points
@@ -30,22 +35,20 @@ struct hash_grid_t {
 };
 static_assert(sizeof(hash_grid_t) == 64, "hash_grid_t layout is mirrored in simkit/collision/hash_grid.py");
 
-// Traversal state of one query. The box of cells around the query sphere is visited row by row
-// (a row: the box's cells along x at one (y, z)). The points are sorted by cell and a row's cells
-// are consecutive in the table, so a row (or each of the two parts of a row that wraps around the
-// table) is one contiguous range of sorted positions: a query walks at most 2 ranges per row
-// instead of one per cell, with fewer branches. A plain aggregate, held by a kernel as a local.
+// Traversal state of one query. The box of cells around the query sphere is visited row by row (a row:
+// the box's cells along x at one (y, z)). A row's cells are consecutive in the table, so the cells of
+// a row (or each of the two parts of a row that wraps around the table) are one range of sorted
+// positions: two loads from the prefix sum. A plain aggregate, held by a kernel as a local.
 struct hash_grid_query_t {
-    const int32* starts;
-    const int32* ends;
+    const int32* offsets;
     const int32* ids;
+    int32 pos, end;        // next sorted position and the end of the current range
     int32 dim_x, dim_y, dim_z;
     int32 wx0, nx;         // the box along x: first cell (wrapped) and number of cells
+    int32 rest;            // cells of the current row's wrapped part, at x = 0 (0: none)
     int32 y, y1, z, z1;    // the current row and the last row of the box (unwrapped y, z)
     int32 wy, wy0, wz;     // y, the box's first y, and z, wrapped into the table
     int32 y0;
-    int32 rest;            // cells of the current row's wrapped part, at x = 0 (0: none)
-    int32 pos, end;        // next sorted position and the end of the current range
 };
 
 // Adjoint storage of a query is never used (queries are not differentiable).
@@ -69,80 +72,62 @@ SK_INLINE int32 hash_grid_wrap(int32 c, int32 dim) {
 SK_INLINE float32 hash_grid_inv(const hash_grid_t& g, float32) { return g.cell_width_inv_f; }
 SK_INLINE float64 hash_grid_inv(const hash_grid_t& g, float64) { return g.cell_width_inv; }
 
+// A world cell coordinate in the table: wrapped, or shifted to the compact box and clamped into it
+// (the builder sizes the box to hold every point, so the clamp only guards against rounding).
+SK_INLINE int32 hash_grid_table_coord(const hash_grid_t& g, int32 c, int32 org, int32 dim) {
+    if (g.wrapped) return hash_grid_wrap(c, dim);
+    c -= org;
+    return c < 0 ? 0 : (c >= dim ? dim - 1 : c);
+}
+
+// The world cell coordinates of point p (floor(p / cell_width), saturated); false when p is not finite.
+template <typename F> SK_INLINE bool hash_grid_world_cell(const hash_grid_t& g, vec_t<3, F> p, int32* c) {
+    const F inv = hash_grid_inv(g, F(0));
+    const F vx = p.c[0] * inv, vy = p.c[1] * inv, vz = p.c[2] * inv;
+    if (!(vx - vx == F(0) && vy - vy == F(0) && vz - vz == F(0))) return false;  // inf or nan
+    c[0] = hash_grid_coord(vx);
+    c[1] = hash_grid_coord(vy);
+    c[2] = hash_grid_coord(vz);
+    return true;
+}
+
 // The table cell of point p, or -1 when p is not finite (the builder reports those).
 template <typename F> SK_INLINE int32 hash_grid_cell(uint64 id, vec_t<3, F> p) {
     const hash_grid_t& g = *reinterpret_cast<const hash_grid_t*>(id);
-    const F inv = hash_grid_inv(g, F(0));
-    const F vx = p.c[0] * inv, vy = p.c[1] * inv, vz = p.c[2] * inv;
-    if (!(vx - vx == F(0) && vy - vy == F(0) && vz - vz == F(0))) return -1;  // inf or nan
-    const int32 cx = hash_grid_wrap(hash_grid_coord(vx), g.dim_x);
-    const int32 cy = hash_grid_wrap(hash_grid_coord(vy), g.dim_y);
-    const int32 cz = hash_grid_wrap(hash_grid_coord(vz), g.dim_z);
+    int32 c[3];
+    if (!hash_grid_world_cell(g, p, c)) return -1;
+    const int32 cx = hash_grid_table_coord(g, c[0], g.org_x, g.dim_x);
+    const int32 cy = hash_grid_table_coord(g, c[1], g.org_y, g.dim_y);
+    const int32 cz = hash_grid_table_coord(g, c[2], g.org_z, g.dim_z);
     return (cz * g.dim_y + cy) * g.dim_x + cx;
 }
 
-// The last cell of a box [c0, c1] on an axis of `dim` cells: never more than dim cells, so none is visited twice.
-SK_INLINE int32 hash_grid_box_end(int32 c0, int32 c1, int32 dim) { return c1 - c0 >= dim ? c0 + dim - 1 : c1; }
-
-// The sorted positions of the n cells from x = a (wrapped) on the current row: one range, as the cells
-// are consecutive in the table. Empty cells (end 0 on the CPU, start == end on CUDA) add nothing.
-SK_INLINE void hash_grid_query_range(hash_grid_query_t& q, int32 a, int32 n) {
-    const int32 base = (q.wz * q.dim_y + q.wy) * q.dim_x + a;
-    int32 lo = 0x7fffffff, hi = 0;
-    for (int32 k = 0; k < n; ++k) {
-        const int32 s = q.starts[base + k], e = q.ends[base + k];
-        lo = (e > 0 && s < lo) ? s : lo;
-        hi = e > hi ? e : hi;
-    }
-    q.pos = lo;
-    q.end = hi;
-}
-
+// The range of the current row's first part (from the box's first x); the wrapped part is left in rest.
 SK_INLINE void hash_grid_query_row(hash_grid_query_t& q) {
     const int32 first = q.dim_x - q.wx0 < q.nx ? q.dim_x - q.wx0 : q.nx;
+    const int32 base = (q.wz * q.dim_y + q.wy) * q.dim_x + q.wx0;
     q.rest = q.nx - first;
-    hash_grid_query_range(q, q.wx0, first);
+    q.pos = q.offsets[base];
+    q.end = q.offsets[base + first];
 }
 
-template <typename F> SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec_t<3, F> p, F max_dist) {
-    hash_grid_query_t q;
-    memset(&q, 0, sizeof(q));
-    const hash_grid_t& g = *reinterpret_cast<const hash_grid_t*>(id);
-    if (id == 0 || g.point_ids == nullptr || g.num_points == 0 || !(max_dist >= F(0))) {
-        q.z = 1;  // z > z1 and pos == end: an empty query
-        return q;
-    }
-    const F inv = hash_grid_inv(g, F(0));
-    int32 lo[3], hi[3];
-    const int32 dims[3] = {g.dim_x, g.dim_y, g.dim_z};
-    for (int k = 0; k < 3; ++k) {
-        lo[k] = hash_grid_coord((p.c[k] - max_dist) * inv);
-        hi[k] = hash_grid_box_end(lo[k], hash_grid_coord((p.c[k] + max_dist) * inv), dims[k]);
-    }
-    q.starts = g.cell_starts;
-    q.ends = g.cell_ends;
-    q.ids = g.point_ids;
-    q.dim_x = g.dim_x;
-    q.dim_y = g.dim_y;
-    q.dim_z = g.dim_z;
-    q.wx0 = hash_grid_wrap(lo[0], g.dim_x);
-    q.nx = hi[0] - lo[0] + 1;
-    q.y = q.y0 = lo[1];
-    q.y1 = hi[1];
-    q.z = lo[2];
-    q.z1 = hi[2];
-    q.wy = q.wy0 = hash_grid_wrap(lo[1], g.dim_y);
-    q.wz = hash_grid_wrap(lo[2], g.dim_z);
-    hash_grid_query_row(q);
-    return q;
-}
+#if SK_CUDA
+#define SK_HASH_GRID_ADVANCE SK_INLINE
+#else
+// Out of line on the CPU. Inlined, the traversal state (about 20 ints) competes with the kernel's own
+// values for registers and gcc moves the candidate loop's variables through vector registers (the
+// neighbour-count benchmark ran 1.5x slower); out of line, the state stays in memory and the loop
+// touches only pos and end.
+#define SK_HASH_GRID_ADVANCE inline __attribute__((noinline))
+#endif
 
 // Move to the next range of the box; false when the box is done.
-SK_INLINE bool hash_grid_query_advance(hash_grid_query_t& q) {
-    if (q.rest > 0) {
-        const int32 n = q.rest;
+SK_HASH_GRID_ADVANCE bool hash_grid_query_advance(hash_grid_query_t& q) {
+    if (q.rest > 0) {  // the wrapped part of the row, from x = 0
+        const int32 base = (q.wz * q.dim_y + q.wy) * q.dim_x;
+        q.pos = q.offsets[base];
+        q.end = q.offsets[base + q.rest];
         q.rest = 0;
-        hash_grid_query_range(q, 0, n);
         return true;
     }
     if (q.z > q.z1) return false;
@@ -158,6 +143,46 @@ SK_INLINE bool hash_grid_query_advance(hash_grid_query_t& q) {
     }
     hash_grid_query_row(q);
     return true;
+}
+
+template <typename F> SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec_t<3, F> p, F max_dist) {
+    hash_grid_query_t q;
+    memset(&q, 0, sizeof(q));
+    q.z = 1;  // z > z1 and pos == end: an empty query, until it is set up below
+    const hash_grid_t& g = *reinterpret_cast<const hash_grid_t*>(id);
+    if (id == 0 || g.point_ids == nullptr || g.num_points == 0 || !(max_dist >= F(0))) return q;
+    const F inv = hash_grid_inv(g, F(0));
+    const int32 dims[3] = {g.dim_x, g.dim_y, g.dim_z};
+    const int32 org[3] = {g.org_x, g.org_y, g.org_z};
+    int32 lo[3], hi[3];
+    for (int k = 0; k < 3; ++k) {
+        if (!(p.c[k] - p.c[k] == F(0))) return q;  // no point is near a non-finite one
+        lo[k] = hash_grid_coord((p.c[k] - max_dist) * inv);
+        hi[k] = hash_grid_coord((p.c[k] + max_dist) * inv);
+        if (g.wrapped) {  // at most dim cells, so none is visited twice
+            hi[k] = hi[k] - lo[k] >= dims[k] ? lo[k] + dims[k] - 1 : hi[k];
+        } else {  // clip to the compact table
+            const int64 a = int64(lo[k]) - org[k], b = int64(hi[k]) - org[k];
+            lo[k] = a < 0 ? 0 : int32(a);
+            hi[k] = b >= dims[k] ? dims[k] - 1 : int32(b);
+            if (a >= dims[k] || b < 0) return q;
+        }
+    }
+    q.offsets = g.offsets;
+    q.ids = g.point_ids;
+    q.dim_x = g.dim_x;
+    q.dim_y = g.dim_y;
+    q.dim_z = g.dim_z;
+    q.wx0 = hash_grid_wrap(lo[0], g.dim_x);
+    q.nx = hi[0] - lo[0] + 1;
+    q.y = q.y0 = lo[1];
+    q.y1 = hi[1];
+    q.z = lo[2];
+    q.z1 = hi[2];
+    q.wy = q.wy0 = hash_grid_wrap(lo[1], g.dim_y);
+    q.wz = hash_grid_wrap(lo[2], g.dim_z);
+    hash_grid_query_row(q);
+    return q;
 }
 
 // Advance to the next candidate: writes its point index and returns true, or returns false when done.

@@ -71,17 +71,42 @@ SK_INLINE void leaf_range(const bvh_node_t* nodes, int32 e, int32& start, int32&
 // The lane loops below are written branch-free (bitwise &, |, selects) so that compilers vectorize them.
 #define SK_RESTRICT __restrict__
 
-// Squared distance from p to the box of each face of a block (a lower bound of its distance).
-SK_INLINE void face_box_dists(const float* SK_RESTRICT t, const v3<float>& p, float* SK_RESTRICT out) {
+// Squared distance from p to each face of a block, all lanes at once and free of branches (so it
+// vectorizes): inside the face's prism the distance to its plane, else the least distance to its three
+// edges (segments, which cover the vertex regions). The same quantities as closest_tri, arranged
+// differently, so the values agree with it to rounding; closest_point uses them as a filter and lets
+// the scalar closest_tri decide. A NaN face (excluded, or padding) gives NaN, which passes no test.
+SK_INLINE void face_dists(const float* SK_RESTRICT t, const v3<float>& p, float* SK_RESTRICT out) {
     for (int l = 0; l < SK_LANES; ++l) {
         const float* q = t + l;
-        const float lx = fmn(fmn(q[0], q[24]), q[48]), hx = fmx(fmx(q[0], q[24]), q[48]);
-        const float ly = fmn(fmn(q[8], q[32]), q[56]), hy = fmx(fmx(q[8], q[32]), q[56]);
-        const float lz = fmn(fmn(q[16], q[40]), q[64]), hz = fmx(fmx(q[16], q[40]), q[64]);
-        const float dx = fmx(fmx(lx - p.x, p.x - hx), 0.0f);
-        const float dy = fmx(fmx(ly - p.y, p.y - hy), 0.0f);
-        const float dz = fmx(fmx(lz - p.z, p.z - hz), 0.0f);
-        out[l] = dx * dx + dy * dy + dz * dz;
+        const float ax = q[0], ay = q[8], az = q[16];
+        const float abx = q[24] - ax, aby = q[32] - ay, abz = q[40] - az;
+        const float acx = q[48] - ax, acy = q[56] - ay, acz = q[64] - az;
+        const float apx = p.x - ax, apy = p.y - ay, apz = p.z - az;
+        const float bpx = apx - abx, bpy = apy - aby, bpz = apz - abz;
+        const float cpx = apx - acx, cpy = apy - acy, cpz = apz - acz;
+        const float d1 = abx * apx + aby * apy + abz * apz, d2 = acx * apx + acy * apy + acz * apz;
+        const float d3 = abx * bpx + aby * bpy + abz * bpz, d4 = acx * bpx + acy * bpy + acz * bpz;
+        const float d5 = abx * cpx + aby * cpy + abz * cpz, d6 = acx * cpx + acy * cpy + acz * cpz;
+        const float vc = d1 * d4 - d3 * d2, vb = d5 * d2 - d1 * d6, va = d3 * d6 - d5 * d4;
+        // the plane: the foot of the perpendicular, a + ab v + ac w
+        const float inv = 1.0f / (va + vb + vc);
+        const float v = vb * inv, w = vc * inv;
+        const float fx = apx - abx * v - acx * w, fy = apy - aby * v - acy * w, fz = apz - abz * v - acz * w;
+        const float face = fx * fx + fy * fy + fz * fz;
+        // the edges ab, ac and bc: the closest point of each segment
+        const float lab = abx * abx + aby * aby + abz * abz, lac = acx * acx + acy * acy + acz * acz;
+        const float bcx = acx - abx, bcy = acy - aby, bcz = acz - abz;
+        const float lbc = bcx * bcx + bcy * bcy + bcz * bcz;
+        const float sab = fmn(fmx(d1 / lab, 0.0f), 1.0f), sac = fmn(fmx(d2 / lac, 0.0f), 1.0f);
+        const float sbc = fmn(fmx((d4 - d3) / lbc, 0.0f), 1.0f);
+        const float ex = apx - abx * sab, ey = apy - aby * sab, ez = apz - abz * sab;
+        const float gx = apx - acx * sac, gy = apy - acy * sac, gz = apz - acz * sac;
+        const float hx = bpx - bcx * sbc, hy = bpy - bcy * sbc, hz = bpz - bcz * sbc;
+        const float edge = fmn(fmn(ex * ex + ey * ey + ez * ez, gx * gx + gy * gy + gz * gz), hx * hx + hy * hy + hz * hz);
+        const bool inside = (va >= 0.0f) & (vb >= 0.0f) & (vc >= 0.0f);
+        const float d = inside ? face : edge;
+        out[l] = d + (ax - ax);  // NaN for an excluded face (a.x = NaN)
     }
 }
 
@@ -140,11 +165,11 @@ SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist
         if (e < 0) {
             int32 s0, s1;
             leaf_range(nodes, e, s0, s1);
-            // each face's box bounds its distance from below: all lanes at once, then exact tests
-            float bd[SK_LANES];
-            face_box_dists(slot_block(m, s0), p, bd);
+            // every face's distance, all lanes at once; closest_tri decides the faces within rounding of the best
+            float fd[SK_LANES];
+            face_dists(slot_block(m, s0), p, fd);
             for (int32 s = s0; s < s1; ++s) {
-                if (!(bd[s - s0] < best)) continue;
+                if (!(fd[s - s0] <= best * 1.0001f)) continue;
                 v3<float> a, b, c;
                 slot_tri(m, s, a, b, c);
                 float u, v;
