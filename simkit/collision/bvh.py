@@ -34,7 +34,7 @@ from ..runtime import array, empty, launch, zeros
 from ..runtime.device import get_device
 from . import bvh_build as B
 
-_BVH_T = _struct.Struct("<QQQQii")  # sk::bvh_t
+_BVH_T = _struct.Struct("<QQQQQii")  # sk::bvh_t (48 bytes)
 CONSTRUCTORS = ("sah", "median")
 C_TRAV = 2.0  # SAH cost of a node visit relative to one item box test
 
@@ -130,7 +130,7 @@ class Bvh:
         self._item_lo = empty(max(n, 1), dtype=T.vec3, device=self.device)
         self._item_hi = empty(max(n, 1), dtype=T.vec3, device=self.device)
         self._desc.write(_BVH_T.pack(self._tree.ptr, self._tree.prims.ptr, self._item_lo.ptr,
-                                     self._item_hi.ptr, self._tree.num_nodes, n))
+                                     self._item_hi.ptr, self._tree.wide.ptr, self._tree.num_nodes, n))
         self.refit()
 
     def refit(self):
@@ -140,7 +140,7 @@ class Bvh:
             return
         launch(B._gather_boxes, n, inputs=[self._tree.prims, self.lowers, self.uppers, self._item_lo,
                                            self._item_hi], device=self.device, record_tape=False)
-        self._tree.refit_levels(B._refit_level, [self._item_lo, self._item_hi], self.device)
+        self._tree.refit(self._item_lo, self._item_hi, self.device)
 
 
 def build(lo: array, hi: array, device, constructor: str, leaf_size: int, c_trav: float, lanes: int = 1) -> B.Tree:

@@ -25,6 +25,7 @@ from ..kernels import func, kernel
 from ..kernels import lang as sk
 from ..kernels.types import float32, int32, vec3
 from ..runtime import array, launch, zeros
+from .bvh_wide import WideTree
 
 NBINS = 16
 MEDIAN_DEPTH = 32
@@ -466,6 +467,7 @@ class Tree:
             if cnt:
                 self.levels.append((off, int(cnt)))
                 off += int(cnt)
+        self.wide = WideTree(self, nodes_np, device)  # what queries traverse; boxes filled by refit()
 
     @property
     def num_nodes(self) -> int:
@@ -478,6 +480,11 @@ class Tree:
     def nodes_numpy(self) -> np.ndarray:
         """The nodes as NODE_DTYPE records (a host copy)."""
         return np.ascontiguousarray(self.raw.numpy()).view(NODE_DTYPE).reshape(-1)
+
+    def refit(self, item_lo: array, item_hi: array, device):
+        """Recompute every box from the item boxes (in slot order), binary nodes then wide nodes."""
+        self.refit_levels(_refit_level, [item_lo, item_hi], device)
+        self.wide.refit(device)
 
     def refit_levels(self, kernel_, args, device):
         """Run ``kernel_(boxes, links, order, start, end, per_thread, *args)`` over every node, children

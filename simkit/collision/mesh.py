@@ -33,8 +33,8 @@ from ..runtime.device import get_device
 from . import bvh_build as B
 from .bvh import Descriptor, build, check_constructor, check_finite, check_vec3_array
 
-_MESH_T = _struct.Struct("<QQQQii" "QQQQQQ" "fiii")  # sk::mesh_t (104 bytes)
-assert _MESH_T.size == 104
+_MESH_T = _struct.Struct("<QQQQQii" "QQQQQQ" "fiii")  # sk::mesh_t (112 bytes)
+assert _MESH_T.size == 112
 # SAH cost of a node visit relative to one face test: node visits miss the cache more than the
 # (contiguous) faces of a leaf, so leaves of up to 8 faces measured fastest for point and ray queries
 C_TRAV = 4.0
@@ -122,7 +122,7 @@ class Mesh:
         tree, dev = self._tree, self.device
         launch(B._gather_faces, tree.prims.shape[0], inputs=[self._vids, self.points, self._tris,
                                                         self._item_lo, self._item_hi], device=dev, record_tape=False)
-        tree.refit_levels(B._refit_level, [self._item_lo, self._item_hi], dev)
+        tree.refit(self._item_lo, self._item_hi, dev)
         if self._wn is not None:
             tree.refit_levels(B._refit_dipoles, [self._tris, self._wn], dev)
         self._write_descriptor()
@@ -133,5 +133,5 @@ class Mesh:
         vel = self.velocities.ptr if self.velocities is not None else 0
         wn = self._wn.ptr if self._wn is not None else 0
         self._desc.write(_MESH_T.pack(tree.ptr, tree.prims.ptr, self._item_lo.ptr, self._item_hi.ptr,
-                                      tree.num_nodes, self.num_faces, self._tris.ptr, p.ptr, grad, vel,
+                                      tree.wide.ptr, tree.num_nodes, self.num_faces, self._tris.ptr, p.ptr, grad, vel,
                                       self.indices.ptr, wn, self._edge_len, p.shape[0], self.num_faces, 0))

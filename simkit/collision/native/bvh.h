@@ -89,6 +89,41 @@ SK_INLINE bool ray_box(const ray_t& r, const float* lo, const float* hi, float& 
 }
 }  // namespace geo
 
+struct bvh4_node_t;
+namespace geo {
+// The same tests on the four boxes of a wide node at once (branch-free lane loops, so they vectorize).
+// Box distances: squared distance, +inf for an empty child.
+SK_INLINE void box4_dist_sq(const float (*lo)[4], const float (*hi)[4], const v3<float>& p, float* out) {
+    for (int k = 0; k < 4; ++k) {
+        const float dx = fmx(fmx(lo[0][k] - p.x, p.x - hi[0][k]), 0.0f);
+        const float dy = fmx(fmx(lo[1][k] - p.y, p.y - hi[1][k]), 0.0f);
+        const float dz = fmx(fmx(lo[2][k] - p.z, p.z - hi[2][k]), 0.0f);
+        const float d = dx * dx + dy * dy + dz * dz;
+        out[k] = lo[0][k] <= hi[0][k] ? d : INFINITY;
+    }
+}
+// Slab tests: the entry parameter of a box the ray meets (as ray_box), +inf for the others.
+SK_INLINE void ray_box4(const float (*lo)[4], const float (*hi)[4], const ray_t& r, float* out) {
+    for (int k = 0; k < 4; ++k) {
+        const float x1 = (lo[0][k] - r.o.x) * r.inv.x, x2 = (hi[0][k] - r.o.x) * r.inv.x;
+        const float y1 = (lo[1][k] - r.o.y) * r.inv.y, y2 = (hi[1][k] - r.o.y) * r.inv.y;
+        const float z1 = (lo[2][k] - r.o.z) * r.inv.z, z2 = (hi[2][k] - r.o.z) * r.inv.z;
+        const float tn = fmx(fmx(fmn(x1, x2), fmn(y1, y2)), fmn(z1, z2));
+        const float tf = fmn(fmn(fmx(x1, x2), fmx(y1, y2)), fmx(z1, z2)) * 1.0000008f;
+        out[k] = ((tf >= 0.0f) & (tf >= tn) & (lo[0][k] <= hi[0][k])) ? tn : INFINITY;
+    }
+}
+// Overlap with the box [qlo, qhi]: 0 for a box that overlaps, +inf for the others.
+SK_INLINE void box4_overlap(const float (*lo)[4], const float (*hi)[4], const v3<float>& qlo, const v3<float>& qhi,
+                            float* out) {
+    for (int k = 0; k < 4; ++k) {
+        const bool o = (qlo.x <= hi[0][k]) & (qhi.x >= lo[0][k]) & (qlo.y <= hi[1][k]) & (qhi.y >= lo[1][k]) &
+                       (qlo.z <= hi[2][k]) & (qhi.z >= lo[2][k]);
+        out[k] = o ? 0.0f : INFINITY;
+    }
+}
+}  // namespace geo
+
 // ---------------------------------------------------------------------------
 // The tree.
 
@@ -103,35 +138,108 @@ static_assert(sizeof(bvh_node_t) == 64, "bvh_node_t layout is mirrored in simkit
 SK_INLINE const float* bvh_lo(const bvh_node_t& n, int k) { return k ? n.lo1 : n.lo0; }
 SK_INLINE const float* bvh_hi(const bvh_node_t& n, int k) { return k ? n.hi1 : n.hi0; }
 
+// The 4-wide copy of the tree that queries traverse (simkit/collision/bvh_wide.py): the boxes of up to
+// four children, component-major so a node's four box tests vectorize; child/count as in bvh_node_t.
+// Node 0 is the root. Its depth is bounded when it is used at all (see SK_BVH4_STACK).
+struct bvh4_node_t {
+    float lo[3][4];  // lo[axis][child]
+    float hi[3][4];
+    int32 child[4];
+    int32 count[4];
+};
+static_assert(sizeof(bvh4_node_t) == 128, "bvh4_node_t layout is mirrored in simkit/collision/bvh_wide.py");
+
+// Stack of a wide traversal: at most 3 entries per level (the siblings of the child descended into)
+// plus one; the host passes no wide tree (wide == null: binary traversal) when it is deeper than
+// SK_BVH4_MAX_DEPTH levels.
+#define SK_BVH4_MAX_DEPTH 32
+#define SK_BVH4_STACK (3 * SK_BVH4_MAX_DEPTH + 4)  // + 3: bvh4_push writes four entries whatever passes
+
 struct bvh_t {
     const bvh_node_t* nodes;
     const int32* prims;   // [num_items] item index of each slot
     const float* item_lo;  // [num_items][3] item boxes in slot order (Bvh only; null for meshes)
     const float* item_hi;
+    const bvh4_node_t* wide;  // the wide tree, or null (too deep: queries walk the binary tree)
     int32 num_nodes;
     int32 num_items;
 };
-static_assert(sizeof(bvh_t) == 40, "bvh_t layout is mirrored in simkit/collision/bvh.py");
+static_assert(sizeof(bvh_t) == 48, "bvh_t layout is mirrored in simkit/collision/bvh.py");
 
 SK_INLINE const bvh_t& bvh_get(uint64 id) { return *reinterpret_cast<const bvh_t*>(id); }
 
 // A stack entry: >= 0 an inner node; < 0 the leaf child k of node n, encoded -(2n + k) - 1.
 SK_INLINE int32 bvh_leaf_ref(int32 node, int32 k) { return -(2 * node + k) - 1; }
+// The same for wide nodes: -(4n + k) - 1.
+SK_INLINE int32 bvh4_leaf_ref(int32 node, int32 k) { return -(4 * node + k) - 1; }
+SK_INLINE void bvh4_leaf_range(const bvh4_node_t* nodes, int32 e, int32& start, int32& end) {
+    const int32 r = -e - 1;
+    const bvh4_node_t& n = nodes[r >> 2];
+    start = n.child[r & 3];
+    end = start + n.count[r & 3];
+}
+// The entry of child k of wide node w (a wide node index, or a leaf reference).
+SK_INLINE int32 bvh4_entry(const bvh4_node_t& n, int32 w, int32 k) {
+    return n.count[k] > 0 ? bvh4_leaf_ref(w, k) : n.child[k];
+}
+
+// Compare-exchange of (key, entry) pairs a and b into decreasing key order, without branches.
+SK_INLINE void bvh4_order(float& ka, int32& ea, float& kb, int32& eb) {
+    const bool sw = ka < kb;
+    const float k = ka;
+    const int32 e = ea;
+    ka = sw ? kb : ka;
+    ea = sw ? eb : ea;
+    kb = sw ? k : kb;
+    eb = sw ? e : eb;
+}
+
+// Push the children of wide node w whose key (a distance, or an entry parameter) is below `best`,
+// farthest first, so that they pop nearest first. Free of branches: the four (key, entry) pairs go
+// through a sorting network, those that fail (key -inf) sort last, all four are written and the stack
+// grows by the number that passed. The stack has room: see SK_BVH4_STACK.
+SK_INLINE void bvh4_push(const bvh4_node_t& n, int32 w, const float* key, float best, int32* st, float* sd, int& sp) {
+    float k[4];
+    int32 e[4];
+    int m = 0;
+    for (int j = 0; j < 4; ++j) {
+        const bool ok = (key[j] < best) & (n.child[j] >= 0);
+        k[j] = ok ? key[j] : -INFINITY;
+        e[j] = n.count[j] > 0 ? bvh4_leaf_ref(w, j) : n.child[j];
+        m += ok ? 1 : 0;
+    }
+    bvh4_order(k[0], e[0], k[1], e[1]);
+    bvh4_order(k[2], e[2], k[3], e[3]);
+    bvh4_order(k[0], e[0], k[2], e[2]);
+    bvh4_order(k[1], e[1], k[3], e[3]);
+    bvh4_order(k[1], e[1], k[2], e[2]);
+    for (int j = 0; j < 4; ++j) {
+        st[sp + j] = e[j];
+        sd[sp + j] = k[j];
+    }
+#if !SK_CUDA
+    for (int j = 0; j < m; ++j)  // the nodes to visit next: start their loads now (a traversal waits on memory)
+        if (e[j] >= 0) __builtin_prefetch(&n + (e[j] - w), 0, 3);
+#endif
+    sp += m;
+}
 
 // ---------------------------------------------------------------------------
 // Iterative queries (box overlap and ray), one item per bvh_query_next call.
 
 struct bvh_query_t {
     const bvh_node_t* nodes;
+    const bvh4_node_t* wide;  // the wide tree, or null: walk the binary one
     const int32* prims;
     const float* item_lo;
     const float* item_hi;
     geo::v3<float> a, b;  // aabb: lower, upper;  ray: origin, direction
     geo::v3<float> inv;   // ray: reciprocal direction
     int32 kind;           // 0: aabb, 1: ray
-    int32 cur, end;       // slots of the current leaf still to test
+    int32 base;           // the first slot of the current leaf
+    uint32 mask;          // its slots (bit k: slot base + k) that passed the test and are still to return
     int32 sp;
-    int32 stack[SK_BVH_STACK];
+    int32 stack[SK_BVH4_STACK];
 };
 
 // Adjoint storage of a query is never used (queries are not differentiable).
@@ -140,11 +248,13 @@ SK_INLINE void accum(bvh_query_t&, const bvh_query_t&) {}
 SK_INLINE bvh_query_t bvh_query_init(const bvh_t& b, int32 kind) {
     bvh_query_t q;
     q.nodes = b.nodes;
+    q.wide = b.wide;
     q.prims = b.prims;
     q.item_lo = b.item_lo;
     q.item_hi = b.item_hi;
     q.kind = kind;
-    q.cur = q.end = 0;
+    q.base = 0;
+    q.mask = 0;
     q.sp = 0;
     if (b.num_items > 0) q.stack[q.sp++] = 0;
     return q;
@@ -177,24 +287,73 @@ SK_INLINE bool bvh_query_test(const bvh_query_t& q, const float* lo, const float
     return geo::ray_box(r, lo, hi, t) && t < max_dist;
 }
 
+// Push the children of wide node e that pass the query's test (in any order: an iterator returns all).
+SK_INLINE void bvh_query_push4(bvh_query_t& q, int32 e, float max_dist) {
+    const bvh4_node_t& n = q.wide[e];
+    float key[4];
+    if (q.kind == 0) {
+        geo::box4_overlap(n.lo, n.hi, q.a, q.b, key);
+    } else {
+        geo::ray_t r;
+        r.o = q.a;
+        r.d = q.b;
+        r.inv = q.inv;
+        geo::ray_box4(n.lo, n.hi, r, key);
+    }
+    for (int k = 0; k < 4; ++k) {  // branch-free compaction
+        const bool ok = (key[k] < max_dist) & (n.child[k] >= 0);
+#if !SK_CUDA
+        // start loading what the stack entry will visit (traversals wait on memory): the node, or the
+        // leaf's item boxes
+        if (ok) {
+            const char* a = n.count[k] > 0 ? reinterpret_cast<const char*>(q.item_lo + 3 * n.child[k])
+                                           : reinterpret_cast<const char*>(q.wide + n.child[k]);
+            __builtin_prefetch(a, 0, 3);
+            __builtin_prefetch(a + 64, 0, 3);
+        }
+#endif
+        q.stack[q.sp] = bvh4_entry(n, e, k);
+        q.sp += ok ? 1 : 0;
+    }
+}
+
+SK_INLINE int32 bvh_lowest_bit(uint32 m) {
+#if SK_CUDA
+    return __ffs(m) - 1;
+#else
+    return __builtin_ctz(m);
+#endif
+}
+
+// Enter the leaf of slots [start, end) (at most 32): test every item box at once (no branch per item).
+SK_INLINE void bvh_query_leaf(bvh_query_t& q, int32 start, int32 end, float max_dist) {
+    uint32 mask = 0;
+    for (int32 s = start; s < end; ++s)
+        mask |= uint32(bvh_query_test(q, q.item_lo + 3 * s, q.item_hi + 3 * s, max_dist) ? 1 : 0) << (s - start);
+    q.base = start;
+    q.mask = mask;
+}
+
 // Advance: the next item whose own box passes the test (boxes overlap / the ray meets the box
 // with entry parameter < max_dist) goes to `index`; false when the traversal is done.
 SK_INLINE bool bvh_query_next(bvh_query_t& q, int32& index, float32 max_dist) {
-    while (true) {
-        while (q.cur < q.end) {
-            const int32 s = q.cur++;
-            if (bvh_query_test(q, q.item_lo + 3 * s, q.item_hi + 3 * s, max_dist)) {
-                index = q.prims[s];
-                return true;
-            }
-        }
+    while (q.mask == 0) {
         if (q.sp == 0) return false;
         const int32 e = q.stack[--q.sp];
+        if (q.wide) {
+            if (e < 0) {
+                int32 s0, s1;
+                bvh4_leaf_range(q.wide, e, s0, s1);
+                bvh_query_leaf(q, s0, s1, max_dist);
+            } else {
+                bvh_query_push4(q, e, max_dist);
+            }
+            continue;
+        }
         if (e < 0) {
             const int32 r = -e - 1;
             const bvh_node_t& n = q.nodes[r >> 1];
-            q.cur = n.child[r & 1];
-            q.end = q.cur + n.count[r & 1];
+            bvh_query_leaf(q, n.child[r & 1], n.child[r & 1] + n.count[r & 1], max_dist);
             continue;
         }
         const bvh_node_t& n = q.nodes[e];
@@ -203,6 +362,10 @@ SK_INLINE bool bvh_query_next(bvh_query_t& q, int32& index, float32 max_dist) {
             if (q.sp < SK_BVH_STACK) q.stack[q.sp++] = n.count[k] > 0 ? bvh_leaf_ref(e, k) : n.child[k];
         }
     }
+    const int32 k = bvh_lowest_bit(q.mask);
+    q.mask &= q.mask - 1;
+    index = q.prims[q.base + k];
+    return true;
 }
 SK_INLINE bool bvh_query_next(bvh_query_t& q, int32& index) { return bvh_query_next(q, index, INFINITY); }
 

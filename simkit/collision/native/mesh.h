@@ -23,7 +23,7 @@ struct mesh_t {
     int32 num_faces;
     int32 pad_;
 };
-static_assert(sizeof(mesh_t) == 104, "mesh_t layout is mirrored in simkit/collision/mesh.py");
+static_assert(sizeof(mesh_t) == 112, "mesh_t layout is mirrored in simkit/collision/mesh.py");
 
 SK_INLINE const mesh_t& mesh_get(uint64 id) { return *reinterpret_cast<const mesh_t*>(id); }
 
@@ -146,15 +146,61 @@ struct point_hit_t {
     float u, v, d2;
 };
 
+// The faces of slots [s0, s1) (one leaf): every face's distance, all lanes at once; closest_tri decides
+// the faces within rounding of the best.
+CUDA_CALLABLE SK_FORCEINLINE void closest_point_leaf(const mesh_t& m, const v3<float>& p, int32 s0, int32 s1, float& best, point_hit_t& h) {
+    float fd[SK_LANES];
+    face_dists(slot_block(m, s0), p, fd);
+    for (int32 s = s0; s < s1; ++s) {
+        if (!(fd[s - s0] <= best * 1.0001f)) continue;
+        v3<float> a, b, c;
+        slot_tri(m, s, a, b, c);
+        float u, v;
+        const int reg = closest_tri(p, a, b, c, u, v);
+        const v3<float> d = bary_point(a, b, c, u, v) - p;
+        const float d2 = dot(d, d);
+        if (d2 < best) {
+            best = d2;
+            h.slot = s;
+            h.region = reg;
+            h.u = u;
+            h.v = v;
+        }
+    }
+}
+
 SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist, point_hit_t& h) {
     h.slot = -1;
     h.u = h.v = 0.0f;
     h.region = TRI_FACE;
     if (m.num_faces <= 0 || !(max_dist > 0.0f)) return false;
     float best = max_dist * max_dist;
+    int sp = 1;
+    if (const bvh4_node_t* wide = m.bvh.wide) {  // the wide tree: four boxes per step, nearest child first
+        int32 st[SK_BVH4_STACK];
+        float sd[SK_BVH4_STACK];
+        st[0] = 0;
+        sd[0] = 0.0f;
+        while (sp > 0) {
+            --sp;
+            if (!(sd[sp] < best)) continue;
+            const int32 e = st[sp];
+            if (e < 0) {
+                int32 s0, s1;
+                bvh4_leaf_range(wide, e, s0, s1);
+                closest_point_leaf(m, p, s0, s1, best, h);
+                continue;
+            }
+            const bvh4_node_t& n = wide[e];
+            float d[4];
+            box4_dist_sq(n.lo, n.hi, p, d);
+            bvh4_push(n, e, d, best, st, sd, sp);
+        }
+        h.d2 = best;
+        return h.slot >= 0;
+    }
     int32 st[SK_BVH_STACK];
     float sd[SK_BVH_STACK];
-    int sp = 1;
     st[0] = 0;
     sd[0] = 0.0f;
     const bvh_node_t* nodes = m.bvh.nodes;
@@ -165,25 +211,7 @@ SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist
         if (e < 0) {
             int32 s0, s1;
             leaf_range(nodes, e, s0, s1);
-            // every face's distance, all lanes at once; closest_tri decides the faces within rounding of the best
-            float fd[SK_LANES];
-            face_dists(slot_block(m, s0), p, fd);
-            for (int32 s = s0; s < s1; ++s) {
-                if (!(fd[s - s0] <= best * 1.0001f)) continue;
-                v3<float> a, b, c;
-                slot_tri(m, s, a, b, c);
-                float u, v;
-                const int reg = closest_tri(p, a, b, c, u, v);
-                const v3<float> d = bary_point(a, b, c, u, v) - p;
-                const float d2 = dot(d, d);
-                if (d2 < best) {
-                    best = d2;
-                    h.slot = s;
-                    h.region = reg;
-                    h.u = u;
-                    h.v = v;
-                }
-            }
+            closest_point_leaf(m, p, s0, s1, best, h);
             continue;
         }
         const bvh_node_t& n = nodes[e];
@@ -212,6 +240,25 @@ struct ray_hit_t {
     float t, u, v;
 };
 
+// The faces of slots [s0, s1) (one leaf): the watertight test on all lanes at once, then the hits' (u, v).
+CUDA_CALLABLE SK_FORCEINLINE void closest_hit_leaf(const mesh_t& m, const wray_t& wr, int32 s0, int32 s1, float& best, ray_hit_t& h) {
+    float tl[SK_LANES];
+    const bool exact = ray_block(slot_block(m, s0), wr, tl);
+    for (int32 s = s0; s < s1; ++s) {
+        float t = tl[s - s0], u, v;
+        if (exact && !(t < best)) continue;
+        v3<float> a, b, c;
+        slot_tri(m, s, a, b, c);
+        if (ray_tri(wr, a, b, c, t, u, v) && t < best) {  // the hit's (u, v), or an edge case
+            best = t;
+            h.slot = s;
+            h.t = t;
+            h.u = u;
+            h.v = v;
+        }
+    }
+}
+
 SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>& d, float max_t, ray_hit_t& h) {
     h.slot = -1;
     h.t = h.u = h.v = 0.0f;
@@ -219,9 +266,31 @@ SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>&
     const ray_t br = make_ray(o, d);
     const wray_t wr = make_wray(o, d);
     float best = max_t;
+    int sp = 1;
+    if (const bvh4_node_t* wide = m.bvh.wide) {  // the wide tree: four slab tests per step, nearest first
+        int32 st[SK_BVH4_STACK];
+        float sd[SK_BVH4_STACK];
+        st[0] = 0;
+        sd[0] = -INFINITY;
+        while (sp > 0) {
+            --sp;
+            if (!(sd[sp] < best)) continue;
+            const int32 e = st[sp];
+            if (e < 0) {
+                int32 s0, s1;
+                bvh4_leaf_range(wide, e, s0, s1);
+                closest_hit_leaf(m, wr, s0, s1, best, h);
+                continue;
+            }
+            const bvh4_node_t& n = wide[e];
+            float t[4];
+            ray_box4(n.lo, n.hi, br, t);
+            bvh4_push(n, e, t, best, st, sd, sp);
+        }
+        return h.slot >= 0;
+    }
     int32 st[SK_BVH_STACK];
     float sd[SK_BVH_STACK];
-    int sp = 1;
     st[0] = 0;
     sd[0] = -INFINITY;
     const bvh_node_t* nodes = m.bvh.nodes;
@@ -232,21 +301,7 @@ SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>&
         if (e < 0) {
             int32 s0, s1;
             leaf_range(nodes, e, s0, s1);
-            float tl[SK_LANES];
-            const bool exact = ray_block(slot_block(m, s0), wr, tl);
-            for (int32 s = s0; s < s1; ++s) {
-                float t = tl[s - s0], u, v;
-                if (exact && !(t < best)) continue;
-                v3<float> a, b, c;
-                slot_tri(m, s, a, b, c);
-                if (ray_tri(wr, a, b, c, t, u, v) && t < best) {  // the hit's (u, v), or an edge case
-                    best = t;
-                    h.slot = s;
-                    h.t = t;
-                    h.u = u;
-                    h.v = v;
-                }
-            }
+            closest_hit_leaf(m, wr, s0, s1, best, h);
             continue;
         }
         const bvh_node_t& n = nodes[e];
