@@ -32,6 +32,16 @@ def device(request):
     return request.param
 
 
+@pytest.fixture(params=["wide", "binary"])
+def tree_layout(request, monkeypatch):
+    """Bvh/Mesh queries walk the 4-wide tree, or (trees deeper than bvh_wide.MAX_DEPTH) the binary one:
+    "binary" makes every tree built in the test take the fallback."""
+    if request.param == "binary":
+        from simkit.collision import bvh_wide
+        monkeypatch.setattr(bvh_wide, "MAX_DEPTH", 0)
+    return request.param
+
+
 def pytest_report_header(config):
     return (f"simkit {sk.__version__}: devices {DEVICES}, NVRTC verify: {sk.config.verify_cuda}, "
             f"cache: {sk.config.cache_dir or '~/.cache/simkit'}")

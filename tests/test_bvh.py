@@ -134,10 +134,11 @@ def run_aabb(bvh, qlo, qhi, device, cap=600):
 
 
 @pytest.mark.parametrize("constructor", ["sah", "median"])
-def test_aabb_query_matches_brute_force(device, constructor):
+def test_aabb_query_matches_brute_force(device, constructor, tree_layout):
     lo, hi = random_boxes(3000, seed=1)
     bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device),
                  constructor=constructor)
+    assert bvh._tree.wide.usable == (tree_layout == "wide")
     qlo, qhi = random_boxes(400, seed=2, size=0.3)
     got = run_aabb(bvh, qlo, qhi, device)
     for i in range(len(qlo)):
@@ -146,7 +147,7 @@ def test_aabb_query_matches_brute_force(device, constructor):
 
 
 @pytest.mark.parametrize("constructor", ["sah", "median"])
-def test_ray_query_matches_brute_force(device, constructor):
+def test_ray_query_matches_brute_force(device, constructor, tree_layout):
     lo, hi = random_boxes(3000, seed=3)
     bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device),
                  constructor=constructor)
@@ -197,7 +198,7 @@ def test_gradients_through_the_query_loop(device):
     assert np.abs(ja[(4, 0)]).sum() > 1.0
 
 
-def test_refit_and_rebuild(device):
+def test_refit_and_rebuild(device, tree_layout):
     lo, hi = random_boxes(1000, seed=10)
     alo, ahi = wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device)
     bvh = wp.Bvh(alo, ahi)
@@ -221,7 +222,9 @@ def test_depth_is_bounded_on_pathological_input(device):
     c[:, 0] = 1.1 ** np.arange(n, dtype=np.float32)
     lo, hi = c - 0.01, c + 0.01
     bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))
-    assert bvh._tree.depth < 64  # the traversal stack holds 64 entries
+    assert bvh._tree.depth < 64  # the binary traversal stack holds 64 entries
+    # the wide traversal holds 3 entries per level: too deep a wide tree is not used (binary fallback)
+    assert bvh._tree.wide.usable == (bvh._tree.wide.depth <= 32)
     got = run_aabb(bvh, np.array([[-1e30] * 3], np.float32), np.array([[1e30] * 3], np.float32), device, cap=n)
     assert got[0] == set(range(n))
 

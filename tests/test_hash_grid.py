@@ -57,6 +57,21 @@ def sorted_ids(grid: wp.uint64, out: wp.array(dtype=int)):
     out[i] = wp.hash_grid_point_id(grid, i)
 
 
+@wp.kernel
+def count_near(grid: wp.uint64, points: wp.array(dtype=wp.vec3), queries: wp.array(dtype=wp.vec3), radius: float,
+               counts: wp.array(dtype=int)):
+    # queries at arbitrary positions (not the grid's points)
+    i = wp.tid()
+    p = queries[i]
+    n = int(0)
+    query = wp.hash_grid_query(grid, p, radius)
+    index = int(0)
+    while wp.hash_grid_query_next(query, index):
+        if wp.length(points[index] - p) <= radius:
+            n += 1
+    counts[i] = n
+
+
 def brute_counts(pts, radius):
     d = np.linalg.norm(pts[:, None, :].astype(np.float64) - pts[None, :, :], axis=-1)
     return (d <= radius).sum(axis=1)
@@ -105,6 +120,30 @@ def test_wrapping_small_tables(device, dims, counting):
     np.testing.assert_array_equal(counts[ok], brute_counts(pts, radius)[ok])
     # a query never visits a cell twice: at most every point once
     assert visited.max() <= len(pts)
+
+
+@pytest.mark.parametrize("counting", [False, True], ids=["radix", "counting"])
+@pytest.mark.parametrize("offset", [0.0, -37.5, 1.0e4])
+def test_compact_and_wrapped_tables(device, counting, offset):
+    # points far from the origin (a compact table's origin is the points' box) and query points outside
+    # the points' box, at radii below and above the cell width
+    rng = np.random.default_rng(21)
+    pts = (rng.random((3000, 3)) * 3.0 + offset).astype(np.float32)
+    qs = (rng.random((300, 3)) * 5.0 - 1.0 + offset).astype(np.float32)  # a margin of 1 around the points
+    p, q = wp.array(pts, dtype=wp.vec3, device=device), wp.array(qs, dtype=wp.vec3, device=device)
+    for dims, table in (((64, 64, 64), "compact"), ((5, 3, 4), "wrapped")):
+        grid = wp.HashGrid(*dims, device=device, _counting_sort=counting)
+        grid.build(p, 0.25)
+        assert f"table={table}" in repr(grid)
+        if table == "compact":
+            assert all(t <= d for t, d in zip(grid.table_dims, dims)) and grid.table_dims[0] >= 12
+        for radius in (0.1, 0.25, 0.6):
+            counts = wp.zeros(len(qs), dtype=int, device=device)
+            wp.launch(count_near, len(qs), inputs=[grid.id, p, q, radius, counts], device=device)
+            d = np.linalg.norm(qs[:, None, :].astype(np.float64) - pts[None, :, :], axis=-1)
+            ok = ~(np.abs(d - radius) < 1e-4 * max(1.0, abs(offset))).any(axis=1)
+            np.testing.assert_array_equal(counts.numpy()[ok], (d <= radius).sum(axis=1)[ok])
+            assert (d <= radius).sum() > 20  # the test has neighbours to find
 
 
 def test_large_query_radius_visits_each_point_once(device):

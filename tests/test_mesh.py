@@ -251,7 +251,7 @@ METHODS = {"no_sign": 0, "rays": 1, "normal": 2, "winding": 3}
 
 @pytest.mark.parametrize("name", list(MESHES))
 @pytest.mark.parametrize("method", list(METHODS))
-def test_closest_point_and_sign_match_brute_force(device, name, method):
+def test_closest_point_and_sign_match_brute_force(device, name, method, tree_layout):
     tm = MESHES[name]
     mesh = sk_mesh(tm, device, support_winding_number=True)
     xs = query_points(tm, 300, seed=len(name))
@@ -327,7 +327,7 @@ def test_winding_number_on_an_open_mesh(device):
 
 
 @pytest.mark.parametrize("name", list(MESHES))
-def test_ray_matches_brute_force(device, name):
+def test_ray_matches_brute_force(device, name, tree_layout):
     tm = MESHES[name]
     mesh = sk_mesh(tm, device)
     n = 400
@@ -368,7 +368,7 @@ def test_ray_matches_brute_force(device, name):
     assert (outs[0].numpy()[ts > 2e-3] == -1.0).all()
 
 
-def test_mesh_query_aabb_matches_brute_force(device):
+def test_mesh_query_aabb_matches_brute_force(device, tree_layout):
     tm = MESHES["torus"]
     mesh = sk_mesh(tm, device)
     rng = np.random.default_rng(3)
@@ -413,7 +413,7 @@ def test_eval_and_access(device):
     assert mesh.points is not None and mesh.indices.shape == (3 * n,) and mesh.num_faces == n
 
 
-def test_refit_follows_moved_points(device):
+def test_refit_follows_moved_points(device, tree_layout):
     tm = MESHES["icosphere"]
     v = np.asarray(tm.vertices, np.float32)
     pts = wp.array(v, dtype=wp.vec3, device=device)

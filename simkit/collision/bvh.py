@@ -127,8 +127,8 @@ class Bvh:
         self._tree = build(array(lo, dtype=T.vec3, device="cpu"), array(hi, dtype=T.vec3, device="cpu"), self.device,
                            self.constructor, self.leaf_size, C_TRAV)
         n = self.num_items
-        self._item_lo = empty(max(n, 1), dtype=T.vec3, device=self.device)
-        self._item_hi = empty(max(n, 1), dtype=T.vec3, device=self.device)
+        self._items = empty((max(n, 1), 2), dtype=T.vec3, device=self.device)  # (lo, hi) per slot, interleaved
+        self._item_lo, self._item_hi = self._items[:, 0], self._items[:, 1]
         self._desc.write(_BVH_T.pack(self._tree.ptr, self._tree.prims.ptr, self._item_lo.ptr,
                                      self._item_hi.ptr, self._tree.wide.ptr, self._tree.num_nodes, n))
         self.refit()

@@ -449,7 +449,7 @@ def _refit_dipoles(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, n
 class Tree:
     """A built tree on ``device``: the node buffer (and its kernel views), slot order, level order."""
 
-    def __init__(self, nodes_np: np.ndarray, prims: np.ndarray, depths: np.ndarray, device):
+    def __init__(self, nodes_np: np.ndarray, prims: np.ndarray, depths: np.ndarray, device, wide: bool = True):
         n = len(nodes_np)
         self.raw = array(np.ascontiguousarray(nodes_np, dtype=NODE_DTYPE).view(np.float32).reshape(n, 16),
                          dtype=float32, device=device)  # 64-byte records
@@ -467,7 +467,7 @@ class Tree:
             if cnt:
                 self.levels.append((off, int(cnt)))
                 off += int(cnt)
-        self.wide = WideTree(self, nodes_np, device)  # what queries traverse; boxes filled by refit()
+        self.wide = WideTree(self, nodes_np, device) if wide else None  # what queries traverse (refit fills it)
 
     @property
     def num_nodes(self) -> int:
@@ -536,7 +536,7 @@ def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth:
     ``lanes`` > 1 pads every leaf to its own block of that many slots (``max_leaf`` <= ``lanes``)."""
     n = lo.shape[0]
     perm = array(np.arange(n, dtype=np.int32), dtype=int32, device="cpu")
-    work = Tree(empty_nodes(n), np.zeros(1, np.int32), np.zeros(1, np.int32), "cpu")
+    work = Tree(empty_nodes(n), np.zeros(1, np.int32), np.zeros(1, np.int32), "cpu", wide=False)
     cap = work.num_nodes
     parents = zeros(cap, dtype=int32, device="cpu")
     depths = zeros(cap, dtype=int32, device="cpu")

@@ -101,8 +101,8 @@ class Mesh:
         vids[prims >= 0] = idx.reshape(-1, 3)[prims[prims >= 0]]
         self._vids = array(vids, dtype=T.int32, device=self.device)
         self._tris = empty((slots // B.LANES, 9 * B.LANES), dtype=T.float32, device=self.device)
-        self._item_lo = empty(slots, dtype=T.vec3, device=self.device)
-        self._item_hi = empty(slots, dtype=T.vec3, device=self.device)
+        self._items = empty((slots, 2), dtype=T.vec3, device=self.device)  # (lo, hi) per slot, interleaved
+        self._item_lo, self._item_hi = self._items[:, 0], self._items[:, 1]
         self._wn = (empty((self._tree.num_nodes, 16), dtype=T.float32, device=self.device)
                     if self.support_winding_number else None)
         self._desc = Descriptor(_MESH_T.size, self.device)

@@ -16,6 +16,7 @@
 #include "core.h"
 
 #define SK_BVH_STACK 64  // the builder bounds the tree depth so this never overflows
+#define SK_BVH_ITEM_STRIDE 6  // floats from one item box to the next (lo and hi interleaved)
 
 namespace sk {
 
@@ -89,21 +90,53 @@ SK_INLINE bool ray_box(const ray_t& r, const float* lo, const float* hi, float& 
 }
 }  // namespace geo
 
-struct bvh4_node_t;
 namespace geo {
-// The same tests on the four boxes of a wide node at once (branch-free lane loops, so they vectorize).
+// The same tests on the four boxes of a wide node at once. On the CPU with GCC/Clang vector types
+// (one SSE register per row of the node: the compiler does not reliably vectorize these loops once they
+// are inlined into a traversal), on CUDA as plain loops.
+#if !SK_CUDA
+typedef float v4f __attribute__((vector_size(16)));
+typedef int32 v4i __attribute__((vector_size(16)));
+SK_INLINE v4f ld4(const float* p) {
+    v4f v;
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+SK_INLINE void st4(float* p, v4f v) { memcpy(p, &v, sizeof(v)); }
+SK_INLINE v4f vmn4(v4f a, v4f b) { return a < b ? a : b; }
+SK_INLINE v4f vmx4(v4f a, v4f b) { return a > b ? a : b; }
+SK_INLINE v4f sel4(v4i m, v4f a, v4f b) { return m ? a : b; }
+#endif
+
 // Box distances: squared distance, +inf for an empty child.
 SK_INLINE void box4_dist_sq(const float (*lo)[4], const float (*hi)[4], const v3<float>& p, float* out) {
+#if !SK_CUDA
+    const v4f z = {0.0f, 0.0f, 0.0f, 0.0f}, inf = z + INFINITY;
+    const v4f lx = ld4(lo[0]), ly = ld4(lo[1]), lz = ld4(lo[2]), hx = ld4(hi[0]), hy = ld4(hi[1]), hz = ld4(hi[2]);
+    const v4f dx = vmx4(vmx4(lx - p.x, p.x - hx), z), dy = vmx4(vmx4(ly - p.y, p.y - hy), z);
+    const v4f dz = vmx4(vmx4(lz - p.z, p.z - hz), z);
+    st4(out, sel4(lx <= hx, dx * dx + dy * dy + dz * dz, inf));
+#else
     for (int k = 0; k < 4; ++k) {
         const float dx = fmx(fmx(lo[0][k] - p.x, p.x - hi[0][k]), 0.0f);
         const float dy = fmx(fmx(lo[1][k] - p.y, p.y - hi[1][k]), 0.0f);
         const float dz = fmx(fmx(lo[2][k] - p.z, p.z - hi[2][k]), 0.0f);
-        const float d = dx * dx + dy * dy + dz * dz;
-        out[k] = lo[0][k] <= hi[0][k] ? d : INFINITY;
+        out[k] = lo[0][k] <= hi[0][k] ? dx * dx + dy * dy + dz * dz : INFINITY;
     }
+#endif
 }
 // Slab tests: the entry parameter of a box the ray meets (as ray_box), +inf for the others.
 SK_INLINE void ray_box4(const float (*lo)[4], const float (*hi)[4], const ray_t& r, float* out) {
+#if !SK_CUDA
+    const v4f z = {0.0f, 0.0f, 0.0f, 0.0f}, inf = z + INFINITY;
+    const v4f lx = ld4(lo[0]), hx = ld4(hi[0]);
+    const v4f x1 = (lx - r.o.x) * r.inv.x, x2 = (hx - r.o.x) * r.inv.x;
+    const v4f y1 = (ld4(lo[1]) - r.o.y) * r.inv.y, y2 = (ld4(hi[1]) - r.o.y) * r.inv.y;
+    const v4f z1 = (ld4(lo[2]) - r.o.z) * r.inv.z, z2 = (ld4(hi[2]) - r.o.z) * r.inv.z;
+    const v4f tn = vmx4(vmx4(vmn4(x1, x2), vmn4(y1, y2)), vmn4(z1, z2));
+    const v4f tf = vmn4(vmn4(vmx4(x1, x2), vmx4(y1, y2)), vmx4(z1, z2)) * 1.0000008f;
+    st4(out, sel4((tf >= z) & (tf >= tn) & (lx <= hx), tn, inf));
+#else
     for (int k = 0; k < 4; ++k) {
         const float x1 = (lo[0][k] - r.o.x) * r.inv.x, x2 = (hi[0][k] - r.o.x) * r.inv.x;
         const float y1 = (lo[1][k] - r.o.y) * r.inv.y, y2 = (hi[1][k] - r.o.y) * r.inv.y;
@@ -112,15 +145,23 @@ SK_INLINE void ray_box4(const float (*lo)[4], const float (*hi)[4], const ray_t&
         const float tf = fmn(fmn(fmx(x1, x2), fmx(y1, y2)), fmx(z1, z2)) * 1.0000008f;
         out[k] = ((tf >= 0.0f) & (tf >= tn) & (lo[0][k] <= hi[0][k])) ? tn : INFINITY;
     }
+#endif
 }
 // Overlap with the box [qlo, qhi]: 0 for a box that overlaps, +inf for the others.
 SK_INLINE void box4_overlap(const float (*lo)[4], const float (*hi)[4], const v3<float>& qlo, const v3<float>& qhi,
                             float* out) {
+#if !SK_CUDA
+    const v4f z = {0.0f, 0.0f, 0.0f, 0.0f}, inf = z + INFINITY;
+    const v4i o = (qlo.x <= ld4(hi[0])) & (qhi.x >= ld4(lo[0])) & (qlo.y <= ld4(hi[1])) & (qhi.y >= ld4(lo[1])) &
+                  (qlo.z <= ld4(hi[2])) & (qhi.z >= ld4(lo[2]));
+    st4(out, sel4(o, z, inf));
+#else
     for (int k = 0; k < 4; ++k) {
         const bool o = (qlo.x <= hi[0][k]) & (qhi.x >= lo[0][k]) & (qlo.y <= hi[1][k]) & (qhi.y >= lo[1][k]) &
                        (qlo.z <= hi[2][k]) & (qhi.z >= lo[2][k]);
         out[k] = o ? 0.0f : INFINITY;
     }
+#endif
 }
 }  // namespace geo
 
@@ -158,8 +199,8 @@ static_assert(sizeof(bvh4_node_t) == 128, "bvh4_node_t layout is mirrored in sim
 struct bvh_t {
     const bvh_node_t* nodes;
     const int32* prims;   // [num_items] item index of each slot
-    const float* item_lo;  // [num_items][3] item boxes in slot order (Bvh only; null for meshes)
-    const float* item_hi;
+    const float* item_lo;  // item boxes in slot order, interleaved: slot s at item_lo + 6 s and item_hi + 6 s
+    const float* item_hi;  // (= item_lo + 3): one box is 24 contiguous bytes
     const bvh4_node_t* wide;  // the wide tree, or null (too deep: queries walk the binary tree)
     int32 num_nodes;
     int32 num_items;
@@ -306,7 +347,7 @@ SK_INLINE void bvh_query_push4(bvh_query_t& q, int32 e, float max_dist) {
         // start loading what the stack entry will visit (traversals wait on memory): the node, or the
         // leaf's item boxes
         if (ok) {
-            const char* a = n.count[k] > 0 ? reinterpret_cast<const char*>(q.item_lo + 3 * n.child[k])
+            const char* a = n.count[k] > 0 ? reinterpret_cast<const char*>(q.item_lo + SK_BVH_ITEM_STRIDE * n.child[k])
                                            : reinterpret_cast<const char*>(q.wide + n.child[k]);
             __builtin_prefetch(a, 0, 3);
             __builtin_prefetch(a + 64, 0, 3);
@@ -329,7 +370,7 @@ SK_INLINE int32 bvh_lowest_bit(uint32 m) {
 SK_INLINE void bvh_query_leaf(bvh_query_t& q, int32 start, int32 end, float max_dist) {
     uint32 mask = 0;
     for (int32 s = start; s < end; ++s)
-        mask |= uint32(bvh_query_test(q, q.item_lo + 3 * s, q.item_hi + 3 * s, max_dist) ? 1 : 0) << (s - start);
+        mask |= uint32(bvh_query_test(q, q.item_lo + SK_BVH_ITEM_STRIDE * s, q.item_hi + SK_BVH_ITEM_STRIDE * s, max_dist) ? 1 : 0) << (s - start);
     q.base = start;
     q.mask = mask;
 }
