@@ -71,9 +71,11 @@ def test_ball_checkpointed_rollout_gives_the_same_gradient_steps():
 
 
 def test_walker_walks_further_after_optimization():
+    # contact makes the rollout chaotic: single Adam steps may go downhill (at 6 iterations the result
+    # hung on float rounding); over 10 the gait must have gained 10 cm
     walker = load_scene("soft_body_walker")
-    r = walker.optimize(iters=6)
-    assert r.displacement_after > r.displacement_before + 0.05, r.summary()
+    r = walker.optimize(iters=10)
+    assert r.displacement_after > r.displacement_before + 0.10, r.summary()
 
 
 def _simkit(*args):
