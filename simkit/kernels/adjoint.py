@@ -295,8 +295,7 @@ def gen_adj_kernel(fn: ir.Function, options: dict) -> str:
     body.w("// reverse", 1)
     body.rev(fn.body, 1)
     out = ["template <bool SKC>",
-           f"static CUDA_CALLABLE SK_FORCEINLINE void {name}_bwd(const {name}_args& _args, "
-           f"const sk::launch_bounds_t& _bounds, "
+           f"static SK_INLINE void {name}_bwd(const {name}_args& _args, const sk::launch_bounds_t& _bounds, "
            f"sk::int64 _idx) {{"]
     for p in fn.params:
         e.w(f"{ctype(p.type)} {p.name} = _args.{p.name};", 1)
