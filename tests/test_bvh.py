@@ -223,8 +223,8 @@ def test_depth_is_bounded_on_pathological_input(device):
     lo, hi = c - 0.01, c + 0.01
     bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))
     assert bvh._tree.depth < 64  # the binary traversal stack holds 64 entries
-    # the wide traversal holds 3 entries per level: too deep a wide tree is not used (binary fallback)
-    assert bvh._tree.wide.usable == (bvh._tree.wide.depth <= 32)
+    # the wide traversal holds 3 entries per level: a wide tree deeper than 20 levels is not used
+    assert bvh._tree.wide.usable == (bvh._tree.wide.depth <= 20)
     got = run_aabb(bvh, np.array([[-1e30] * 3], np.float32), np.array([[1e30] * 3], np.float32), device, cap=n)
     assert got[0] == set(range(n))
 

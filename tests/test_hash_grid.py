@@ -72,6 +72,32 @@ def count_near(grid: wp.uint64, points: wp.array(dtype=wp.vec3), queries: wp.arr
     counts[i] = n
 
 
+@wp.kernel
+def loop_forms(grid: wp.uint64, points: wp.array(dtype=wp.vec3), radius: float, out: wp.array(dtype=int, ndim=2)):
+    # the neighbour loop with continue (compiled as nested loops) and with break (the plain form)
+    i = wp.tid()
+    p = points[i]
+    query = wp.hash_grid_query(grid, p, radius)
+    index = int(0)
+    others = int(0)
+    while wp.hash_grid_query_next(query, index):
+        if index == i:
+            continue
+        if wp.length(points[index] - p) > radius:
+            continue
+        others += 1
+    out[i, 0] = others
+    q2 = wp.hash_grid_query(grid, p, radius)
+    j = int(0)
+    first3 = int(0)
+    while wp.hash_grid_query_next(q2, j):
+        if wp.length(points[j] - p) <= radius:
+            first3 += 1
+            if first3 == 3:
+                break
+    out[i, 1] = first3
+
+
 def brute_counts(pts, radius):
     d = np.linalg.norm(pts[:, None, :].astype(np.float64) - pts[None, :, :], axis=-1)
     return (d <= radius).sum(axis=1)
@@ -144,6 +170,22 @@ def test_compact_and_wrapped_tables(device, counting, offset):
             ok = ~(np.abs(d - radius) < 1e-4 * max(1.0, abs(offset))).any(axis=1)
             np.testing.assert_array_equal(counts.numpy()[ok], (d <= radius).sum(axis=1)[ok])
             assert (d <= radius).sum() > 20  # the test has neighbours to find
+
+
+def test_continue_and_break_in_the_query_loop(device):
+    rng = np.random.default_rng(8)
+    pts = rng.random((800, 3)).astype(np.float32)
+    radius = 0.12
+    grid = wp.HashGrid(16, 16, 16, device=device)
+    p = wp.array(pts, dtype=wp.vec3, device=device)
+    grid.build(p, radius)
+    out = wp.zeros((800, 2), dtype=int, device=device)
+    wp.launch(loop_forms, 800, inputs=[grid.id, p, radius, out], device=device)
+    ok = ~near_boundary(pts, radius)
+    ref = brute_counts(pts, radius)  # includes the point itself
+    np.testing.assert_array_equal(out.numpy()[ok, 0], ref[ok] - 1)
+    np.testing.assert_array_equal(out.numpy()[ok, 1], np.minimum(ref[ok], 3))
+    assert (ref > 3).sum() > 100
 
 
 def test_large_query_radius_visits_each_point_once(device):

@@ -38,9 +38,11 @@ registry.add_builtin(
     "bvh_query_ray", {"id": uint64, "start": vec3, "dir": vec3}, BvhQuery, differentiable=False, group="geometry",
     doc="Start a query of the Bvh ``id`` for the items whose box the ray ``start + t * dir`` (t >= 0) meets; "
         "iterate with ``bvh_query_next`` (its ``max_dist`` bounds the entry parameter t, in multiples of |dir|).")
+# `while bvh_query_next(q, i)` loops compile to nested loops over the passing items of one leaf at a time
+BATCHED = ("sk::bvh_query_next_range", "sk::bvh_query_more", "sk::bvh_query_take")
 for _inputs in ({"query": BvhQuery, "index": int32, "max_dist": float32}, {"query": BvhQuery, "index": int32}):
     registry.add_builtin(
         "bvh_query_next", _inputs, bool_t, differentiable=False, side_effects=True, inout=("query", "index"),
-        group="geometry",
+        group="geometry", batched=BATCHED,
         doc="Advance ``query``: write the next matching item to ``index`` and return True, or return False when "
             "the traversal is done. For ray queries, only boxes entered at t < ``max_dist`` (default: inf) match.")

@@ -46,6 +46,7 @@ for _v, _s in ((vec3, float32), (vec3d, float64)):
 registry.add_builtin(
     "hash_grid_query_next", {"query": HashGridQuery, "index": int32}, bool_t,
     differentiable=False, side_effects=True, inout=("query", "index"), group="geometry",
+    batched=("sk::hash_grid_query_next_range", "sk::hash_grid_query_more", "sk::hash_grid_query_take"),
     doc="Advance ``query``: write the next candidate point index to ``index`` (a local variable) and return True, "
         "or return False when the query is done.")
 registry.add_builtin(

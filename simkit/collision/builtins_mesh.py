@@ -21,7 +21,7 @@ import os
 from ..kernels import registry, struct
 from ..kernels.types import bool as bool_t
 from ..kernels.types import float32, float64, int32, uint64, vec3, vec3d
-from .builtins_bvh import NATIVE
+from .builtins_bvh import BATCHED, NATIVE
 
 _G = "geometry"
 
@@ -111,7 +111,7 @@ registry.add_builtin(
         "``mesh_query_aabb_next`` (a broad phase: the face itself may miss the box).")
 registry.add_builtin(
     "mesh_query_aabb_next", {"query": MeshQueryAABB, "index": int32}, bool_t, differentiable=False,
-    side_effects=True, inout=("query", "index"), group=_G,
+    side_effects=True, inout=("query", "index"), group=_G, batched=BATCHED,
     doc="Advance ``query``: write the next face to ``index`` and return True, or return False when done.")
 
 _E = {"id": uint64, "face": int32, "bary_u": float32, "bary_v": float32}

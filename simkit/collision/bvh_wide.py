@@ -29,7 +29,7 @@ BIG = 1.0e30
 # then child[4] and count[4] (int32), with the meaning of the binary node's child/count.
 WIDE_FLOATS = 32
 WIDE_BOX_FLOATS = 24
-MAX_DEPTH = 32  # SK_BVH4_MAX_DEPTH: a traversal stack of SK_BVH4_STACK = 3 * 32 + 1 entries
+MAX_DEPTH = 20  # SK_BVH4_MAX_DEPTH: a traversal stack of SK_BVH4_STACK = 3 * 20 + 4 entries
 
 
 @kernel

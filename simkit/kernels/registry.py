@@ -52,6 +52,9 @@ class Builtin:
     checked: bool = False  # array access: in debug mode calls <native>_checked(line, args...)
     needs_line: bool = False  # always called as native(line, args...)
     inout: tuple = ()  # argument names the native function updates in place (query states, output indices)
+    # An iterator's next(query, index) -> bool can name three native helpers (range, more, take): a
+    # `while next(q, i):` loop then compiles to nested loops (see codegen.Emitter.batched_while).
+    batched: tuple = ()
 
     def callee(self, info: CallInfo, ret_ctype: str) -> str:
         return self.native(info, ret_ctype) if callable(self.native) else self.native
@@ -126,6 +129,7 @@ def add_builtin(
     checked: bool = False,
     needs_line: bool = False,
     inout: tuple = (),
+    batched: tuple = (),
 ) -> Builtin:
     """Declare one overload of builtin ``key``. Returns the registered entry."""
     b = Builtin(
@@ -146,6 +150,7 @@ def add_builtin(
         checked=checked,
         needs_line=needs_line,
         inout=tuple(inout),
+        batched=tuple(batched),
     )
     if inout:
         _inout_keys.add(key)

@@ -193,7 +193,7 @@ static_assert(sizeof(bvh4_node_t) == 128, "bvh4_node_t layout is mirrored in sim
 // Stack of a wide traversal: at most 3 entries per level (the siblings of the child descended into)
 // plus one; the host passes no wide tree (wide == null: binary traversal) when it is deeper than
 // SK_BVH4_MAX_DEPTH levels.
-#define SK_BVH4_MAX_DEPTH 32
+#define SK_BVH4_MAX_DEPTH 20
 #define SK_BVH4_STACK (3 * SK_BVH4_MAX_DEPTH + 4)  // + 3: bvh4_push writes four entries whatever passes
 
 struct bvh_t {
@@ -375,9 +375,9 @@ SK_INLINE void bvh_query_leaf(bvh_query_t& q, int32 start, int32 end, float max_
     q.mask = mask;
 }
 
-// Advance: the next item whose own box passes the test (boxes overlap / the ray meets the box
-// with entry parameter < max_dist) goes to `index`; false when the traversal is done.
-SK_INLINE bool bvh_query_next(bvh_query_t& q, int32& index, float32 max_dist) {
+// Traverse to the next leaf with items that pass the test (boxes overlap / the ray meets the box with
+// entry parameter < max_dist), their slots in q.mask; false when the traversal is done.
+SK_INLINE bool bvh_query_next_range(bvh_query_t& q, float32 max_dist) {
     while (q.mask == 0) {
         if (q.sp == 0) return false;
         const int32 e = q.stack[--q.sp];
@@ -403,9 +403,21 @@ SK_INLINE bool bvh_query_next(bvh_query_t& q, int32& index, float32 max_dist) {
             if (q.sp < SK_BVH_STACK) q.stack[q.sp++] = n.count[k] > 0 ? bvh_leaf_ref(e, k) : n.child[k];
         }
     }
+    return true;
+}
+SK_INLINE bool bvh_query_next_range(bvh_query_t& q) { return bvh_query_next_range(q, INFINITY); }
+SK_INLINE bool bvh_query_more(const bvh_query_t& q) { return q.mask != 0; }
+SK_INLINE void bvh_query_take(bvh_query_t& q, int32& index) {
     const int32 k = bvh_lowest_bit(q.mask);
     q.mask &= q.mask - 1;
     index = q.prims[q.base + k];
+}
+
+// Advance: the next item whose own box passes the test goes to `index`; false when the traversal is
+// done. The compiler lowers `while bvh_query_next(q, i)` loops to the three functions above instead.
+SK_INLINE bool bvh_query_next(bvh_query_t& q, int32& index, float32 max_dist) {
+    if (!bvh_query_next_range(q, max_dist)) return false;
+    bvh_query_take(q, index);
     return true;
 }
 SK_INLINE bool bvh_query_next(bvh_query_t& q, int32& index) { return bvh_query_next(q, index, INFINITY); }

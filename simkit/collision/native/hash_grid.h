@@ -195,6 +195,17 @@ SK_INLINE bool hash_grid_query_next(hash_grid_query_t& q, int32& index) {
     return true;
 }
 
+// The same loop as nested loops (the compiler's lowering of `while hash_grid_query_next(q, i)`):
+//   while (hash_grid_query_next_range(q)) while (hash_grid_query_more(q)) { hash_grid_query_take(q, i); ... }
+// The inner loop runs over one row of cells with its position and end in registers.
+SK_INLINE bool hash_grid_query_next_range(hash_grid_query_t& q) {
+    while (q.pos >= q.end)
+        if (!hash_grid_query_advance(q)) return false;
+    return true;
+}
+SK_INLINE bool hash_grid_query_more(const hash_grid_query_t& q) { return q.pos < q.end; }
+SK_INLINE void hash_grid_query_take(hash_grid_query_t& q, int32& index) { index = q.ids[q.pos++]; }
+
 // The original index of the point at sorted position `index` (points in cell order), or -1 out of range.
 SK_INLINE int32 hash_grid_point_id(uint64 id, int32 index) {
     const hash_grid_t& g = *reinterpret_cast<const hash_grid_t*>(id);
