@@ -258,10 +258,6 @@ SK_INLINE void bvh4_push(const bvh4_node_t& n, int32 w, const float* key, float 
         st[sp + j] = e[j];
         sd[sp + j] = k[j];
     }
-#if !SK_CUDA
-    for (int j = 0; j < m; ++j)  // the nodes to visit next: start their loads now (a traversal waits on memory)
-        if (e[j] >= 0) __builtin_prefetch(&n + (e[j] - w), 0, 3);
-#endif
     sp += m;
 }
 
@@ -343,16 +339,6 @@ SK_INLINE void bvh_query_push4(bvh_query_t& q, int32 e, float max_dist) {
     }
     for (int k = 0; k < 4; ++k) {  // branch-free compaction
         const bool ok = (key[k] < max_dist) & (n.child[k] >= 0);
-#if !SK_CUDA
-        // start loading what the stack entry will visit (traversals wait on memory): the node, or the
-        // leaf's item boxes
-        if (ok) {
-            const char* a = n.count[k] > 0 ? reinterpret_cast<const char*>(q.item_lo + SK_BVH_ITEM_STRIDE * n.child[k])
-                                           : reinterpret_cast<const char*>(q.wide + n.child[k]);
-            __builtin_prefetch(a, 0, 3);
-            __builtin_prefetch(a + 64, 0, 3);
-        }
-#endif
         q.stack[q.sp] = bvh4_entry(n, e, k);
         q.sp += ok ? 1 : 0;
     }
