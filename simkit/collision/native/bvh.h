@@ -261,6 +261,33 @@ SK_INLINE void bvh4_push(const bvh4_node_t& n, int32 w, const float* key, float 
     sp += m;
 }
 
+// Nearest-first depth-first search of the wide tree (closest point, closest ray hit). keys(node, out)
+// writes each child's key, a lower bound of what its subtree can give (+inf: skip); leaf(start, end)
+// tests the items of a leaf and lowers `best`. Subtrees whose key is not below `best` are skipped.
+template <typename Keys, typename Leaf>
+SK_INLINE void bvh4_nearest(const bvh4_node_t* wide, float root_key, float& best, const Keys& keys, const Leaf& leaf) {
+    int32 st[SK_BVH4_STACK];
+    float sd[SK_BVH4_STACK];
+    int sp = 1;
+    st[0] = 0;
+    sd[0] = root_key;
+    while (sp > 0) {
+        --sp;
+        if (!(sd[sp] < best)) continue;
+        const int32 e = st[sp];
+        if (e < 0) {
+            int32 s0, s1;
+            bvh4_leaf_range(wide, e, s0, s1);
+            leaf(s0, s1);
+            continue;
+        }
+        const bvh4_node_t& n = wide[e];
+        float key[4];
+        keys(n, key);
+        bvh4_push(n, e, key, best, st, sd, sp);
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Iterative queries (box overlap and ray), one item per bvh_query_next call.
 

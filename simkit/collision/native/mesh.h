@@ -177,25 +177,9 @@ SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist
     float best = max_dist * max_dist;
     int sp = 1;
     if (const bvh4_node_t* wide = m.bvh.wide) {  // the wide tree: four boxes per step, nearest child first
-        int32 st[SK_BVH4_STACK];
-        float sd[SK_BVH4_STACK];
-        st[0] = 0;
-        sd[0] = 0.0f;
-        while (sp > 0) {
-            --sp;
-            if (!(sd[sp] < best)) continue;
-            const int32 e = st[sp];
-            if (e < 0) {
-                int32 s0, s1;
-                bvh4_leaf_range(wide, e, s0, s1);
-                closest_point_leaf(m, p, s0, s1, best, h);
-                continue;
-            }
-            const bvh4_node_t& n = wide[e];
-            float d[4];
-            box4_dist_sq(n.lo, n.hi, p, d);
-            bvh4_push(n, e, d, best, st, sd, sp);
-        }
+        bvh4_nearest(
+            wide, 0.0f, best, [&](const bvh4_node_t& n, float* key) { box4_dist_sq(n.lo, n.hi, p, key); },
+            [&](int32 s0, int32 s1) { closest_point_leaf(m, p, s0, s1, best, h); });
         h.d2 = best;
         return h.slot >= 0;
     }
@@ -268,25 +252,9 @@ SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>&
     float best = max_t;
     int sp = 1;
     if (const bvh4_node_t* wide = m.bvh.wide) {  // the wide tree: four slab tests per step, nearest first
-        int32 st[SK_BVH4_STACK];
-        float sd[SK_BVH4_STACK];
-        st[0] = 0;
-        sd[0] = -INFINITY;
-        while (sp > 0) {
-            --sp;
-            if (!(sd[sp] < best)) continue;
-            const int32 e = st[sp];
-            if (e < 0) {
-                int32 s0, s1;
-                bvh4_leaf_range(wide, e, s0, s1);
-                closest_hit_leaf(m, wr, s0, s1, best, h);
-                continue;
-            }
-            const bvh4_node_t& n = wide[e];
-            float t[4];
-            ray_box4(n.lo, n.hi, br, t);
-            bvh4_push(n, e, t, best, st, sd, sp);
-        }
+        bvh4_nearest(
+            wide, -INFINITY, best, [&](const bvh4_node_t& n, float* key) { ray_box4(n.lo, n.hi, br, key); },
+            [&](int32 s0, int32 s1) { closest_hit_leaf(m, wr, s0, s1, best, h); });
         return h.slot >= 0;
     }
     int32 st[SK_BVH_STACK];
