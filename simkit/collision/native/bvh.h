@@ -288,6 +288,40 @@ SK_INLINE void bvh4_nearest(const bvh4_node_t* wide, float root_key, float& best
     }
 }
 
+// The same search of the binary tree (the fallback for trees too deep for the wide stack): keys(node,
+// k0, k1) writes the keys of the node's two children.
+template <typename Keys, typename Leaf>
+SK_INLINE void bvh_nearest(const bvh_node_t* nodes, float root_key, float& best, const Keys& keys, const Leaf& leaf) {
+    int32 st[SK_BVH_STACK];
+    float sd[SK_BVH_STACK];
+    int sp = 1;
+    st[0] = 0;
+    sd[0] = root_key;
+    while (sp > 0) {
+        --sp;
+        if (!(sd[sp] < best)) continue;
+        const int32 e = st[sp];
+        if (e < 0) {
+            const int32 r = -e - 1;
+            const bvh_node_t& l = nodes[r >> 1];
+            leaf(l.child[r & 1], l.child[r & 1] + l.count[r & 1]);
+            continue;
+        }
+        const bvh_node_t& n = nodes[e];
+        float k[2];
+        keys(n, k[0], k[1]);
+        for (int c = 0; c < 2; ++c) k[c] = n.child[c] >= 0 ? k[c] : INFINITY;
+        const int near = k[1] < k[0] ? 1 : 0;
+        for (int j = 0; j < 2; ++j) {  // the far child first: popped last
+            const int c = j == 0 ? 1 - near : near;
+            if (k[c] < best && sp < SK_BVH_STACK) {
+                st[sp] = n.count[c] > 0 ? bvh_leaf_ref(e, c) : n.child[c];
+                sd[sp++] = k[c];
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Iterative queries (box overlap and ray), one item per bvh_query_next call.
 

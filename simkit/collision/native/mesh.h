@@ -175,7 +175,6 @@ SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist
     h.region = TRI_FACE;
     if (m.num_faces <= 0 || !(max_dist > 0.0f)) return false;
     float best = max_dist * max_dist;
-    int sp = 1;
     if (const bvh4_node_t* wide = m.bvh.wide) {  // the wide tree: four boxes per step, nearest child first
         bvh4_nearest(
             wide, 0.0f, best, [&](const bvh4_node_t& n, float* key) { box4_dist_sq(n.lo, n.hi, p, key); },
@@ -183,35 +182,13 @@ SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist
         h.d2 = best;
         return h.slot >= 0;
     }
-    int32 st[SK_BVH_STACK];
-    float sd[SK_BVH_STACK];
-    st[0] = 0;
-    sd[0] = 0.0f;
-    const bvh_node_t* nodes = m.bvh.nodes;
-    while (sp > 0) {
-        --sp;
-        if (sd[sp] >= best) continue;
-        const int32 e = st[sp];
-        if (e < 0) {
-            int32 s0, s1;
-            leaf_range(nodes, e, s0, s1);
-            closest_point_leaf(m, p, s0, s1, best, h);
-            continue;
-        }
-        const bvh_node_t& n = nodes[e];
-        const float d0 = n.child[0] >= 0 ? box_dist_sq(p, n.lo0, n.hi0) : INFINITY;
-        const float d1 = n.child[1] >= 0 ? box_dist_sq(p, n.lo1, n.hi1) : INFINITY;
-        const int near = d1 < d0 ? 1 : 0;
-        const float dn = near ? d1 : d0, df = near ? d0 : d1;
-        if (df < best && sp < SK_BVH_STACK) {  // far first: popped last
-            st[sp] = n.count[1 - near] > 0 ? bvh_leaf_ref(e, 1 - near) : n.child[1 - near];
-            sd[sp++] = df;
-        }
-        if (dn < best && sp < SK_BVH_STACK) {
-            st[sp] = n.count[near] > 0 ? bvh_leaf_ref(e, near) : n.child[near];
-            sd[sp++] = dn;
-        }
-    }
+    bvh_nearest(
+        m.bvh.nodes, 0.0f, best,
+        [&](const bvh_node_t& n, float& k0, float& k1) {
+            k0 = box_dist_sq(p, n.lo0, n.hi0);
+            k1 = box_dist_sq(p, n.lo1, n.hi1);
+        },
+        [&](int32 s0, int32 s1) { closest_point_leaf(m, p, s0, s1, best, h); });
     h.d2 = best;
     return h.slot >= 0;
 }
@@ -250,43 +227,19 @@ SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>&
     const ray_t br = make_ray(o, d);
     const wray_t wr = make_wray(o, d);
     float best = max_t;
-    int sp = 1;
     if (const bvh4_node_t* wide = m.bvh.wide) {  // the wide tree: four slab tests per step, nearest first
         bvh4_nearest(
             wide, -INFINITY, best, [&](const bvh4_node_t& n, float* key) { ray_box4(n.lo, n.hi, br, key); },
             [&](int32 s0, int32 s1) { closest_hit_leaf(m, wr, s0, s1, best, h); });
         return h.slot >= 0;
     }
-    int32 st[SK_BVH_STACK];
-    float sd[SK_BVH_STACK];
-    st[0] = 0;
-    sd[0] = -INFINITY;
-    const bvh_node_t* nodes = m.bvh.nodes;
-    while (sp > 0) {
-        --sp;
-        if (!(sd[sp] < best)) continue;
-        const int32 e = st[sp];
-        if (e < 0) {
-            int32 s0, s1;
-            leaf_range(nodes, e, s0, s1);
-            closest_hit_leaf(m, wr, s0, s1, best, h);
-            continue;
-        }
-        const bvh_node_t& n = nodes[e];
-        float t0 = INFINITY, t1 = INFINITY;
-        const bool h0 = n.child[0] >= 0 && ray_box(br, n.lo0, n.hi0, t0) && t0 < best;
-        const bool h1 = n.child[1] >= 0 && ray_box(br, n.lo1, n.hi1, t1) && t1 < best;
-        const int near = (h1 && (!h0 || t1 < t0)) ? 1 : 0;
-        const bool hn = near ? h1 : h0, hf = near ? h0 : h1;
-        if (hf && sp < SK_BVH_STACK) {
-            st[sp] = n.count[1 - near] > 0 ? bvh_leaf_ref(e, 1 - near) : n.child[1 - near];
-            sd[sp++] = near ? t0 : t1;
-        }
-        if (hn && sp < SK_BVH_STACK) {
-            st[sp] = n.count[near] > 0 ? bvh_leaf_ref(e, near) : n.child[near];
-            sd[sp++] = near ? t1 : t0;
-        }
-    }
+    bvh_nearest(
+        m.bvh.nodes, -INFINITY, best,
+        [&](const bvh_node_t& n, float& k0, float& k1) {  // entry parameters; +inf: missed
+            if (!ray_box(br, n.lo0, n.hi0, k0)) k0 = INFINITY;
+            if (!ray_box(br, n.lo1, n.hi1, k1)) k1 = INFINITY;
+        },
+        [&](int32 s0, int32 s1) { closest_hit_leaf(m, wr, s0, s1, best, h); });
     return h.slot >= 0;
 }
 
