@@ -9,6 +9,7 @@ Used by ``benchmarks/cpu_core.py``; later benchmarks import it the same way::
 from __future__ import annotations
 
 import ctypes
+import gc
 import os
 import platform
 import shutil
@@ -74,17 +75,29 @@ def bench_interleaved(fns: dict, *, rounds: int, block: int = 1, warmup: int = 1
     """Time several functions in alternating blocks: each round runs every function ``warmup`` times
     (untimed), then ``block`` timed calls back to back. Blocks keep each contender in its steady state
     (warm caches, OpenMP threads awake); alternating them spreads background load (other processes on
-    a small machine) over every contender alike. Returns {name: Timing} with rounds*block samples."""
+    a small machine) over every contender alike. Garbage collection is off inside the timed blocks.
+    Returns {name: Timing} with rounds*block samples."""
     samples = {k: [] for k in fns}
     clock = time.perf_counter
-    for _ in range(rounds):
-        for k, fn in fns.items():
-            for _ in range(warmup):
-                fn()
-            for _ in range(block):
-                t0 = clock()
-                fn()
-                samples[k].append(clock() - t0)
+    enabled = gc.isenabled()
+    try:
+        for _ in range(rounds):
+            for k, fn in fns.items():
+                for _ in range(warmup):
+                    fn()
+                # as timeit does: no cyclic garbage collection inside a timed call (a collection of the
+                # whole heap, kernels' compiled IR included, would land on whichever call triggered it)
+                gc.collect()
+                gc.disable()
+                for _ in range(block):
+                    t0 = clock()
+                    fn()
+                    samples[k].append(clock() - t0)
+                if enabled:
+                    gc.enable()
+    finally:
+        if enabled:
+            gc.enable()
     return {k: Timing(v) for k, v in samples.items()}
 
 
