@@ -73,16 +73,21 @@ def bench(fn, *, repeat: int, warmup: int = 1, min_time: float = 0.0, max_time: 
 
 def bench_interleaved(fns: dict, *, rounds: int, block: int = 1, warmup: int = 1) -> dict:
     """Time several functions in alternating blocks: each round runs every function ``warmup`` times
-    (untimed), then ``block`` timed calls back to back. Blocks keep each contender in its steady state
-    (warm caches, OpenMP threads awake); alternating them spreads background load (other processes on
-    a small machine) over every contender alike. Garbage collection is off inside the timed blocks.
-    Returns {name: Timing} with rounds*block samples."""
+    (untimed), then ``block`` timed calls back to back, in an order that rotates from round to round.
+    Blocks keep each contender in its steady state (warm caches, OpenMP threads awake); alternating
+    them spreads background load (other processes on a small machine) over every contender alike.
+    Garbage collection is off inside the timed blocks. Returns {name: Timing} with rounds*block
+    samples."""
     samples = {k: [] for k in fns}
     clock = time.perf_counter
     enabled = gc.isenabled()
+    names = list(fns)
     try:
-        for _ in range(rounds):
-            for k, fn in fns.items():
+        for r in range(rounds):
+            # the order rotates every round: what ran just before a call (one contender leaves caches and
+            # threads in a state the next one inherits) then falls on every contender alike
+            for k in names[r % len(names):] + names[:r % len(names)]:
+                fn = fns[k]
                 for _ in range(warmup):
                     fn()
                 # as timeit does: no cyclic garbage collection inside a timed call (a collection of the
