@@ -63,15 +63,18 @@ def _half_area(lo: vec3, hi: vec3) -> float:
 
 
 @func
-def _set_child(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, ndim=2), ref: int, lo: vec3, hi: vec3,
+def _set_child(fnodes: array(dtype=float32, ndim=2), inodes: array(dtype=int32, ndim=2), ref: int, lo: vec3, hi: vec3,
                child: int, count: int):
-    """Write child ``ref % 2`` of node ``ref // 2``."""
+    """Write child ``ref % 2`` of node ``ref // 2``. The nodes are seen as 16 floats (``fnodes``) and as 16
+    ints (``inodes``, the same memory): contiguous arrays, so the build runs the kernel's contiguous
+    variant (plain indexing; strided views of the node records made every access of it strided)."""
     node = ref // 2
     k = ref % 2
-    boxes[node, 2 * k] = lo
-    boxes[node, 2 * k + 1] = hi
-    links[node, k] = child
-    links[node, 2 + k] = count
+    for c in range(3):
+        fnodes[node, 6 * k + c] = lo[c]
+        fnodes[node, 6 * k + 3 + c] = hi[c]
+    inodes[node, 12 + k] = child
+    inodes[node, 14 + k] = count
 
 
 @func
@@ -94,8 +97,8 @@ def _bin_of(c: float, cmin: float, scale: float) -> int:
 
 
 @kernel
-def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=int32), boxes: array(dtype=vec3, ndim=2),
-               links: array(dtype=int32, ndim=2), parents: array(dtype=int32), depths: array(dtype=int32),
+def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=int32), fnodes: array(dtype=float32, ndim=2),
+               inodes: array(dtype=int32, ndim=2), parents: array(dtype=int32), depths: array(dtype=int32),
                tasks: array(dtype=int32, ndim=2),
                bin_lo: array(dtype=vec3, ndim=2), bin_hi: array(dtype=vec3, ndim=2),
                bin_n: array(dtype=int32, ndim=2), right_cost: array(dtype=float32, ndim=2),
@@ -248,17 +251,17 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                 parents[num_nodes] = -1
                 depths[num_nodes] = 0
                 if count > 0:
-                    _set_child(boxes, links, 2 * num_nodes, blo, bhi, start, count)
+                    _set_child(fnodes, inodes, 2 * num_nodes, blo, bhi, start, count)
                 num_nodes += 1
             else:
-                _set_child(boxes, links, parent, blo, bhi, start, count)
+                _set_child(fnodes, inodes, parent, blo, bhi, start, count)
         else:
             node = num_nodes
             num_nodes += 1
             parents[node] = parent
             depths[node] = depth
             if parent >= 0:
-                _set_child(boxes, links, parent, blo, bhi, node, 0)
+                _set_child(fnodes, inodes, parent, blo, bhi, node, 0)
             tasks[top, 0] = mid
             tasks[top, 1] = end
             tasks[top, 2] = 2 * node + 1
@@ -547,7 +550,8 @@ def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth:
     bin_n = zeros((3, NBINS), dtype=int32, device="cpu")
     right = zeros((3, NBINS), dtype=float32, device="cpu")
     info = zeros(2, dtype=int32, device="cpu")
-    launch(_build_sah, 1, inputs=[lo, hi, perm, work.boxes, work.links, parents, depths, tasks, bin_lo, bin_hi, bin_n,
+    inodes = array(ptr=work.raw.ptr, dtype=int32, shape=work.raw.shape, device="cpu", _owner=work.raw)
+    launch(_build_sah, 1, inputs=[lo, hi, perm, work.raw, inodes, parents, depths, tasks, bin_lo, bin_hi, bin_n,
                                   right, task_box, max_leaf, median_depth, c_trav, info], device="cpu",
            record_tape=False)
     num_nodes = int(info.numpy()[0])
