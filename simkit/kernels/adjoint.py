@@ -29,6 +29,33 @@ def adj(v: ir.Var) -> str:
     return f"adj_{v.name}"
 
 
+def _opaque(v) -> bool:
+    """A native opaque value (a query's traversal state): it carries no gradient."""
+    return getattr(v.type, "_simkit_opaque", None) is not None
+
+
+def _reads(stmts, v) -> bool:
+    """Does any statement in ``stmts`` (nested blocks included) read variable ``v``?"""
+    for s in ir.walk(stmts):
+        if isinstance(s, ir.Call):
+            vals = s.args
+        elif isinstance(s, (ir.Copy, ir.GetField)):
+            vals = [s.src]
+        elif isinstance(s, ir.SetField):
+            vals = [s.src, s.value]
+        elif isinstance(s, (ir.If, ir.While)):
+            vals = [s.cond]
+        elif isinstance(s, ir.For):
+            vals = [s.start, s.end, s.step, *s.stop]
+        elif isinstance(s, ir.Return):
+            vals = s.values
+        else:
+            vals = []
+        if any(x is v or getattr(x, "name", None) == v.name for x in vals if x is not None):
+            return True
+    return False
+
+
 class AdjointEmitter(Emitter):
     def __init__(self, fn: ir.Function, options: dict):
         super().__init__(fn, options)
@@ -49,8 +76,11 @@ class AdjointEmitter(Emitter):
         return self.loop_ids[id(s)]
 
     def state_of(self, s) -> list:
-        """Values saved per iteration: the loop index (for loops) and the carried values."""
-        state = list(s.carried)
+        """Values saved per iteration: the loop index (for loops) and the carried values. A query's
+        traversal state (an opaque, non-differentiable value such as a hash-grid or BVH query) that
+        only the loop condition reads is left out: the reverse pass replays the body, never the
+        condition, so saving it would only copy it (88 to 500 bytes) once per iteration."""
+        state = [v for v in s.carried if not (_opaque(v) and not _reads(s.body, v))]
         if isinstance(s, ir.For):
             state = [s.var] + state
         return state
