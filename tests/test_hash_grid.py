@@ -98,6 +98,24 @@ def loop_forms(grid: wp.uint64, points: wp.array(dtype=wp.vec3), radius: float, 
     out[i, 1] = first3
 
 
+@wp.func
+def first_neighbor(grid: wp.uint64, points: wp.array(dtype=wp.vec3), i: int, radius: float) -> int:
+    # an early return from inside the query loop of a func
+    p = points[i]
+    query = wp.hash_grid_query(grid, p, radius)
+    index = int(0)
+    while wp.hash_grid_query_next(query, index):
+        if index != i and wp.length(points[index] - p) <= radius:
+            return index
+    return -1
+
+
+@wp.kernel
+def first_neighbors(grid: wp.uint64, points: wp.array(dtype=wp.vec3), radius: float, out: wp.array(dtype=int)):
+    i = wp.tid()
+    out[i] = first_neighbor(grid, points, i, radius)
+
+
 def brute_counts(pts, radius):
     d = np.linalg.norm(pts[:, None, :].astype(np.float64) - pts[None, :, :], axis=-1)
     return (d <= radius).sum(axis=1)
@@ -186,6 +204,26 @@ def test_continue_and_break_in_the_query_loop(device):
     np.testing.assert_array_equal(out.numpy()[ok, 0], ref[ok] - 1)
     np.testing.assert_array_equal(out.numpy()[ok, 1], np.minimum(ref[ok], 3))
     assert (ref > 3).sum() > 100
+
+
+def test_return_from_inside_the_query_loop(device):
+    rng = np.random.default_rng(12)
+    pts = rng.random((600, 3)).astype(np.float32)
+    radius = 0.08
+    grid = wp.HashGrid(16, 16, 16, device=device)
+    p = wp.array(pts, dtype=wp.vec3, device=device)
+    grid.build(p, radius)
+    out = wp.zeros(600, dtype=int, device=device)
+    wp.launch(first_neighbors, 600, inputs=[grid.id, p, radius, out], device=device)
+    got = out.numpy()
+    d = np.linalg.norm(pts[:, None, :].astype(np.float64) - pts[None, :, :], axis=-1)
+    np.fill_diagonal(d, np.inf)
+    ok = ~near_boundary(pts, radius)
+    has = (d <= radius).any(axis=1)
+    assert (got[ok & ~has] == -1).all()
+    j = got[ok & has]
+    assert (j >= 0).all() and (d[np.nonzero(ok & has)[0], j] <= radius).all()  # a true neighbour
+    assert (ok & has).sum() > 100
 
 
 def test_large_query_radius_visits_each_point_once(device):
