@@ -24,7 +24,7 @@ import numpy as np
 from ..kernels import func, kernel
 from ..kernels import lang as sk
 from ..kernels.types import float32, int32, vec3
-from ..runtime import array, launch, zeros
+from ..runtime import array, empty, launch, zeros
 from .bvh_wide import WideTree
 
 NBINS = 16
@@ -452,7 +452,7 @@ def _refit_dipoles(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, n
 class Tree:
     """A built tree on ``device``: the node buffer (and its kernel views), slot order, level order."""
 
-    def __init__(self, nodes_np: np.ndarray, prims: np.ndarray, depths: np.ndarray, device, wide: bool = True):
+    def __init__(self, nodes_np: np.ndarray, prims: np.ndarray, depths: np.ndarray, device):
         n = len(nodes_np)
         self.raw = array(np.ascontiguousarray(nodes_np, dtype=NODE_DTYPE).view(np.float32).reshape(n, 16),
                          dtype=float32, device=device)  # 64-byte records
@@ -470,7 +470,7 @@ class Tree:
             if cnt:
                 self.levels.append((off, int(cnt)))
                 off += int(cnt)
-        self.wide = WideTree(self, nodes_np, device) if wide else None  # what queries traverse (refit fills it)
+        self.wide = WideTree(self, nodes_np, device)  # what queries traverse (refit fills it)
 
     @property
     def num_nodes(self) -> int:
@@ -539,8 +539,11 @@ def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth:
     ``lanes`` > 1 pads every leaf to its own block of that many slots (``max_leaf`` <= ``lanes``)."""
     n = lo.shape[0]
     perm = array(np.arange(n, dtype=np.int32), dtype=int32, device="cpu")
-    work = Tree(empty_nodes(n), np.zeros(1, np.int32), np.zeros(1, np.int32), "cpu", wide=False)
-    cap = work.num_nodes
+    # the build's node buffer: at most one node per item; the builder writes both children of every node it
+    # creates, so only node 0 (a single-leaf tree sets one child) needs its children emptied first
+    cap = max(n, 1)
+    fnodes = empty((cap, 16), dtype=float32, device="cpu")
+    fnodes.numpy()[0] = empty_nodes(1).view(np.float32)
     parents = zeros(cap, dtype=int32, device="cpu")
     depths = zeros(cap, dtype=int32, device="cpu")
     tasks = zeros((STACK, 5), dtype=int32, device="cpu")
@@ -550,12 +553,12 @@ def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth:
     bin_n = zeros((3, NBINS), dtype=int32, device="cpu")
     right = zeros((3, NBINS), dtype=float32, device="cpu")
     info = zeros(2, dtype=int32, device="cpu")
-    inodes = array(ptr=work.raw.ptr, dtype=int32, shape=work.raw.shape, device="cpu", _owner=work.raw)
-    launch(_build_sah, 1, inputs=[lo, hi, perm, work.raw, inodes, parents, depths, tasks, bin_lo, bin_hi, bin_n,
+    inodes = array(ptr=fnodes.ptr, dtype=int32, shape=fnodes.shape, device="cpu", _owner=fnodes)
+    launch(_build_sah, 1, inputs=[lo, hi, perm, fnodes, inodes, parents, depths, tasks, bin_lo, bin_hi, bin_n,
                                   right, task_box, max_leaf, median_depth, c_trav, info], device="cpu",
            record_tape=False)
     num_nodes = int(info.numpy()[0])
-    nodes, prims = work.nodes_numpy()[:num_nodes], perm.numpy()
+    nodes, prims = fnodes.numpy()[:num_nodes].view(NODE_DTYPE).reshape(-1), perm.numpy()
     if lanes > 1:
         nodes, prims = pad_leaves(nodes, prims, lanes)
     return Tree(nodes, prims, depths.numpy()[:num_nodes], device)
