@@ -343,12 +343,14 @@ class HashGrid:
         self._sync_desc()
 
     def _bounds(self, points: array, n: int):
-        """The points' bounding box (float64 or float32 numpy vectors); ValueError for a point not finite."""
+        """The points' bounding box (float64 or float32 numpy vectors); ValueError for a point not finite.
+        Each block reduces a contiguous chunk, or (the GPU path, and the CPU's tests of it) every
+        blocks-th point, so that neighbouring threads read neighbouring points."""
         chunk = -(-n // self._blocks)
         blocks = -(-n // chunk)  # every block holds a point
         self._bad.fill_(n)
         _launch(_hg_bounds, blocks, [points, self._lows[:blocks], self._highs[:blocks], self._bad, n, chunk,
-                                     int(self.device.is_cuda)], self.device)
+                                     int(self._counting)], self.device)
         first_bad = int(self._bad.numpy()[0])
         if first_bad < n:
             raise ValueError(f"HashGrid.build: point {first_bad} is not finite "
