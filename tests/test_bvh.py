@@ -167,6 +167,24 @@ def test_ray_query_matches_brute_force(device, constructor, tree_layout):
         assert cn.sum() > 300
 
 
+@pytest.mark.parametrize("threads", [2, 4])
+def test_parallel_build_matches_brute_force(device, threads, monkeypatch):
+    # the top split(s) first, then one subtree per thread in its own node range, then a renumbering
+    from simkit.collision import bvh_build
+    monkeypatch.setattr(bvh_build, "PARALLEL_MIN_ITEMS", 64)
+    lo, hi = random_boxes(3000, seed=21)
+    args = (wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))
+    monkeypatch.setattr(wp.config, "cpu_threads", 1)
+    serial = wp.Bvh(*args)
+    monkeypatch.setattr(wp.config, "cpu_threads", threads)
+    bvh = wp.Bvh(*args)
+    assert bvh.num_nodes == serial.num_nodes  # the same SAH splits, numbered differently
+    qlo, qhi = random_boxes(300, seed=22, size=0.3)
+    got = run_aabb(bvh, qlo, qhi, device)
+    for i in range(len(qlo)):
+        assert got[i] == overlap_ref(lo, hi, qlo[i], qhi[i]), i
+
+
 def test_loop_forms_of_the_query_idiom(device):
     lo, hi = random_boxes(500, seed=5)
     bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device=device), wp.array(hi, dtype=wp.vec3, device=device))

@@ -276,6 +276,22 @@ def test_closest_point_and_sign_match_brute_force(device, name, method, tree_lay
             assert (signs[i] < 0) == inside, (i, x, signs[i])
 
 
+def test_parallel_build_closest_points(device, monkeypatch):
+    # a Mesh whose tree was built one subtree per thread answers like brute force
+    from simkit.collision import bvh_build
+    monkeypatch.setattr(bvh_build, "PARALLEL_MIN_ITEMS", 64)
+    monkeypatch.setattr(wp.config, "cpu_threads", 2)
+    tm = MESHES["torus"]
+    mesh = sk_mesh(tm, device)
+    xs = query_points(tm, 150, seed=31)
+    found, cps = run_points(mesh, xs, 0, device)[:2]
+    assert found.all()
+    a, b, c = tri_arrays(tm)
+    for i, x in enumerate(xs.astype(np.float64)):
+        best = np.linalg.norm(closest_on_triangles(x, a, b, c) - x, axis=1).min()
+        assert abs(np.linalg.norm(cps[i] - x) - best) < 1e-5, i
+
+
 def test_max_dist_limits_the_search(device):
     tm = MESHES["torus"]
     mesh = sk_mesh(tm, device)

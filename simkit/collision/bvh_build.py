@@ -19,8 +19,11 @@ its two child boxes, one launch per tree level from the deepest up.
 """
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
+from .. import config
 from ..kernels import func, kernel
 from ..kernels import lang as sk
 from ..kernels.types import float32, int32, vec3
@@ -32,6 +35,7 @@ MEDIAN_DEPTH = 32
 BIG = 1.0e30
 NAN = float("nan")
 STACK = 160  # build task stack (>= tree depth + 2)
+PARALLEL_MIN_ITEMS = 4096  # fewer items: one thread builds the whole tree
 LEVELS_ON_CPU = False  # refit level by level on the CPU too (the GPU path; tests set it)
 
 
@@ -99,27 +103,49 @@ def _bin_of(c: float, cmin: float, scale: float) -> int:
 @kernel
 def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=int32), fnodes: array(dtype=float32, ndim=2),
                inodes: array(dtype=int32, ndim=2), parents: array(dtype=int32), depths: array(dtype=int32),
-               tasks: array(dtype=int32, ndim=2),
-               bin_lo: array(dtype=vec3, ndim=2), bin_hi: array(dtype=vec3, ndim=2),
-               bin_n: array(dtype=int32, ndim=2), right_cost: array(dtype=float32, ndim=2),
-               task_box: array(dtype=vec3, ndim=2), max_leaf: int, median_depth: int, c_trav: float,
-               info: array(dtype=int32)):
-    # tasks[t] = (start, end, parent child ref, depth, box known); task_box[t] = (box lo, hi, centroid lo, hi)
-    n = perm.shape[0]
-    num_nodes = int(0)
+               all_tasks: array(dtype=int32, ndim=3),
+               all_bin_lo: array(dtype=vec3, ndim=3), all_bin_hi: array(dtype=vec3, ndim=3),
+               all_bin_n: array(dtype=int32, ndim=3), all_right: array(dtype=float32, ndim=3),
+               all_task_box: array(dtype=vec3, ndim=3), max_leaf: int, median_depth: int, c_trav: float,
+               first: array(dtype=int32, ndim=2), first_box: array(dtype=vec3, ndim=2), stop_depth: int,
+               out: array(dtype=int32, ndim=2), out_box: array(dtype=vec3, ndim=2), info: array(dtype=int32, ndim=2)):
+    # One subtree per thread t: first[t] = (start, end, parent child ref, depth, first node, box known) with its
+    # boxes first_box[t]; the thread numbers its nodes from first[t, 4] and has its own scratch (all_*[t]).
+    # Tasks reaching stop_depth are not built but written to out/out_box (count in info[t, 2]), for a later
+    # launch to build them in parallel. info[t] = (nodes end, deepest depth, tasks written).
+    # tasks[k] = (start, end, parent child ref, depth, box known); task_box[k] = (box lo, hi, centroid lo, hi)
+    t = sk.tid()
+    tasks = all_tasks[t]
+    task_box = all_task_box[t]
+    bin_lo = all_bin_lo[t]
+    bin_hi = all_bin_hi[t]
+    bin_n = all_bin_n[t]
+    right_cost = all_right[t]
+    num_nodes = first[t, 4]
     max_depth = int(0)
+    n_out = int(0)
     top = int(1)
-    tasks[0, 0] = 0
-    tasks[0, 1] = n
-    tasks[0, 2] = -1
-    tasks[0, 3] = 0
-    tasks[0, 4] = 0
+    tasks[0, 0] = first[t, 0]
+    tasks[0, 1] = first[t, 1]
+    tasks[0, 2] = first[t, 2]
+    tasks[0, 3] = first[t, 3]
+    tasks[0, 4] = first[t, 5]
+    for b in range(4):
+        task_box[0, b] = first_box[t, b]
     while top > 0:
         top -= 1
         start = tasks[top, 0]
         end = tasks[top, 1]
         parent = tasks[top, 2]
         depth = tasks[top, 3]
+        if depth >= stop_depth:
+            for q in range(4):
+                out[n_out, q] = tasks[top, q]
+            out[n_out, 5] = tasks[top, 4]
+            for b in range(4):
+                out_box[n_out, b] = task_box[top, b]
+            n_out += 1
+            continue
         max_depth = max(max_depth, depth)
         count = end - start
         blo = task_box[top, 0]
@@ -292,8 +318,9 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                 task_box[top + 1, 2] = clo
                 task_box[top + 1, 3] = lchi
             top += 2
-    info[0] = num_nodes
-    info[1] = max_depth
+    info[t, 0] = num_nodes
+    info[t, 1] = max_depth
+    info[t, 2] = n_out
 
 
 # ---------------------------------------------------------------------------
@@ -536,29 +563,65 @@ def pad_leaves(nodes: np.ndarray, prims: np.ndarray, lanes: int):
 def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth: int = MEDIAN_DEPTH,
                c_trav: float = 1.0, lanes: int = 1) -> Tree:
     """Binned-SAH tree over item boxes ``lo``/``hi`` (CPU arrays of vec3, reordered in place), built on the CPU.
-    ``lanes`` > 1 pads every leaf to its own block of that many slots (``max_leaf`` <= ``lanes``)."""
+    ``lanes`` > 1 pads every leaf to its own block of that many slots (``max_leaf`` <= ``lanes``).
+
+    With several CPU threads and enough items, the top split(s) are built first, then the subtrees below
+    them in parallel, one per thread (each numbers its nodes in its own range of the buffer); the
+    nodes are then renumbered into one contiguous array."""
     n = lo.shape[0]
+    threads = config.cpu_threads or os.cpu_count() or 1
+    split_depth = (threads - 1).bit_length() if n >= PARALLEL_MIN_ITEMS and threads > 1 else 0
+    subtrees = 1 << split_depth
     perm = array(np.arange(n, dtype=np.int32), dtype=int32, device="cpu")
-    # the build's node buffer: at most one node per item; the builder writes both children of every node it
-    # creates, so only node 0 (a single-leaf tree sets one child) needs its children emptied first
-    cap = max(n, 1)
+    # the node buffer: at most one node per item, plus the top nodes; the builder writes both children of
+    # every node it creates, so only node 0 (a single-leaf tree sets one child) needs emptying first
+    cap = max(n, 1) + subtrees
     fnodes = empty((cap, 16), dtype=float32, device="cpu")
     fnodes.numpy()[0] = empty_nodes(1).view(np.float32)
+    inodes = array(ptr=fnodes.ptr, dtype=int32, shape=fnodes.shape, device="cpu", _owner=fnodes)
     parents = zeros(cap, dtype=int32, device="cpu")
     depths = zeros(cap, dtype=int32, device="cpu")
-    tasks = zeros((STACK, 5), dtype=int32, device="cpu")
-    task_box = zeros((STACK, 4), dtype=vec3, device="cpu")
-    bin_lo = zeros((3, NBINS), dtype=vec3, device="cpu")
-    bin_hi = zeros((3, NBINS), dtype=vec3, device="cpu")
-    bin_n = zeros((3, NBINS), dtype=int32, device="cpu")
-    right = zeros((3, NBINS), dtype=float32, device="cpu")
-    info = zeros(2, dtype=int32, device="cpu")
-    inodes = array(ptr=fnodes.ptr, dtype=int32, shape=fnodes.shape, device="cpu", _owner=fnodes)
-    launch(_build_sah, 1, inputs=[lo, hi, perm, fnodes, inodes, parents, depths, tasks, bin_lo, bin_hi, bin_n,
-                                  right, task_box, max_leaf, median_depth, c_trav, info], device="cpu",
-           record_tape=False)
-    num_nodes = int(info.numpy()[0])
-    nodes, prims = fnodes.numpy()[:num_nodes].view(NODE_DTYPE).reshape(-1), perm.numpy()
+
+    def run(first: np.ndarray, first_box: np.ndarray, stop_depth: int):
+        k = len(first)
+        scratch = [zeros((k, STACK, 5), dtype=int32, device="cpu"), zeros((k, 3, NBINS), dtype=vec3, device="cpu"),
+                   zeros((k, 3, NBINS), dtype=vec3, device="cpu"), zeros((k, 3, NBINS), dtype=int32, device="cpu"),
+                   zeros((k, 3, NBINS), dtype=float32, device="cpu"), zeros((k, STACK, 4), dtype=vec3, device="cpu")]
+        out = zeros((max(subtrees, 1), 6), dtype=int32, device="cpu")
+        out_box = zeros((max(subtrees, 1), 4), dtype=vec3, device="cpu")
+        info = zeros((k, 3), dtype=int32, device="cpu")
+        saved = config.cpu_parallel_min
+        config.cpu_parallel_min = 1  # one subtree per thread, however few
+        try:
+            launch(_build_sah, k, inputs=[lo, hi, perm, fnodes, inodes, parents, depths, *scratch, max_leaf,
+                                          median_depth, c_trav, array(first, dtype=int32, device="cpu"),
+                                          array(first_box, dtype=vec3, device="cpu"), stop_depth, out, out_box,
+                                          info], device="cpu", record_tape=False)
+        finally:
+            config.cpu_parallel_min = saved
+        return info.numpy(), out.numpy(), out_box.numpy()
+
+    root = np.array([[0, n, -1, 0, 0, 0]], np.int32)
+    info, out, out_box = run(root, np.zeros((1, 4, 3), np.float32), split_depth if split_depth else 1 << 30)
+    used = [np.arange(int(info[0, 0]))]  # the nodes of the top
+    tasks = out[:int(info[0, 2])]
+    if len(tasks):
+        first = tasks.copy()
+        counts = first[:, 1] - first[:, 0]
+        first[:, 4] = int(info[0, 0]) + np.concatenate([[0], np.cumsum(counts)[:-1]])  # each subtree's first node
+        sub, _, _ = run(first, out_box[:len(tasks)], 1 << 30)
+        used += [np.arange(b, e) for b, e in zip(first[:, 4], sub[:, 0])]
+    keep = np.concatenate(used).astype(np.int64)
+    raw = fnodes.numpy()
+    nodes = raw[keep].view(NODE_DTYPE).reshape(-1).copy()
+    if len(keep) != int(keep[-1]) + 1:  # gaps between the subtrees' ranges: renumber inner children
+        remap = np.full(cap, -1, np.int32)
+        remap[keep] = np.arange(len(keep), dtype=np.int32)
+        for k in (0, 1):
+            ch, cn = nodes[f"child{k}"], nodes[f"count{k}"]
+            inner = (cn == 0) & (ch >= 0)
+            ch[inner] = remap[ch[inner]]
+    prims = perm.numpy()
     if lanes > 1:
         nodes, prims = pad_leaves(nodes, prims, lanes)
-    return Tree(nodes, prims, depths.numpy()[:num_nodes], device)
+    return Tree(nodes, prims, depths.numpy()[keep], device)
