@@ -362,7 +362,7 @@ def _slot_tri(tris: array(dtype=float32, ndim=2), s: int):
     return a, b, c
 
 
-@kernel
+@kernel(_inline_body=True)  # gcc would call this body once per slot (3x slower refits)
 def _gather_faces(vids: array(dtype=int32, ndim=2), points: array(dtype=vec3), tris: array(dtype=float32, ndim=2),
                   item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
     # vids[s]: the vertex indices of the face in slot s (-1: a padding slot)

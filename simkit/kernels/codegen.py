@@ -286,7 +286,8 @@ def gen_kernel(fn: ir.Function, options: dict) -> str:
     name = fn.name
     out = [args_struct(fn)]
     out.append("template <bool SKC>")
-    out.append(f"static SK_INLINE void {name}_fwd(const {name}_args& _args, const sk::launch_bounds_t& _bounds, "
+    inline = "CUDA_CALLABLE SK_FORCEINLINE" if getattr(fn, "inline_body", False) else "SK_INLINE"
+    out.append(f"static {inline} void {name}_fwd(const {name}_args& _args, const sk::launch_bounds_t& _bounds, "
                f"sk::int64 _idx) {{")
     for p in fn.params:
         e.w(f"{ctype(p.type)} {p.name} = _args.{p.name};", 1)

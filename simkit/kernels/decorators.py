@@ -127,6 +127,7 @@ class KernelSpec:
         if self.ir is None:
             self.ir = build(self.kernel.func, self.param_types, is_kernel=True, name=self.cname,
                             options=options, src=self.kernel.source())
+            self.ir.inline_body = self.kernel.inline_body
             from .analysis import analyze, may_report_errors
 
             self.writes = bool(analyze(self.ir).writes)
@@ -160,7 +161,7 @@ class Kernel:
     """A compiled-on-demand kernel. Launch it with ``simkit.launch``."""
 
     def __init__(self, pyfunc, *, key: str | None = None, module: str | None = None,
-                 enable_backward: bool | None = None):
+                 enable_backward: bool | None = None, _inline_body: bool = False):
         from .module import get_module
 
         self.func = pyfunc
@@ -168,6 +169,9 @@ class Kernel:
         self.__name__ = self.key
         self.__doc__ = pyfunc.__doc__
         self.enable_backward = enable_backward
+        # internal: force the body inline into the CPU thread loop (large straight-line kernels that gcc
+        # would call once per thread; see docs/spatial.md). Part of the source, so part of the cache key.
+        self.inline_body = bool(_inline_body)
         self.instance = instance_index(pyfunc)
         self.param_types = _param_types(pyfunc, required=True)
         self.param_names = list(self.param_types)
@@ -204,11 +208,12 @@ class Kernel:
         return f"<simkit.Kernel {self.key}>"
 
 
-def kernel(f=None, *, key: str | None = None, module: str | None = None, enable_backward: bool | None = None):
+def kernel(f=None, *, key: str | None = None, module: str | None = None, enable_backward: bool | None = None,
+           _inline_body: bool = False):
     """Decorate a Python function as a kernel (typed parameters, launched over a grid)."""
     if f is None:
-        return lambda g: Kernel(g, key=key, module=module, enable_backward=enable_backward)
-    return Kernel(f, key=key, module=module, enable_backward=enable_backward)
+        return lambda g: Kernel(g, key=key, module=module, enable_backward=enable_backward, _inline_body=_inline_body)
+    return Kernel(f, key=key, module=module, enable_backward=enable_backward, _inline_body=_inline_body)
 
 
 # ---------------------------------------------------------------------------
