@@ -210,7 +210,7 @@ class Emitter:
 
             while (range(q, ...)) { while (more(q)) { take(q, i); body } }
 
-        rather than one loop that calls next() per candidate (the hash grid's neighbour loop ran 1.2x
+        rather than one loop that calls next() per candidate (the hash grid's neighbour loop ran 1.35x
         faster; its candidates are a row of cells at a time). ``continue`` keeps its meaning (the next
         candidate); a body that can leave the loop (break, return) keeps the plain form. False when the
         loop is not of this shape."""

@@ -170,7 +170,7 @@ class Kernel:
         self.__doc__ = pyfunc.__doc__
         self.enable_backward = enable_backward
         # internal: force the body inline into the CPU thread loop (large straight-line kernels that gcc
-        # would call once per thread; see docs/spatial.md). Part of the source, so part of the cache key.
+        # would call once per thread; see docs/internals.md). It changes the generated C++, so the cache key.
         self.inline_body = bool(_inline_body)
         self.instance = instance_index(pyfunc)
         self.param_types = _param_types(pyfunc, required=True)

@@ -211,6 +211,17 @@ SK_INLINE const bvh_t& bvh_get(uint64 id) { return *reinterpret_cast<const bvh_t
 
 // A stack entry: >= 0 an inner node; < 0 the leaf child k of node n, encoded -(2n + k) - 1.
 SK_INLINE int32 bvh_leaf_ref(int32 node, int32 k) { return -(2 * node + k) - 1; }
+// Decode a leaf entry into its slot range [start, end).
+SK_INLINE void bvh_leaf_range(const bvh_node_t* nodes, int32 e, int32& start, int32& end) {
+    const int32 r = -e - 1;
+    const bvh_node_t& n = nodes[r >> 1];
+    start = n.child[r & 1];
+    end = start + n.count[r & 1];
+}
+// The entry of child k of node e (an inner node index, or a leaf reference).
+SK_INLINE int32 bvh_entry(const bvh_node_t& n, int32 e, int32 k) {
+    return n.count[k] > 0 ? bvh_leaf_ref(e, k) : n.child[k];
+}
 // The same for wide nodes: -(4n + k) - 1.
 SK_INLINE int32 bvh4_leaf_ref(int32 node, int32 k) { return -(4 * node + k) - 1; }
 SK_INLINE void bvh4_leaf_range(const bvh4_node_t* nodes, int32 e, int32& start, int32& end) {
@@ -302,9 +313,9 @@ SK_INLINE void bvh_nearest(const bvh_node_t* nodes, float root_key, float& best,
         if (!(sd[sp] < best)) continue;
         const int32 e = st[sp];
         if (e < 0) {
-            const int32 r = -e - 1;
-            const bvh_node_t& l = nodes[r >> 1];
-            leaf(l.child[r & 1], l.child[r & 1] + l.count[r & 1]);
+            int32 s0, s1;
+            bvh_leaf_range(nodes, e, s0, s1);
+            leaf(s0, s1);
             continue;
         }
         const bvh_node_t& n = nodes[e];
@@ -315,7 +326,7 @@ SK_INLINE void bvh_nearest(const bvh_node_t* nodes, float root_key, float& best,
         for (int j = 0; j < 2; ++j) {  // the far child first: popped last
             const int c = j == 0 ? 1 - near : near;
             if (k[c] < best && sp < SK_BVH_STACK) {
-                st[sp] = n.count[c] > 0 ? bvh_leaf_ref(e, c) : n.child[c];
+                st[sp] = bvh_entry(n, e, c);
                 sd[sp++] = k[c];
             }
         }
@@ -439,15 +450,15 @@ SK_INLINE bool bvh_query_next_range(bvh_query_t& q, float32 max_dist) {
             continue;
         }
         if (e < 0) {
-            const int32 r = -e - 1;
-            const bvh_node_t& n = q.nodes[r >> 1];
-            bvh_query_leaf(q, n.child[r & 1], n.child[r & 1] + n.count[r & 1], max_dist);
+            int32 s0, s1;
+            bvh_leaf_range(q.nodes, e, s0, s1);
+            bvh_query_leaf(q, s0, s1, max_dist);
             continue;
         }
         const bvh_node_t& n = q.nodes[e];
         for (int k = 1; k >= 0; --k) {  // child 0 ends on top: visited first
             if (n.child[k] < 0 || !bvh_query_test(q, bvh_lo(n, k), bvh_hi(n, k), max_dist)) continue;
-            if (q.sp < SK_BVH_STACK) q.stack[q.sp++] = n.count[k] > 0 ? bvh_leaf_ref(e, k) : n.child[k];
+            if (q.sp < SK_BVH_STACK) q.stack[q.sp++] = bvh_entry(n, e, k);
         }
     }
     return true;

@@ -60,14 +60,6 @@ SK_INLINE void add_face_grads(const mesh_t& m, int32 f, const v3<float>& ga, con
 }
 SK_INLINE v3<float> zero3() { return mk(0.0f, 0.0f, 0.0f); }
 
-// Decode a leaf stack entry (see bvh.h) into its slot range.
-SK_INLINE void leaf_range(const bvh_node_t* nodes, int32 e, int32& start, int32& end) {
-    const int32 r = -e - 1;
-    const bvh_node_t& n = nodes[r >> 1];
-    start = n.child[r & 1];
-    end = start + n.count[r & 1];
-}
-
 // The lane loops below are written branch-free (bitwise &, |, selects) so that compilers vectorize them.
 #define SK_RESTRICT __restrict__
 
@@ -281,7 +273,7 @@ SK_INLINE float sign_normal(const mesh_t& m, const v3<float>& p, const point_hit
             const int32 e = st[--sp];
             if (e < 0) {
                 int32 s0, s1;
-                leaf_range(m.bvh.nodes, e, s0, s1);
+                bvh_leaf_range(m.bvh.nodes, e, s0, s1);
                 for (int32 s = s0; s < s1; ++s) {
                     v3<float> x, y, z;
                     slot_tri(m, s, x, y, z);
@@ -306,7 +298,7 @@ SK_INLINE float sign_normal(const mesh_t& m, const v3<float>& p, const point_hit
             const bvh_node_t& n = m.bvh.nodes[e];
             for (int k = 0; k < 2; ++k) {
                 if (n.child[k] < 0 || box_dist_sq(p, bvh_lo(n, k), bvh_hi(n, k)) > r2) continue;
-                if (sp < SK_BVH_STACK) st[sp++] = n.count[k] > 0 ? bvh_leaf_ref(e, k) : n.child[k];
+                if (sp < SK_BVH_STACK) st[sp++] = bvh_entry(n, e, k);
             }
         }
         if (dot(acc, acc) > 0.0f) nsum = acc;
@@ -325,7 +317,7 @@ SK_INLINE float winding_number(const mesh_t& m, const v3<float>& p, float accura
         const int32 e = st[--sp];
         if (e < 0) {
             int32 s0, s1;
-            leaf_range(m.bvh.nodes, e, s0, s1);
+            bvh_leaf_range(m.bvh.nodes, e, s0, s1);
             for (int32 s = s0; s < s1; ++s) {
                 v3<float> a, b, c;
                 slot_tri(m, s, a, b, c);
@@ -342,7 +334,7 @@ SK_INLINE float winding_number(const mesh_t& m, const v3<float>& p, float accura
             if (dist > accuracy * w[7]) {
                 omega += dot(dp, ld(w)) / (dist * dist * dist);
             } else if (sp < SK_BVH_STACK) {
-                st[sp++] = n.count[k] > 0 ? bvh_leaf_ref(e, k) : n.child[k];
+                st[sp++] = bvh_entry(n, e, k);
             }
         }
     }
