@@ -28,7 +28,7 @@ verify_cuda_archs: tuple = ("sm_80", "sm_90")
 #: Static `for i in range(N)` loops with at most this many iterations are unrolled.
 max_unroll: int = 16
 
-#: Optimisation level for the CPU compiler.
+#: Optimisation flags for the CPU compiler, split like a shell command line (e.g. "-O3 -g" to profile).
 cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")
 
 #: GPU adjoint kernels with dynamic loops: per-thread stack bytes, and the most scratch memory per launch.

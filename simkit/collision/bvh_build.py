@@ -362,23 +362,27 @@ def _slot_tri(tris: array(dtype=float32, ndim=2), s: int):
     return a, b, c
 
 
-@kernel(_inline_body=True)  # gcc would call this body once per slot (3x slower refits)
-def _gather_faces(vids: array(dtype=int32, ndim=2), points: array(dtype=vec3), tris: array(dtype=float32, ndim=2),
-                  item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
-    # vids[s]: the vertex indices of the face in slot s (-1: a padding slot)
-    s = sk.tid()
-    i0 = vids[s, 0]
-    a = vec3(NAN, NAN, NAN)
-    b = a
-    c = a
-    lo = vec3(BIG, BIG, BIG)
-    hi = vec3(-BIG, -BIG, -BIG)
-    if i0 >= 0:  # else a padding slot: an empty box, excluded from every query
-        a = points[i0]
+@kernel(_inline_body=True)  # gcc would call this body once per leaf (3x slower refits)
+def _gather_faces(leaves: array(dtype=int32, ndim=2), vids: array(dtype=int32, ndim=2), points: array(dtype=vec3),
+                  tris: array(dtype=float32, ndim=2), item_lo: array(dtype=vec3), item_hi: array(dtype=vec3),
+                  boxes: array(dtype=vec3, ndim=2)):
+    # One leaf per thread: leaves[l] = (child ref 2 * node + k, face count); its faces are slots
+    # [l * LANES, l * LANES + count) and vids[s] their vertex indices. Writes every face's block entry and
+    # box, and the leaf's box into its parent (refit_levels then skips leaf children). Padding slots
+    # are never written here: Mesh fills them once (NaN faces, empty boxes).
+    leaf = sk.tid()
+    ref = leaves[leaf, 0]
+    s0 = leaf * LANES
+    llo = vec3(BIG, BIG, BIG)
+    lhi = vec3(-BIG, -BIG, -BIG)
+    for s in range(s0, s0 + leaves[leaf, 1]):
+        a = points[vids[s, 0]]
         b = points[vids[s, 1]]
         c = points[vids[s, 2]]
         lo = _vmin(_vmin(a, b), c)
         hi = _vmax(_vmax(a, b), c)
+        llo = _vmin(llo, lo)
+        lhi = _vmax(lhi, hi)
         e0 = b - a
         e1 = c - a
         e2 = c - b
@@ -386,14 +390,15 @@ def _gather_faces(vids: array(dtype=int32, ndim=2), points: array(dtype=vec3), t
         perim2 = sk.dot(e0, e0) + sk.dot(e1, e1) + sk.dot(e2, e2)
         if sk.length_sq(sk.cross(e0, e1)) <= 1.0e-12 * perim2 * perim2:  # |n| <= 1e-6 sum of squared edges
             a = vec3(NAN, NAN, NAN)
-    item_lo[s] = lo
-    item_hi[s] = hi
-    blk = s // LANES
-    ln = s % LANES
-    for k in range(3):
-        tris[blk, k * LANES + ln] = a[k]
-        tris[blk, (3 + k) * LANES + ln] = b[k]
-        tris[blk, (6 + k) * LANES + ln] = c[k]
+        item_lo[s] = lo
+        item_hi[s] = hi
+        ln = s - s0
+        for k in range(3):
+            tris[leaf, k * LANES + ln] = a[k]
+            tris[leaf, (3 + k) * LANES + ln] = b[k]
+            tris[leaf, (6 + k) * LANES + ln] = c[k]
+    boxes[ref // 2, 2 * (ref % 2)] = llo
+    boxes[ref // 2, 2 * (ref % 2) + 1] = lhi
 
 
 @func
@@ -413,11 +418,14 @@ def _child_box(boxes: array(dtype=vec3, ndim=2), item_lo: array(dtype=vec3), ite
 
 @kernel
 def _refit_level(boxes: array(dtype=vec3, ndim=2), links: array(dtype=int32, ndim=2), order: array(dtype=int32),
-                 start: int, end: int, per_thread: int, item_lo: array(dtype=vec3), item_hi: array(dtype=vec3)):
+                 start: int, end: int, per_thread: int, item_lo: array(dtype=vec3), item_hi: array(dtype=vec3),
+                 leaves_done: int):
     j0 = start + sk.tid() * per_thread  # nodes order[j0 : j0 + per_thread] (see Tree.refit_levels)
     for j in range(j0, min(j0 + per_thread, end)):
         node = order[j]
         for k in range(2):
+            if leaves_done != 0 and links[node, 2 + k] > 0:
+                continue  # a leaf box already written (_gather_faces)
             lo, hi = _child_box(boxes, item_lo, item_hi, links[node, k], links[node, 2 + k])
             boxes[node, 2 * k] = lo
             boxes[node, 2 * k + 1] = hi
@@ -497,6 +505,7 @@ class Tree:
             if cnt:
                 self.levels.append((off, int(cnt)))
                 off += int(cnt)
+        self._backward = None  # CPU refits: node indices last to first (refit_levels)
         self.wide = WideTree(self, nodes_np, device)  # what queries traverse (refit fills it)
 
     @property
@@ -507,13 +516,24 @@ class Tree:
     def ptr(self) -> int:
         return self.raw.ptr
 
+    def leaves_numpy(self, lanes: int) -> np.ndarray:
+        """Leaf k (slots [k * lanes, k * lanes + count) of a padded tree) as (child ref 2 * node + child, count)."""
+        nodes = self.nodes_numpy()
+        cn = np.stack([nodes["count0"], nodes["count1"]], 1).reshape(-1)
+        start = np.stack([nodes["child0"], nodes["child1"]], 1).reshape(-1)
+        refs = np.flatnonzero(cn > 0)
+        refs = refs[np.argsort(start[refs], kind="stable")]
+        assert np.array_equal(start[refs], np.arange(len(refs)) * lanes), "leaves are not padded to blocks"
+        return np.stack([refs, cn[refs]], 1).astype(np.int32)
+
     def nodes_numpy(self) -> np.ndarray:
         """The nodes as NODE_DTYPE records (a host copy)."""
         return np.ascontiguousarray(self.raw.numpy()).view(NODE_DTYPE).reshape(-1)
 
-    def refit(self, item_lo: array, item_hi: array, device):
-        """Recompute every box from the item boxes (in slot order), binary nodes then wide nodes."""
-        self.refit_levels(_refit_level, [item_lo, item_hi], device)
+    def refit(self, item_lo: array, item_hi: array, device, leaves_done: bool = False):
+        """Recompute every box from the item boxes (in slot order), binary nodes then wide nodes;
+        ``leaves_done``: the leaf boxes are already in place (only inner children are recomputed)."""
+        self.refit_levels(_refit_level, [item_lo, item_hi, int(leaves_done)], device)
         self.wide.refit(device)
 
     def refit_levels(self, kernel_, args, device):
@@ -522,7 +542,9 @@ class Tree:
         ns: parallel regions per level would cost more than they save); on a GPU one launch per level."""
         n = self.num_nodes
         if device.is_cpu and not LEVELS_ON_CPU:
-            launch(kernel_, 1, inputs=[self.boxes, self.links, self.order, 0, n, n, *args], device=device,
+            if self._backward is None:  # children have larger indices than their parents
+                self._backward = array(np.arange(n - 1, -1, -1, dtype=np.int32), dtype=int32, device=device)
+            launch(kernel_, 1, inputs=[self.boxes, self.links, self._backward, 0, n, n, *args], device=device,
                    record_tape=False)
             return
         for off, cnt in self.levels:

@@ -100,8 +100,12 @@ class Mesh:
         vids = np.full((slots, 3), -1, np.int32)  # vertex indices of each slot's face, for refits
         vids[prims >= 0] = idx.reshape(-1, 3)[prims[prims >= 0]]
         self._vids = array(vids, dtype=T.int32, device=self.device)
-        self._tris = empty((slots // B.LANES, 9 * B.LANES), dtype=T.float32, device=self.device)
-        self._items = empty((slots, 2), dtype=T.vec3, device=self.device)  # (lo, hi) per slot, interleaved
+        self._leaves = array(self._tree.leaves_numpy(B.LANES), dtype=T.int32, device=self.device)
+        # refits write only the real slots: padding slots are NaN faces with empty boxes from the start
+        self._tris = array(np.full((slots // B.LANES, 9 * B.LANES), np.nan, np.float32), dtype=T.float32,
+                           device=self.device)
+        empty_box = np.repeat(np.array([[[B.BIG] * 3, [-B.BIG] * 3]], np.float32), slots, 0)
+        self._items = array(empty_box, dtype=T.vec3, device=self.device)  # (lo, hi) per slot, interleaved
         self._item_lo, self._item_hi = self._items[:, 0], self._items[:, 1]
         self._wn = (empty((self._tree.num_nodes, 16), dtype=T.float32, device=self.device)
                     if self.support_winding_number else None)
@@ -120,9 +124,10 @@ class Mesh:
     def refit(self):
         """Recompute the face data and every box of the tree from the current ``points`` (same topology)."""
         tree, dev = self._tree, self.device
-        launch(B._gather_faces, tree.prims.shape[0], inputs=[self._vids, self.points, self._tris,
-                                                        self._item_lo, self._item_hi], device=dev, record_tape=False)
-        tree.refit(self._item_lo, self._item_hi, dev)
+        launch(B._gather_faces, self._leaves.shape[0], inputs=[self._leaves, self._vids, self.points, self._tris,
+                                                              self._item_lo, self._item_hi, tree.boxes],
+               device=dev, record_tape=False)
+        tree.refit(self._item_lo, self._item_hi, dev, leaves_done=True)
         if self._wn is not None:
             tree.refit_levels(B._refit_dipoles, [self._tris, self._wn], dev)
         self._write_descriptor()

@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -115,7 +116,7 @@ def _atomic_write(path: str, data: bytes):
 
 
 def compile_flags() -> list:
-    flags = [config.cpu_opt, "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fvisibility=hidden",
+    flags = [*shlex.split(config.cpu_opt), "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fvisibility=hidden",
              "-fno-math-errno", "-w", f"-I{NATIVE_DIR}"]
     if platform.machine() in ("x86_64", "AMD64", "aarch64", "arm64"):
         flags.append("-march=native" if platform.machine() in ("x86_64", "AMD64") else "-mcpu=native")
