@@ -96,8 +96,8 @@ def _swap(perm: array(dtype=int32), lo: array(dtype=vec3), hi: array(dtype=vec3)
 
 
 @func
-def _bin_of(c: float, cmin: float, scale: float) -> int:
-    return min(int((c - cmin) * scale), NBINS - 1)
+def _bin_of(c: float, cmin: float, scale: float, nb: int) -> int:
+    return min(int((c - cmin) * scale), nb - 1)
 
 
 @kernel
@@ -166,10 +166,11 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                 clo = _vmin(clo, c)
                 chi = _vmax(chi, c)
         ext = chi - clo
+        nb = min(count, NBINS)  # small nodes: fewer bins (the sweeps cost as much as binning them)
         scale = vec3(0.0, 0.0, 0.0)
         for ax in range(3):
             if ext[ax] > 0.0:
-                scale[ax] = float(NBINS) * 0.999999 / ext[ax]
+                scale[ax] = float(nb) * 0.999999 / ext[ax]
         best_axis = int(-1)
         best_bin = int(0)
         best_cost = float(BIG)
@@ -178,7 +179,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
         if count > 1 and depth < median_depth:
             # bin the centroids of every axis in one pass
             for ax in range(3):
-                for b in range(NBINS):
+                for b in range(nb):
                     bin_lo[ax, b] = vec3(BIG, BIG, BIG)
                     bin_hi[ax, b] = vec3(-BIG, -BIG, -BIG)
                     bin_n[ax, b] = 0
@@ -188,7 +189,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                 c = (li + hi_i) * 0.5
                 for ax in range(3):
                     if scale[ax] > 0.0:
-                        b = _bin_of(c[ax], clo[ax], scale[ax])
+                        b = _bin_of(c[ax], clo[ax], scale[ax], nb)
                         bin_lo[ax, b] = _vmin(bin_lo[ax, b], li)
                         bin_hi[ax, b] = _vmax(bin_hi[ax, b], hi_i)
                         bin_n[ax, b] = bin_n[ax, b] + 1
@@ -198,7 +199,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                     rlo = vec3(BIG, BIG, BIG)
                     rhi = vec3(-BIG, -BIG, -BIG)
                     rn = int(0)
-                    b = int(NBINS - 1)
+                    b = nb - 1
                     while b > 0:
                         rlo = _vmin(rlo, bin_lo[ax, b])
                         rhi = _vmax(rhi, bin_hi[ax, b])
@@ -209,7 +210,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                     lhi = vec3(-BIG, -BIG, -BIG)
                     ln = int(0)
                     b = int(0)
-                    while b < NBINS - 1:
+                    while b < nb - 1:
                         llo = _vmin(llo, bin_lo[ax, b])
                         lhi = _vmax(lhi, bin_hi[ax, b])
                         ln += bin_n[ax, b]
@@ -234,7 +235,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
             z = end - 1
             while a <= z:
                 ca = (lo[a] + hi[a]) * 0.5
-                if _bin_of(ca[best_axis], cmin, sc) <= best_bin:
+                if _bin_of(ca[best_axis], cmin, sc, nb) <= best_bin:
                     a += 1
                 else:
                     _swap(perm, lo, hi, a, z)
@@ -301,7 +302,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
             if known == 1:
                 rlo = vec3(BIG, BIG, BIG)
                 rhi = vec3(-BIG, -BIG, -BIG)
-                for b in range(best_bin + 1, NBINS):
+                for b in range(best_bin + 1, nb):
                     rlo = _vmin(rlo, bin_lo[best_axis, b])
                     rhi = _vmax(rhi, bin_hi[best_axis, b])
                 plane = clo[best_axis] + float(best_bin + 1) / scale[best_axis]
