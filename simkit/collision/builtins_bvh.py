@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 
 from ..kernels import registry
+from ..kernels.api import BuiltinFunction
 from ..kernels.types import bool as bool_t
-from ..kernels.types import float32, int32, uint64, vec3
+from ..kernels.types import ArrayType, float32, int32, uint64, vec3
 
 NATIVE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native")
 
@@ -46,3 +47,20 @@ for _inputs in ({"query": BvhQuery, "index": int32, "max_dist": float32}, {"quer
         group="geometry", batched=BATCHED,
         doc="Advance ``query``: write the next matching item to ``index`` and return True, or return False when "
             "the traversal is done. For ray queries, only boxes entered at t < ``max_dist`` (default: inf) match.")
+
+# the SAH builder's per-item passes (native/bvh_build.h); hidden: handles for bvh_build.py's kernel only
+registry.add_header(os.path.join(NATIVE, "bvh_build.h"))
+_V3 = ArrayType(vec3, 1)
+_BINS = ArrayType(vec3, 2)
+registry.add_builtin(
+    "sah_bin", {"lo": _V3, "hi": _V3, "start": int32, "end": int32, "cmin": vec3, "scale": vec3, "nb": int32,
+                "bin_lo": _BINS, "bin_hi": _BINS, "bin_n": ArrayType(int32, 2)}, None,
+    differentiable=False, side_effects=True, replay=False, hidden=True, group="geometry",
+    doc="Bin items [start, end) by box centroid along all three axes (SAH builder).")
+registry.add_builtin(
+    "sah_partition", {"perm": ArrayType(int32, 1), "lo": _V3, "hi": _V3, "start": int32, "end": int32,
+                      "axis": int32, "cmin": float32, "scale": float32, "nb": int32, "last": int32}, int32,
+    differentiable=False, side_effects=True, replay=False, hidden=True, group="geometry",
+    doc="Move items [start, end) whose bin along ``axis`` is at most ``last`` first; returns the first other.")
+sah_bin = BuiltinFunction("sah_bin")
+sah_partition = BuiltinFunction("sah_partition")

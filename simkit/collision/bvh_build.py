@@ -28,6 +28,7 @@ from ..kernels import func, kernel
 from ..kernels import lang as sk
 from ..kernels.types import float32, int32, vec3
 from ..runtime import array, empty, launch, zeros
+from . import builtins_bvh as bvh_builtins
 from .bvh_wide import WideTree
 
 NBINS = 16
@@ -93,11 +94,6 @@ def _swap(perm: array(dtype=int32), lo: array(dtype=vec3), hi: array(dtype=vec3)
     th = hi[a]
     hi[a] = hi[b]
     hi[b] = th
-
-
-@func
-def _bin_of(c: float, cmin: float, scale: float, nb: int) -> int:
-    return min(int((c - cmin) * scale), nb - 1)
 
 
 @kernel
@@ -177,22 +173,8 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
         best_llo = blo
         best_lhi = bhi
         if count > 1 and depth < median_depth:
-            # bin the centroids of every axis in one pass
-            for ax in range(3):
-                for b in range(nb):
-                    bin_lo[ax, b] = vec3(BIG, BIG, BIG)
-                    bin_hi[ax, b] = vec3(-BIG, -BIG, -BIG)
-                    bin_n[ax, b] = 0
-            for s in range(start, end):
-                li = lo[s]
-                hi_i = hi[s]
-                c = (li + hi_i) * 0.5
-                for ax in range(3):
-                    if scale[ax] > 0.0:
-                        b = _bin_of(c[ax], clo[ax], scale[ax], nb)
-                        bin_lo[ax, b] = _vmin(bin_lo[ax, b], li)
-                        bin_hi[ax, b] = _vmax(bin_hi[ax, b], hi_i)
-                        bin_n[ax, b] = bin_n[ax, b] + 1
+            # bin the centroids of every axis in one pass (native/bvh_build.h)
+            bvh_builtins.sah_bin(lo, hi, start, end, clo, scale, nb, bin_lo, bin_hi, bin_n)
             # sweep: cost of each split plane = area(left) * n_left + area(right) * n_right
             for ax in range(3):
                 if scale[ax] > 0.0:
@@ -228,19 +210,9 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
         parea = _half_area(blo, bhi)
         split = best_axis >= 0 and (count > max_leaf or c_trav * parea + best_cost < float(count) * parea)
         if split:
-            # partition the slots: bin <= best_bin first
-            cmin = clo[best_axis]
-            sc = scale[best_axis]
-            a = start
-            z = end - 1
-            while a <= z:
-                ca = (lo[a] + hi[a]) * 0.5
-                if _bin_of(ca[best_axis], cmin, sc, nb) <= best_bin:
-                    a += 1
-                else:
-                    _swap(perm, lo, hi, a, z)
-                    z -= 1
-            mid = a
+            # partition the slots: bin <= best_bin first (with the bins sah_bin gave)
+            mid = bvh_builtins.sah_partition(perm, lo, hi, start, end, best_axis, clo[best_axis],
+                                             scale[best_axis], nb, best_bin)
             known = 1
         elif count > max_leaf:
             # object median along the widest centroid axis (quickselect)

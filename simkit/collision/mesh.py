@@ -40,6 +40,13 @@ assert _MESH_T.size == 112
 C_TRAV = 4.0
 
 
+def _host_filled(shape, dtype, device, fill) -> array:
+    """An array on ``device`` whose values ``fill(view)`` writes into a host numpy view (no extra copy on the CPU)."""
+    a = empty(shape, dtype=dtype, device="cpu")
+    fill(a.numpy())
+    return a if device.is_cpu else a.to(device)
+
+
 class Mesh:
     """A triangle mesh: ``points`` (array of vec3), ``indices`` (int32 array, 3 per face, counter-clockwise
     seen from outside for inside/outside queries), optional per-vertex ``velocities`` (vec3).
@@ -97,15 +104,15 @@ class Mesh:
         self._tree = build(lo, hi, self.device, bvh_constructor, int(bvh_leaf_size), C_TRAV, lanes=B.LANES)
         slots = self._tree.prims.shape[0]  # leaves padded to blocks of B.LANES faces
         prims = self._tree.prims.numpy()
-        vids = np.full((slots, 3), -1, np.int32)  # vertex indices of each slot's face, for refits
-        vids[prims >= 0] = idx.reshape(-1, 3)[prims[prims >= 0]]
+        vids = idx.reshape(-1, 3).take(np.maximum(prims, 0), axis=0)  # vertex indices of each slot's face
+        vids[prims < 0] = -1  # padding (refits gather real slots only)
         self._vids = array(vids, dtype=T.int32, device=self.device)
         self._leaves = array(self._tree.leaves_numpy(B.LANES), dtype=T.int32, device=self.device)
         # refits write only the real slots: padding slots are NaN faces with empty boxes from the start
-        self._tris = array(np.full((slots // B.LANES, 9 * B.LANES), np.nan, np.float32), dtype=T.float32,
-                           device=self.device)
-        empty_box = np.repeat(np.array([[[B.BIG] * 3, [-B.BIG] * 3]], np.float32), slots, 0)
-        self._items = array(empty_box, dtype=T.vec3, device=self.device)  # (lo, hi) per slot, interleaved
+        self._tris = _host_filled((slots // B.LANES, 9 * B.LANES), T.float32, self.device,
+                                  lambda v: v.fill(np.nan))
+        self._items = _host_filled((slots, 2), T.vec3, self.device,  # (lo, hi) per slot, interleaved
+                                   lambda v: (v[:, 0].fill(B.BIG), v[:, 1].fill(-B.BIG)))
         self._item_lo, self._item_hi = self._items[:, 0], self._items[:, 1]
         self._wn = (empty((self._tree.num_nodes, 16), dtype=T.float32, device=self.device)
                     if self.support_winding_number else None)

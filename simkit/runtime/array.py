@@ -527,7 +527,7 @@ def ones(shape, dtype=float, device=None, requires_grad=False) -> array:
 
 
 def full(shape, value, dtype=float, device=None, requires_grad=False) -> array:
-    a = zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    a = empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)  # fill_ writes every element
     a.fill_(value)
     return a
 
