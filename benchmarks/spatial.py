@@ -18,9 +18,10 @@ Sections (each a function registered with ``@section``; add a structure by addin
 simkit runs with all cores and with one; warp-lang's CPU backend runs each kernel on one
 thread. Contenders are timed in alternating blocks (``common.bench_interleaved``) so that
 background load hits them alike, and every result is checked against the other library's
-before it is timed. Target: warp time / simkit time >= 3 for every operation. Ratios are given
-for median times and for the fastest samples (on a loaded machine, multi-threaded medians
-suffer most: a parallel region waits for its slowest thread).
+before it is timed. Target (issue 5): warp time / simkit time >= 3 for every query (neighbour
+counts, closest points, rays, box queries, marching cubes); builds and refits are reported beside
+them with no target. Ratios are given for median times and for the fastest samples (on a loaded
+machine, multi-threaded medians suffer most: a parallel region waits for its slowest thread).
 """
 from __future__ import annotations
 
@@ -101,8 +102,10 @@ class Context:
 
         return run
 
-    def compare(self, title: str, sk_fn, wp_fn, rounds: int, block: int = 1, note: str = "") -> common.Table:
-        """Time simkit (all cores, one core) against warp-lang; returns the table, records the ratio."""
+    def compare(self, title: str, sk_fn, wp_fn, rounds: int, block: int = 1, note: str = "",
+                build: bool = False) -> common.Table:
+        """Time simkit (all cores, one core) against warp-lang; returns the table, records the ratio.
+        ``build``: a build or refit, reported beside the queries but outside the 3x target."""
         fns = {f"simkit ({self.threads} threads)": self.simkit_fn(self.threads, sk_fn)}
         if self.threads > 1:
             fns["simkit (1 thread)"] = self.simkit_fn(1, sk_fn)
@@ -120,12 +123,13 @@ class Context:
         main = times[f"simkit ({self.threads} threads)"]
         one = times.get("simkit (1 thread)", main)
         row = {"section": title, "simkit_s": main.median, "simkit_min_s": main.min, "simkit_1thread_s": one.median,
-               "warp_s": wt.median if wt else None, "warp_min_s": wt.min if wt else None}
+               "warp_s": wt.median if wt else None, "warp_min_s": wt.min if wt else None, "build": build}
         if wt is not None:
             row["ratio"] = wt.median / main.median
             row["ratio_min"] = wt.min / main.min
             row["ratio_1thread"] = wt.median / one.median
-            row["target_met"] = row["ratio"] >= TARGET
+            if not build:
+                row["target_met"] = row["ratio"] >= TARGET
         self.results.append(row)
         return table
 
@@ -173,7 +177,8 @@ def hash_grid(ctx: Context) -> list:
         sk.launch(ctx.sk_k.count_neighbors, dim=n, inputs=[sgrid.id, sp, radius, sc], device="cpu")
 
     mean = float(sc.numpy().mean())
-    return [ctx.compare(f"HashGrid.build, {n} points, {dims}^3 cells", sbuild, wbuild, ctx.rounds(30), block=3),
+    return [ctx.compare(f"HashGrid.build, {n} points, {dims}^3 cells", sbuild, wbuild, ctx.rounds(30), block=3,
+                        build=True),
             ctx.compare(f"hash grid neighbour count, {n} points, {mean:.1f} neighbours each", squery, wquery,
                         ctx.rounds(12))]
 
@@ -308,8 +313,8 @@ def mesh(ctx: Context) -> list:
             f()
     tri = f"{len(F)}-triangle icosphere"
     r = ctx.rounds
-    return [ctx.compare(f"Mesh build (binned SAH BVH), {tri}", sfn["build"], wfn["build"], r(9), block=2),
-            ctx.compare(f"Mesh.refit, {tri}", sfn["refit"], wfn["refit"], r(30), block=5),
+    return [ctx.compare(f"Mesh build (binned SAH BVH), {tri}", sfn["build"], wfn["build"], r(9), block=2, build=True),
+            ctx.compare(f"Mesh.refit, {tri}", sfn["refit"], wfn["refit"], r(30), block=5, build=True),
             ctx.compare(f"mesh_query_point_no_sign, {n} points in [-1.5, 1.5]^3", sfn["closest"], wfn["closest"], r(6)),
             ctx.compare(f"mesh_query_point (ray-vote sign), {n} points", sfn["signed"], wfn["signed"], r(6)),
             ctx.compare(f"mesh_query_ray, {n} camera rays (all hit)", sfn["camera"], wfn["camera"], r(12), block=2),
@@ -352,7 +357,7 @@ def bvh(ctx: Context) -> list:
                 raise AssertionError(f"Bvh {key} query counts differ from warp-lang's")
     mean = float(sc.numpy().mean())
     r = ctx.rounds
-    return [ctx.compare(f"Bvh build, {len(lo)} boxes", sfn["build"], wfn["build"], r(9), block=2),
+    return [ctx.compare(f"Bvh build, {len(lo)} boxes", sfn["build"], wfn["build"], r(9), block=2, build=True),
             ctx.compare(f"bvh_query_aabb, {n} boxes near the surface", sfn["aabb"], wfn["aabb"], r(12), block=2),
             ctx.compare(f"bvh_query_ray, {n} random rays ({mean:.1f} boxes each)", sfn["ray"], wfn["ray"], r(12),
                         block=2)]
@@ -384,13 +389,17 @@ def main(argv=None) -> int:
         for t in fn(ctx):
             tables.append(t)
             print(t.text() + "\n", flush=True)
-    met = [r for r in ctx.results if "ratio" in r]
-    if met:
-        for key, what in (("ratio", "median times"), ("ratio_min", "fastest samples")):
-            worst = min(met, key=lambda r: r[key])
-            ok = all(r[key] >= TARGET for r in met)
-            print(f"target warp/simkit >= {TARGET:.0f}x on every operation, by {what}: {'met' if ok else 'NOT met'} "
+    queries = [r for r in ctx.results if "ratio" in r and not r["build"]]
+    builds = [r for r in ctx.results if "ratio" in r and r["build"]]
+    for key, what in (("ratio", "median times"), ("ratio_min", "fastest samples")):
+        if queries:
+            worst = min(queries, key=lambda r: r[key])
+            ok = all(r[key] >= TARGET for r in queries)
+            print(f"target warp/simkit >= {TARGET:.0f}x on every query, by {what}: {'met' if ok else 'NOT met'} "
                   f"(lowest {worst[key]:.2f}x: {worst['section']})")
+        if builds:
+            worst = min(builds, key=lambda r: r[key])
+            print(f"builds and refits (no target), by {what}: lowest {worst[key]:.2f}x ({worst['section']})")
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("### Machine\n\n" + common.kv_markdown(info) + "\n\n")

@@ -247,6 +247,40 @@ def test_depth_is_bounded_on_pathological_input(device):
     assert got[0] == set(range(n))
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_tree_boxes_are_exact_unions(threads, monkeypatch):
+    """Every child box of the built tree is exactly the union of the item boxes below it, and every item
+    is in exactly one leaf. Centroids on a lattice put many items on bin boundaries, where the binning
+    and the partition (native/bvh_build.h) must agree on every item's side."""
+    monkeypatch.setattr(wp.config, "cpu_threads", threads)
+    g = np.stack(np.meshgrid(*[np.arange(24, dtype=np.float32) / 8.0] * 3, indexing="ij"), -1).reshape(-1, 3)
+    rng = np.random.default_rng(5)
+    lo = g - rng.uniform(0.01, 0.2, g.shape).astype(np.float32)
+    hi = g + rng.uniform(0.01, 0.2, g.shape).astype(np.float32)
+    bvh = wp.Bvh(wp.array(lo, dtype=wp.vec3, device="cpu"), wp.array(hi, dtype=wp.vec3, device="cpu"))
+    tree = bvh._tree
+    nodes, prims = tree.nodes_numpy(), tree.prims.numpy()
+    assert sorted(prims.tolist()) == list(range(len(g)))
+    seen = np.zeros(len(g), int)
+
+    def box(node, k):  # the union below child k of node, checked against the stored box on the way
+        child, count = int(nodes[f"child{k}"][node]), int(nodes[f"count{k}"][node])
+        if count > 0:
+            items = prims[child:child + count]
+            seen[items] += 1
+            blo, bhi = lo[items].min(0), hi[items].max(0)
+        else:
+            assert child > node  # children after parents: the CPU refit walks nodes backwards
+            los, his = zip(*(box(child, j) for j in (0, 1)))
+            blo, bhi = np.minimum(*los), np.maximum(*his)
+        np.testing.assert_array_equal(nodes[f"lo{k}"][node], blo)
+        np.testing.assert_array_equal(nodes[f"hi{k}"][node], bhi)
+        return blo, bhi
+
+    box(0, 0), box(0, 1)
+    assert (seen == 1).all()
+
+
 def test_empty_and_single_item(device):
     for n in (0, 1):
         lo, hi = random_boxes(n, seed=13)

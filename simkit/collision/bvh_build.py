@@ -96,7 +96,7 @@ def _swap(perm: array(dtype=int32), lo: array(dtype=vec3), hi: array(dtype=vec3)
     hi[b] = th
 
 
-@kernel
+@kernel(_parallel_min=1)  # one subtree per thread, however few
 def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=int32), fnodes: array(dtype=float32, ndim=2),
                inodes: array(dtype=int32, ndim=2), parents: array(dtype=int32), depths: array(dtype=int32),
                all_tasks: array(dtype=int32, ndim=3),
@@ -585,15 +585,10 @@ def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth:
         out = zeros((max(subtrees, 1), 6), dtype=int32, device="cpu")
         out_box = zeros((max(subtrees, 1), 4), dtype=vec3, device="cpu")
         info = zeros((k, 3), dtype=int32, device="cpu")
-        saved = config.cpu_parallel_min
-        config.cpu_parallel_min = 1  # one subtree per thread, however few
-        try:
-            launch(_build_sah, k, inputs=[lo, hi, perm, fnodes, inodes, parents, depths, *scratch, max_leaf,
-                                          median_depth, c_trav, array(first, dtype=int32, device="cpu"),
-                                          array(first_box, dtype=vec3, device="cpu"), stop_depth, out, out_box,
-                                          info], device="cpu", record_tape=False)
-        finally:
-            config.cpu_parallel_min = saved
+        launch(_build_sah, k, inputs=[lo, hi, perm, fnodes, inodes, parents, depths, *scratch, max_leaf,
+                                      median_depth, c_trav, array(first, dtype=int32, device="cpu"),
+                                      array(first_box, dtype=vec3, device="cpu"), stop_depth, out, out_box,
+                                      info], device="cpu", record_tape=False)
         return info.numpy(), out.numpy(), out_box.numpy()
 
     root = np.array([[0, n, -1, 0, 0, 0]], np.int32)

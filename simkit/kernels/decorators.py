@@ -161,7 +161,7 @@ class Kernel:
     """A compiled-on-demand kernel. Launch it with ``simkit.launch``."""
 
     def __init__(self, pyfunc, *, key: str | None = None, module: str | None = None,
-                 enable_backward: bool | None = None, _inline_body: bool = False):
+                 enable_backward: bool | None = None, _inline_body: bool = False, _parallel_min: int | None = None):
         from .module import get_module
 
         self.func = pyfunc
@@ -172,6 +172,9 @@ class Kernel:
         # internal: force the body inline into the CPU thread loop (large straight-line kernels that gcc
         # would call once per thread; see docs/internals.md). It changes the generated C++, so the cache key.
         self.inline_body = bool(_inline_body)
+        # internal: on the CPU, launches of at least this many threads run on several threads (default:
+        # config.cpu_parallel_min). 1 for kernels whose few threads each carry a large task.
+        self.parallel_min = _parallel_min
         self.instance = instance_index(pyfunc)
         self.param_types = _param_types(pyfunc, required=True)
         self.param_names = list(self.param_types)
@@ -209,11 +212,13 @@ class Kernel:
 
 
 def kernel(f=None, *, key: str | None = None, module: str | None = None, enable_backward: bool | None = None,
-           _inline_body: bool = False):
+           _inline_body: bool = False, _parallel_min: int | None = None):
     """Decorate a Python function as a kernel (typed parameters, launched over a grid)."""
+    opts = dict(key=key, module=module, enable_backward=enable_backward, _inline_body=_inline_body,
+                _parallel_min=_parallel_min)
     if f is None:
-        return lambda g: Kernel(g, key=key, module=module, enable_backward=enable_backward, _inline_body=_inline_body)
-    return Kernel(f, key=key, module=module, enable_backward=enable_backward, _inline_body=_inline_body)
+        return lambda g: Kernel(g, **opts)
+    return Kernel(f, **opts)
 
 
 # ---------------------------------------------------------------------------

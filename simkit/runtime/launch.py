@@ -216,7 +216,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         if device.is_cpu:
             if size >= 2**31:
                 raise ValueError(f"launch of {size} threads on the CPU: at most 2**31 - 1 per launch")
-            entry(packed, bounds, (config.cpu_threads or _ncpu) if size >= config.cpu_parallel_min else 1,
+            entry(packed, bounds, (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1,
                   1 if contiguous else 0)
             if spec.may_error or config.mode == "debug":
                 err = unit.library.error()
@@ -230,10 +230,15 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         tape._active[-1].record_launch(kernel, spec, _dims(dim), args[:len(inputs)], args[len(inputs):], device)
 
 
+def _parallel_min(kernel) -> int:
+    """Launches of fewer CPU threads than this run on one OS thread (a parallel region costs more)."""
+    return config.cpu_parallel_min if kernel.parallel_min is None else kernel.parallel_min
+
+
 def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream):
     if device.is_cpu:
         threads = config.cpu_threads or _ncpu
-        entry(packed, bounds, threads if size >= config.cpu_parallel_min else 1, 1 if contiguous else 0)
+        entry(packed, bounds, threads if size >= _parallel_min(kernel) else 1, 1 if contiguous else 0)
         err = unit.library.error()
     else:
         err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device)
@@ -272,7 +277,7 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
     size = 1
     for d in dims:
         size *= d
-    serial = device.is_cpu and ((config.cpu_threads or _ncpu) == 1 or size < config.cpu_parallel_min)
+    serial = device.is_cpu and ((config.cpu_threads or _ncpu) == 1 or size < _parallel_min(kernel))
     bounds, size = bounds_bytes(tuple(dims), (1 if no_alias else 0) | (2 if serial else 0))
     _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True)
 
