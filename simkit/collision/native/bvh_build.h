@@ -60,6 +60,7 @@ SK_INLINE void sah_bin(const array_t<sah_v3>& lo, const array_t<sah_v3>& hi, int
         k = f > 0.0f ? k : zero;
         k = k < top ? k : top;
         for (int ax = 0; ax < 3; ++ax) {
+            if (!(scale[ax] > 0.0f)) continue;  // the same axes every item: predicted
             box4& b = bins[ax][k[ax]];
             b.lo = b.lo < l ? b.lo : l;
             b.hi = b.hi > h ? b.hi : h;
