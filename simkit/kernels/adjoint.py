@@ -124,12 +124,17 @@ class AdjointEmitter(Emitter):
             self.fwd(s.body, depth + 1, False)
             self.w("}", depth)
         else:
+            def body(d):
+                for p in pushes:
+                    self.w(p, d)
+                self.fwd(s.body, d, False)
+
+            if self.batched_while(s, depth, body):  # an iterator loop: nested loops, as in the forward kernel
+                return
             self.w("while (true) {", depth)
             self.fwd(s.cond_block, depth + 1, False)
             self.w(f"if (!({ref(s.cond)})) break;", depth + 1)
-            for p in pushes:
-                self.w(p, depth + 1)
-            self.fwd(s.body, depth + 1, False)
+            body(depth + 1)
             self.w("}", depth)
 
     def for_header(self, s) -> str:

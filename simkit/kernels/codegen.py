@@ -204,7 +204,7 @@ class Emitter:
         else:  # pragma: no cover
             raise TypeError(f"cannot emit {type(s).__name__}")
 
-    def batched_while(self, s: ir.While, depth: int) -> bool:
+    def batched_while(self, s: ir.While, depth: int, body=None) -> bool:
         """``while next(q, i, ...): body`` with an iterator builtin that declares ``batched`` helpers
         (range, more, take): nested loops, the inner one over a batch of candidates in registers,
 
@@ -213,7 +213,8 @@ class Emitter:
         rather than one loop that calls next() per candidate (the hash grid's neighbour loop ran 1.35x
         faster; its candidates are a row of cells at a time). ``continue`` keeps its meaning (the next
         candidate); a body that can leave the loop (break, return) keeps the plain form. False when the
-        loop is not of this shape."""
+        loop is not of this shape. ``body(depth)`` emits the body (default: the loop's statements; the
+        adjoint's forward replay passes its own, which records each iteration)."""
         if len(s.cond_block) != 1:
             return False
         c = s.cond_block[0]
@@ -228,7 +229,10 @@ class Emitter:
         self.w(f"while ({more}({q})) {{", depth + 1)
         self.w(f"{take}({q}, {idx});", depth + 2)
         self.w(f"{s.cond.name} = true;", depth + 2)
-        self.block(s.body, depth + 2)
+        if body is None:
+            self.block(s.body, depth + 2)
+        else:
+            body(depth + 2)
         self.w("}", depth + 1)
         self.w("}", depth)
         self.w(f"{s.cond.name} = false;", depth)
