@@ -36,24 +36,62 @@ def _opaque(v) -> bool:
 
 def _reads(stmts, v) -> bool:
     """Does any statement in ``stmts`` (nested blocks included) read variable ``v``?"""
-    for s in ir.walk(stmts):
-        if isinstance(s, ir.Call):
-            vals = s.args
-        elif isinstance(s, (ir.Copy, ir.GetField)):
-            vals = [s.src]
-        elif isinstance(s, ir.SetField):
-            vals = [s.src, s.value]
-        elif isinstance(s, (ir.If, ir.While)):
-            vals = [s.cond]
-        elif isinstance(s, ir.For):
-            vals = [s.start, s.end, s.step, *s.stop]
-        elif isinstance(s, ir.Return):
-            vals = s.values
-        else:
-            vals = []
-        if any(x is v or getattr(x, "name", None) == v.name for x in vals if x is not None):
-            return True
-    return False
+    return any(x is v or getattr(x, "name", None) == v.name
+               for s in ir.walk(stmts) for x in _stmt_reads(s) if x is not None)
+
+
+# Builtins whose adjoint reads no primal value (adj_a += adj_ret and the like): a value that only
+# flows through these (and copies) is never read by the reverse pass.
+_VALUE_FREE_ADJOINTS = frozenset({"add", "sub", "neg", "pos"})
+
+
+def _stmt_reads(s) -> list:
+    """The variables statement ``s`` itself reads (not those of nested blocks)."""
+    if isinstance(s, ir.Call):
+        return list(s.args)
+    if isinstance(s, (ir.Copy, ir.GetField)):
+        return [s.src]
+    if isinstance(s, ir.SetField):
+        return [s.src, s.value]
+    if isinstance(s, (ir.If, ir.While)):
+        return [s.cond]
+    if isinstance(s, ir.For):
+        return [s.start, s.end, s.step, *s.stop]
+    if isinstance(s, ir.Return):
+        return list(s.values)
+    return []
+
+
+def _value_read_in_reverse(body, v) -> bool:
+    """Does the reverse pass of a loop with this body read the value of carried variable ``v``, or of
+    anything computed from it? No only when every value derived from ``v`` flows through copies and
+    builtins whose adjoints read no values (+, -) -- into the carried variables, say, as in a sum
+    ``f = f + g(j)``. Conservative: a body with nested loops, break or return says yes."""
+    if any(isinstance(s, (ir.For, ir.While, ir.Break, ir.Return)) for s in ir.walk(body)):
+        return True
+    tainted = {v.name}
+
+    def derived(x) -> bool:
+        return x is not None and getattr(x, "name", None) in tainted
+
+    def visit(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, ir.Copy):
+                if derived(s.src):
+                    tainted.add(s.out.name)
+                continue
+            if (isinstance(s, ir.Call) and s.kind == "builtin" and s.builtin is not None and s.out is not None
+                    and not s.outs and s.builtin.key in _VALUE_FREE_ADJOINTS):
+                if any(derived(a) for a in s.args):
+                    tainted.add(s.out.name)
+                continue
+            if any(derived(x) for x in _stmt_reads(s)):
+                return True
+            if isinstance(s, ir.If) and (visit(s.body) or visit(s.orelse)):
+                return True
+        return False
+
+    return visit(body)
 
 
 class AdjointEmitter(Emitter):
@@ -80,10 +118,16 @@ class AdjointEmitter(Emitter):
         traversal state (an opaque, non-differentiable value such as a hash-grid or BVH query) that
         only the loop condition reads is left out: the reverse pass replays the body, never the
         condition, so saving it would only copy it (88 to 500 bytes) once per iteration."""
-        state = [v for v in s.carried if not (_opaque(v) and not _reads(s.body, v))]
+        state = [v for v in s.carried if not (_opaque(v) and not _reads(s.body, v)) and v not in self.saved_once(s)]
         if isinstance(s, ir.For):
             state = [s.var] + state
         return state
+
+    def saved_once(self, s) -> list:
+        """Carried values whose per-iteration values the reverse pass never reads (a running sum, say):
+        pushed once before the loop instead of every iteration, and restored after its reverse pass
+        for the statements before the loop (their adjoints may read the value the loop started from)."""
+        return [v for v in s.carried if not _opaque(v) and not _value_read_in_reverse(s.body, v)]
 
     # ------------------------------------------------------------------ forward replay
 
@@ -116,6 +160,8 @@ class AdjointEmitter(Emitter):
         l_id = self.loop_id(s)
         pushes = [f"sk::push(_stk, {v.name});" for v in self.state_of(s)] + [f"++_n_{l_id};"] if record else []
         if record:
+            for v in self.saved_once(s):
+                self.w(f"sk::push(_stk, {v.name});", depth)
             self.w(f"_n_{l_id} = 0;", depth)
         if isinstance(s, ir.For):
             self.w(self.for_header(s), depth)
@@ -203,6 +249,8 @@ class AdjointEmitter(Emitter):
             self.w(f"{v.name} = _s_{v.name};", d)
         self.rev(s.body, d)
         self.w("}", depth)
+        for v in reversed(self.saved_once(s)):
+            self.w(f"sk::pop(_stk, {v.name});", depth)
 
     def unique_arrays(self) -> set:
         """Array parameters read only at the thread's own launch index (and only written otherwise):
