@@ -1,9 +1,11 @@
 """Building and refitting the BVH of ``native/bvh.h``: simkit kernels over numpy-prepared arrays.
 
-Build (host, one thread): a top-down binned SAH (16 bins per axis, all three axes, leaves of
-at most ``max_leaf`` items) written as a single-thread kernel, so it runs as compiled C++; the
-item boxes move with the permutation so every pass reads them in order, and the children of an
-SAH split take their boxes from the bins (no extra pass). Past depth ``MEDIAN_DEPTH`` it
+Build (host): a top-down binned SAH (16 bins per axis, fewer in nodes of fewer items, all three
+axes, leaves of at most ``max_leaf`` items) written as a kernel with one subtree per thread, so it
+runs as compiled C++; its two per-item passes, binning and partition, are native builtins
+(``sah_bin``, ``sah_partition`` in ``native/bvh_build.h``). The item boxes move with the
+permutation so every pass reads them in order, and the children of an SAH split take their boxes
+from the bins (no extra pass). Past depth ``MEDIAN_DEPTH`` it
 switches to object-median splits, which bounds the tree depth (and so the traversal stack of
 ``SK_BVH_STACK`` entries). Nodes are numbered depth first: a child's index is larger than its
 parent's. Meshes pad every leaf to its own block of ``LANES`` slots (``pad_leaves``) so that a
@@ -14,8 +16,10 @@ the SAH tree visits 16% fewer nodes per closest-point query than object-median s
 142) and 5-8% fewer per ray; on a scene of mixed triangle sizes 50% fewer (27 vs 55) and 45-55%
 fewer per ray.
 
-Refit (any device): item boxes are gathered into slot order, then every node recomputes
-its two child boxes, one launch per tree level from the deepest up.
+Refit (any device): a Bvh gathers its item boxes into slot order; a Mesh gathers each leaf's
+faces with one thread per leaf, which also writes the leaf's box into its parent. Then every node
+recomputes its other child boxes, children before parents: on a GPU one launch per tree level from
+the deepest up, on the CPU one thread walking the nodes from the last to the first.
 """
 from __future__ import annotations
 
