@@ -154,6 +154,8 @@ def running_sums(x: sk.array(dtype=f64), n: int, out: sk.array(dtype=f64)):
     u = f64(0.0)
     w = xi * 2.0
     z = w * w
+    for _r in range(n):  # an index the body never reads
+        u = u + xi * xi
     for j in range(n):
         u = u + xi * f64(j)
         if j % 2 == 0:
@@ -223,7 +225,7 @@ def test_loop_carried_sums_saved_once(device):
                 t -= s * v
             w = 2.0 * v
             z = w * w
-            u = sum(v * j for j in range(5))
+            u = 5 * v * v + sum(v * j for j in range(5))
             w += sum(v if j % 2 == 0 else -0.5 * v for j in range(5))
             return s * t + u * u + z * w
         np.testing.assert_allclose(x.grad.numpy()[i], (f(v + 1e-6) - f(v - 1e-6)) / 2e-6, rtol=1e-6, atol=1e-6)

@@ -114,12 +114,13 @@ class AdjointEmitter(Emitter):
         return self.loop_ids[id(s)]
 
     def state_of(self, s) -> list:
-        """Values saved per iteration: the loop index (for loops) and the carried values. A query's
-        traversal state (an opaque, non-differentiable value such as a hash-grid or BVH query) that
-        only the loop condition reads is left out: the reverse pass replays the body, never the
-        condition, so saving it would only copy it (88 to 500 bytes) once per iteration."""
+        """Values saved per iteration: the loop index (for loops whose body reads it) and the carried
+        values, except sums (``saved_once``). A query's traversal state (an opaque, non-differentiable
+        value such as a hash-grid or BVH query) that only the loop condition reads is left out: the
+        reverse pass replays the body, never the condition, so saving it would only copy it (88 to
+        500 bytes) once per iteration."""
         state = [v for v in s.carried if not (_opaque(v) and not _reads(s.body, v)) and v not in self.saved_once(s)]
-        if isinstance(s, ir.For):
+        if isinstance(s, ir.For) and _reads(s.body, s.var):  # an index the body never reads is not needed
             state = [s.var] + state
         return state
 
