@@ -121,6 +121,14 @@ def brute_counts(pts, radius):
     return (d <= radius).sum(axis=1)
 
 
+def built_grid(pts, radius, device, dims=(16, 16, 16), **kwargs):
+    """A HashGrid of ``dims`` cells built over ``pts`` (float32 rows); returns it and the points array."""
+    grid = wp.HashGrid(*dims, device=device, **kwargs)
+    p = wp.array(pts, dtype=wp.vec3, device=device)
+    grid.build(p, radius)
+    return grid, p
+
+
 def query(grid, pts, radius, device):
     n = len(pts)
     p = wp.array(pts, dtype=wp.vec3, device=device)
@@ -142,9 +150,7 @@ def test_counts_match_brute_force(device, radius, counting):
     # both build algorithms (CPU: radix sort, CUDA: counting sort) on every device
     rng = np.random.default_rng(7)
     pts = (rng.random((1500, 3)) * 4.0 - 2.0).astype(np.float32)  # negative coordinates too
-    grid = wp.HashGrid(16, 16, 16, device=device, _counting_sort=counting)
-    p = wp.array(pts, dtype=wp.vec3, device=device)
-    grid.build(p, radius)
+    grid, _ = built_grid(pts, radius, device, _counting_sort=counting)
     counts, _ = query(grid, pts, radius, device)
     ok = ~near_boundary(pts, radius)
     np.testing.assert_array_equal(counts[ok], brute_counts(pts, radius)[ok])
@@ -157,8 +163,7 @@ def test_wrapping_small_tables(device, dims, counting):
     rng = np.random.default_rng(3)
     pts = (rng.random((800, 3)) * 10.0 - 5.0).astype(np.float32)
     radius = 0.6
-    grid = wp.HashGrid(*dims, device=device, _counting_sort=counting)
-    grid.build(wp.array(pts, dtype=wp.vec3, device=device), radius)
+    grid, _ = built_grid(pts, radius, device, dims, _counting_sort=counting)
     counts, visited = query(grid, pts, radius, device)
     ok = ~near_boundary(pts, radius)
     np.testing.assert_array_equal(counts[ok], brute_counts(pts, radius)[ok])
@@ -194,9 +199,7 @@ def test_continue_and_break_in_the_query_loop(device):
     rng = np.random.default_rng(8)
     pts = rng.random((800, 3)).astype(np.float32)
     radius = 0.12
-    grid = wp.HashGrid(16, 16, 16, device=device)
-    p = wp.array(pts, dtype=wp.vec3, device=device)
-    grid.build(p, radius)
+    grid, p = built_grid(pts, radius, device)
     out = wp.zeros((800, 2), dtype=int, device=device)
     wp.launch(loop_forms, 800, inputs=[grid.id, p, radius, out], device=device)
     ok = ~near_boundary(pts, radius)
@@ -210,9 +213,7 @@ def test_return_from_inside_the_query_loop(device):
     rng = np.random.default_rng(12)
     pts = rng.random((600, 3)).astype(np.float32)
     radius = 0.08
-    grid = wp.HashGrid(16, 16, 16, device=device)
-    p = wp.array(pts, dtype=wp.vec3, device=device)
-    grid.build(p, radius)
+    grid, p = built_grid(pts, radius, device)
     out = wp.zeros(600, dtype=int, device=device)
     wp.launch(first_neighbors, 600, inputs=[grid.id, p, radius, out], device=device)
     got = out.numpy()
@@ -229,8 +230,7 @@ def test_return_from_inside_the_query_loop(device):
 def test_large_query_radius_visits_each_point_once(device):
     rng = np.random.default_rng(4)
     pts = rng.random((300, 3)).astype(np.float32)
-    grid = wp.HashGrid(4, 4, 4, device=device)
-    grid.build(wp.array(pts, dtype=wp.vec3, device=device), 0.1)
+    grid, _ = built_grid(pts, 0.1, device, (4, 4, 4))
     counts, visited = query(grid, pts, 5.0, device)  # the box covers the whole table several times
     np.testing.assert_array_equal(counts, len(pts))
     np.testing.assert_array_equal(visited, len(pts))
@@ -253,8 +253,7 @@ def test_rebuild_moved_and_grown(device, counting):
 def test_point_ids_are_a_cell_ordered_permutation(device, counting):
     rng = np.random.default_rng(5)
     pts = (rng.random((700, 3)) * 3.0).astype(np.float32)
-    grid = wp.HashGrid(6, 6, 6, device=device, _counting_sort=counting)
-    grid.build(wp.array(pts, dtype=wp.vec3, device=device), 0.5)
+    grid, _ = built_grid(pts, 0.5, device, (6, 6, 6), _counting_sort=counting)
     out = wp.zeros(702, dtype=int, device=device)
     wp.launch(sorted_ids, dim=702, inputs=[grid.id, out], device=device)
     ids = out.numpy()
