@@ -216,10 +216,8 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         if device.is_cpu:
             if size >= 2**31:
                 raise ValueError(f"launch of {size} threads on the CPU: at most 2**31 - 1 per launch")
-            pmin = kernel.parallel_min
-            if pmin is None:
-                pmin = config.cpu_parallel_min
-            entry(packed, bounds, (config.cpu_threads or _ncpu) if size >= pmin else 1, 1 if contiguous else 0)
+            entry(packed, bounds, (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1,
+                  1 if contiguous else 0)
             if spec.may_error or config.mode == "debug":
                 err = unit.library.error()
                 if err is not None:
