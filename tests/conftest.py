@@ -2,19 +2,38 @@
 
 Every module compiled by the test suite is also compiled for the GPU with NVRTC
 (sm_80 and sm_90) when NVRTC is installed, so CUDA code generation is checked
-on machines without a GPU.
+on machines without a GPU. Without a GPU, `device` tests also run on an emulated
+one ("cuda:0" of tests/cuda_emulator.py: the kernels' CUDA code compiled for the
+host); SIMKIT_TEST_CUDA_EMU=0 turns that off.
 """
 import os
 
 import pytest
+from cuda_emulator import EmulatedWorld, FakeDriver
 
 import simkit as sk
+from simkit.kernels.backends import cpu as cpu_backend
 from simkit.kernels.backends.cuda import nvrtc
 
 if os.environ.get("SIMKIT_VERIFY_CUDA", "1") != "0" and nvrtc.is_available():
     sk.config.verify_cuda = True
 
 DEVICES = [d.alias for d in sk.get_devices()]
+EMULATED = "cuda:0-emulated"
+
+
+def _emulate_cuda() -> bool:
+    if any(d.startswith("cuda") for d in DEVICES) or os.environ.get("SIMKIT_TEST_CUDA_EMU", "1") == "0":
+        return False
+    try:
+        cpu_backend.find_compiler()
+        import cuda.bindings.driver  # noqa: F401  (the emulator borrows its handle types and enums)
+    except Exception:
+        return False
+    return True
+
+
+DEVICE_PARAMS = DEVICES + ([EMULATED] if _emulate_cuda() else [])
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -27,9 +46,25 @@ def nvrtc_verification():
         print(f"\nNVRTC verified {n} module builds for {', '.join(sk.config.verify_cuda_archs)}")
 
 
-@pytest.fixture(params=DEVICES)
+@pytest.fixture(scope="session")
+def cuda_emulated_world():
+    """One emulated sm_90 GPU for the whole session, swapped in only while a test runs on it."""
+    world = EmulatedWorld(FakeDriver(ndev=1, arch="sm_90"))
+    yield world
+    with world:
+        world.close()
+
+
+@pytest.fixture(params=DEVICE_PARAMS)
 def device(request):
-    return request.param
+    if request.param != EMULATED:
+        yield request.param
+        return
+    with request.getfixturevalue("cuda_emulated_world") as fake:
+        yield "cuda:0"
+        sk.synchronize()
+    violations, fake.violations[:] = list(fake.violations), []
+    assert not violations, "CUDA driver rules broken:\n" + "\n".join(violations)
 
 
 @pytest.fixture(params=["wide", "binary"])
@@ -43,5 +78,5 @@ def tree_layout(request, monkeypatch):
 
 
 def pytest_report_header(config):
-    return (f"simkit {sk.__version__}: devices {DEVICES}, NVRTC verify: {sk.config.verify_cuda}, "
+    return (f"simkit {sk.__version__}: devices {DEVICE_PARAMS}, NVRTC verify: {sk.config.verify_cuda}, "
             f"cache: {sk.config.cache_dir or '~/.cache/simkit'}")

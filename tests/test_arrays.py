@@ -200,8 +200,6 @@ def test_element_component_writes(device):
 def test_strided_views_to_kernels(device):
     base = np.arange(20, dtype=np.float32)
     a = sk.array(base, device=device)
-    if not a.device.is_cpu:
-        pytest.skip("Python-side slicing of GPU arrays is not supported")
     v = a[2:18:3]  # strided 1D view
     assert v.shape == (6,) and v.strides == (12,) and not v.is_contiguous
     sk.launch(k_scale1, dim=v.shape[0], inputs=[v, 10.0], device=device)
@@ -228,8 +226,12 @@ def test_strided_views_to_kernels(device):
 
     t = sk.array(np.arange(12, dtype=np.float32).reshape(3, 4).T, device=device)  # copied (C order)
     assert t.is_contiguous
-    ft = sk.array(np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)), copy=False, device=device)
+    ft = sk.array(np.asfortranarray(np.arange(12, dtype=np.float32).reshape(3, 4)), copy=False, device="cpu")
     assert ft.strides == (4, 12)  # a Fortran-order array keeps its strides when not copied
+    if not a.device.is_cpu:  # (a GPU copy is C order): the same strides as a GPU view
+        ft = sk.zeros(12, device=device).reshape((4, 3))
+        ft.assign(np.arange(12, dtype=np.float32).reshape(3, 4).T)
+        ft = sk.array(ptr=ft.ptr, dtype=float, shape=(3, 4), strides=(4, 12), device=device, _owner=ft)
     out = sk.zeros(3, device=device)
     sk.launch(k_row_sums, dim=3, inputs=[ft, out], device=device)
     np.testing.assert_allclose(out.numpy(), np.arange(12).reshape(3, 4).sum(axis=1))
@@ -239,8 +241,6 @@ def test_views_mixed_with_contiguous_same_kernel(device):
     # one launch with a contiguous and a strided array: the strided code path must be used
     a = sk.array(np.arange(10, dtype=np.float32), device=device)
     b = sk.zeros(20, device=device)
-    if not a.device.is_cpu:
-        pytest.skip("Python-side slicing of GPU arrays is not supported")
     sk.launch(k_vcopy, dim=10, inputs=[a, b[::2]], device=device)
     ref = np.zeros(20, np.float32)
     ref[::2] = np.arange(10)
@@ -388,34 +388,54 @@ def test_reshape_flatten_view(device):
     assert fv.dtype is sk.vec3i and fv.shape == (2,)
 
 
-def test_python_indexing_cpu():
-    a = sk.array(np.arange(12, dtype=np.float32).reshape(3, 4), device="cpu")
-    assert a[1, 2] == 6.0
+def test_python_indexing(device):
+    """Basic indices give views on every device (numpy's semantics); a full index gives the element."""
+    ref = np.arange(24, dtype=np.float32).reshape(4, 6)
+    a = sk.array(ref, device=device)
+    assert a[1, 2] == 8.0 and a[-1, -1] == 23.0
     row = a[1]
-    assert isinstance(row, sk.array) and row.shape == (4,)
-    np.testing.assert_array_equal(row.numpy(), [4, 5, 6, 7])
-    row.numpy()[0] = -1  # a view: writes reach the parent
-    assert a.numpy()[1, 0] == -1
-    np.testing.assert_array_equal(a[:, 1].numpy(), [1, 5, 9])
-    np.testing.assert_array_equal(a[1:3, 2].numpy(), [6, 10])
+    assert isinstance(row, sk.array) and row.shape == (6,) and row.device == device
+    np.testing.assert_array_equal(row.numpy(), ref[1])
+    row[0] = -1.0  # a view: writes reach the parent
+    ref[1, 0] = -1.0
+    for key in [(slice(None), 1), (slice(1, 3), 2), (slice(None, None, -2), slice(1, 5, 3)), (Ellipsis, 4),
+                (slice(3, 0, -1),), (2, slice(None, None, -1))]:
+        np.testing.assert_array_equal(a[key].numpy(), ref[key], err_msg=str(key))
     a[0] = 9.0
-    np.testing.assert_array_equal(a.numpy()[0], 9.0)
-    assert len(a) == 3
-    v = sk.array(np.arange(6, dtype=np.float32), dtype=sk.vec3, device="cpu")
+    a[2:4, 1::2] = np.full((2, 3), 7.0)
+    ref[0] = 9.0
+    ref[2:4, 1::2] = 7.0
+    np.testing.assert_array_equal(a.numpy(), ref)
+    assert len(a) == 4
+    v = sk.array(np.arange(6, dtype=np.float32), dtype=sk.vec3, device=device)
     assert isinstance(v[1], sk.vec3) and v[1].tolist() == [3, 4, 5]
+    v[0] = (7.0, 8.0, 9.0)
+    np.testing.assert_array_equal(v.numpy(), [[7, 8, 9], [3, 4, 5]])
     with pytest.raises(IndexError):
         a[0, 0, 0]
+    with pytest.raises(IndexError):
+        a[4]
 
 
-def test_grad_views_cpu():
-    a = sk.zeros(6, requires_grad=True, device="cpu")
+def test_gpu_arrays_take_basic_indices_only():
+    """Fancy indices would need a gather on the device: a GPU array refuses them by name."""
+    pytest.importorskip("cuda.bindings")
+    from cuda_emulator import EmulatedWorld, FakeDriver
+
+    with EmulatedWorld(FakeDriver(arch="sm_90")) as _fake:
+        a = sk.zeros(8, device="cuda:0")
+        with pytest.raises(IndexError, match="basic indices.*list"):
+            a[[1, 2]]
+
+
+def test_grad_views(device):
+    a = sk.zeros(6, requires_grad=True, device=device)
     v = a[1:4]
     assert v.requires_grad and v.grad.shape == (3,)
-    v.grad.numpy()[:] = 1.0  # the view's grad is a view of the parent's grad
+    v.grad.fill_(1.0)  # the view's grad is a view of the parent's grad
     np.testing.assert_array_equal(a.grad.numpy(), [0, 1, 1, 1, 0, 0])
     r = a.reshape((2, 3))
-    assert r.grad.shape == (2, 3)
-    assert np.shares_memory(r.grad.numpy(), a.grad.numpy())
+    assert r.requires_grad and r.grad.shape == (2, 3) and r.grad.ptr == a.grad.ptr
 
 
 def test_launch_checks_array_dims(device):

@@ -411,16 +411,19 @@ def test_contact_gradients_when_particles_fly_apart(device, name, steps, dt):
     np.testing.assert_allclose(start.particle_q.grad.numpy()[:2], fd[:2], rtol=1e-5, atol=1e-7)
 
 
-@pytest.mark.parametrize("name,steps,dt,eps", [("euler", 30, 1.0e-3, 1.0e-3), ("xpbd", 5, 1.0e-2, 1.0e-2)])
+@pytest.mark.parametrize("name,steps,dt,eps", [("euler", 30, 1.0e-3, 1.0e-3), ("xpbd", 5, 1.0e-2, 3.0e-3)])
 def test_mesh_contact_gradients(device, name, steps, dt, eps):
     # a particle pressed into a static square (two triangles) while sliding; the mesh query runs in
-    # float32, so the finite differences take a large step (float32 noise / eps stays small)
+    # float32, so the finite differences take a large step (float32 noise / eps stays small). The contact
+    # normal is (x - closest point) / distance: the centre stays ~0.035 off the surface, or the closest
+    # point's float32 rounding, divided by that distance, decides the result (it differed between the
+    # CPU's and the GPU's query code paths with the centre 0.005 off)
     plane = (np.array([[-1.0, 0.0, -1.0], [1.0, 0.0, -1.0], [1.0, 0.0, 1.0], [-1.0, 0.0, 1.0]]),
              np.array([0, 2, 1, 0, 3, 2]))
 
     def loss_of(q0, tape=None):
         b = sk.ModelBuilder()
-        b.add_particle((0.1, 0.03, 0.0), (0.5, -0.3, 0.2), 0.2, radius=0.05)
+        b.add_particle((0.1, 0.04, 0.0), (0.5, -0.3, 0.2), 0.2, radius=0.05)
         b.add_shape_mesh(plane, pos=(0.0, 0.0, 0.0), rot=(0.0, 0.0, 0.0998334, 0.9950042), ke=1.0e3, kd=5.0,
                          kf=10.0, mu=0.4)
         model = b.finalize(device=device, requires_grad=True, dtype=f64)
@@ -439,7 +442,7 @@ def test_mesh_contact_gradients(device, name, steps, dt, eps):
                       outputs=[loss], device=device)
         return loss, start, state
 
-    q0 = np.array([[0.1, 0.03, 0.0]])
+    q0 = np.array([[0.1, 0.04, 0.0]])
     tape = sk.Tape()
     loss, start, end = loss_of(q0, tape)
     tape.backward(loss=loss)

@@ -344,8 +344,14 @@ class array:
     # ------------------------------------------------------------------ views
 
     def __getitem__(self, key):
+        """Basic indexing: slices and partial integer indices give views (any device); a full integer
+        index gives the element (on a GPU: copied back, which waits for the device)."""
         if not self.device.is_cpu:
-            raise NotImplementedError("indexing GPU arrays from Python is not supported; use .numpy()")
+            v, element = self._device_view(key)
+            if not element:
+                return v
+            e = v.numpy()[0]
+            return self.dtype(e) if T.is_value(self.dtype) else e
         if not isinstance(key, tuple):
             key = (key,)
         if len(key) > self.ndim:
@@ -365,10 +371,44 @@ class array:
         return out
 
     def __setitem__(self, key, value):
-        if not self.device.is_cpu:
-            raise NotImplementedError("assigning GPU array elements from Python is not supported; use assign()")
-        self._np[key] = np.asarray(value)
-        self._overwritten()
+        if self.device.is_cpu:
+            self._np[key] = np.asarray(value)
+            self._overwritten()
+            return
+        v, _ = self._device_view(key)
+        if isinstance(value, array) or np.shape(value) not in ((), np_dtype_of(self.dtype)[1]):
+            v.assign(value)
+        else:
+            v.fill_(value)
+
+    def _device_view(self, key):
+        """(view, whether ``key`` picked one element) of a GPU array: the index arithmetic is numpy's, done
+        on a stand-in that has this array's layout and no memory behind it."""
+        keys = key if isinstance(key, tuple) else (key,)
+        for k in keys:
+            if not (k is None or k is Ellipsis or isinstance(k, (int, np.integer, slice))):
+                raise IndexError(f"GPU arrays take basic indices (integers, slices, ...), not {type(k).__name__}; "
+                                 "gather with a kernel or index .numpy()")
+        probe = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=np.dtype((np.void, self.itemsize))),
+                                                shape=self.shape, strides=self.strides)
+        if not any(k is Ellipsis for k in keys):
+            keys = keys + (Ellipsis,)  # (a full index then gives a 0-d view, not a copied scalar)
+        try:
+            v = probe[keys]
+        except IndexError as e:
+            raise IndexError(f"{e} (array of shape {self.shape})") from None
+        offset = v.__array_interface__["data"][0] - probe.__array_interface__["data"][0]
+        element = v.ndim == 0
+        shape, strides = ((1,), (self.itemsize,)) if element else (v.shape, v.strides)
+        if len(shape) > 4:
+            raise IndexError(f"arrays have at most 4 dimensions; the index gives shape {shape}")
+        out = array(ptr=self.ptr + offset, dtype=self.dtype, shape=shape, strides=strides, device=self.device,
+                    _owner=self)
+        if self._grad is not None:
+            out._grad = array(ptr=self._grad.ptr + offset, dtype=self.dtype, shape=shape, strides=strides,
+                              device=self.device, _owner=self._grad)
+            out._requires_grad = self._requires_grad
+        return out, element
 
     def __len__(self):
         return self.shape[0]
@@ -382,9 +422,9 @@ class array:
 
     def fill_(self, value):
         """Set every element to ``value`` (scalar, or a vector/matrix for value dtypes)."""
-        if T.is_struct(self.dtype) and isinstance(value, self.dtype):
-            value = _struct_records(self.dtype, value)
         if self.device.is_cpu:
+            if T.is_struct(self.dtype) and isinstance(value, self.dtype):
+                value = _struct_records(self.dtype, value)
             self._np[...] = np.asarray(value, dtype=self._np.dtype) if not T.is_struct(self.dtype) else value
         else:
             from ..kernels.backends.cuda import driver
@@ -430,7 +470,11 @@ class array:
                         _owner=self, _grad=g)
             out._requires_grad = self._requires_grad
             return out
-        return array(ptr=self.ptr, dtype=self.dtype, shape=tuple(shape), device=self.device, _owner=self)
+        out = array(ptr=self.ptr, dtype=self.dtype, shape=tuple(shape), device=self.device, _owner=self)
+        if self._grad is not None:
+            out._grad = self._grad.reshape(shape)
+            out._requires_grad = self._requires_grad
+        return out
 
     def flatten(self):
         return self.reshape((self.size,))

@@ -123,8 +123,10 @@ def compile_flags() -> list:
     return flags
 
 
-def build(source: str, lib_path: str) -> None:
+def build(source: str, lib_path: str, flags: list | None = None) -> None:
     """Compile ``source`` into the shared library ``lib_path`` (atomically: temp file + rename).
+
+    ``flags`` replaces :func:`compile_flags` (the tests' CUDA emulator builds with its own).
 
     A failed compile leaves nothing at ``lib_path``; the source and log are kept beside it
     for inspection and the error carries the compiler's log.
@@ -136,7 +138,7 @@ def build(source: str, lib_path: str) -> None:
     _atomic_write(src_path, source.encode())
     fd, tmp_lib = tempfile.mkstemp(dir=d, prefix=".tmp_", suffix=".so")
     os.close(fd)
-    cmd = [cxx, *compile_flags(), "-o", tmp_lib, src_path]
+    cmd = [cxx, *(compile_flags() if flags is None else flags), "-o", tmp_lib, src_path]
     if config.verbose:
         print("simkit: " + " ".join(cmd))
     try:

@@ -4,7 +4,13 @@
 // mat.h, quat.h, transform.h, spatial.h, array.h, atomic.h, rand.h).
 #pragma once
 
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#if defined(SK_CUDA_EMU)
+// CUDA code paths compiled for the host, each emulated GPU thread run in turn (tests: tests/cuda_emulator.py)
+#include "cuda_emu.h"
+#define SK_CUDA 1
+#define CUDA_CALLABLE
+#define SK_FORCEINLINE inline __attribute__((always_inline))
+#elif defined(__CUDACC__) || defined(__CUDACC_RTC__)
 #define SK_CUDA 1
 #define CUDA_CALLABLE __host__ __device__
 #define SK_FORCEINLINE __forceinline__

@@ -90,7 +90,7 @@ SK_LIBM2(atan2) SK_LIBM2(pow) SK_LIBM2(fmod) SK_LIBM2(copysign)
 #undef SK_LIBM1
 #undef SK_LIBM2
 
-#if SK_CUDA
+#if SK_CUDA && !defined(SK_CUDA_EMU)
 SK_INLINE float32 erfinv(float32 x) { return ::erfinvf(x); }
 SK_INLINE float64 erfinv(float64 x) { return ::erfinv(x); }
 SK_INLINE float32 erfcinv(float32 x) { return ::erfcinvf(x); }

@@ -21,16 +21,10 @@ from .driver import GRID_CAP, _DeviceState, _no_capture, alloc, check, cu, state
 
 RUNTIME_SOURCE = r"""
 // simkit runtime kernels: fill with a byte pattern and copy between strided views.
-#ifdef __CUDACC_RTC__
-#define SK_RT_KERNEL(name, T) extern "C" __global__ void name(T a_)
-#define SK_RT_ARGS const auto& a = a_;
+// (NVRTC; tests compile it for the host with cuda_emu.h included first, see tests/cuda_emulator.py)
+#define SK_RT_KERNEL(name, T) extern "C" __global__ void name(T a)
 #define SK_RT_LOOP(n) for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
                            i += (long long)blockDim.x * gridDim.x)
-#else
-#define SK_RT_KERNEL(name, T) extern "C" void name(const T* a_)
-#define SK_RT_ARGS const auto& a = *a_;
-#define SK_RT_LOOP(n) for (long long i = 0; i < (n); ++i)
-#endif
 
 struct sk_rt_view {
     unsigned long long ptr;
@@ -60,10 +54,7 @@ static_assert(sizeof(sk_rt_view) == 80, "view layout");
 static_assert(sizeof(sk_rt_fill_args) == 352, "fill layout");
 static_assert(sizeof(sk_rt_copy_args) == 176, "copy layout");
 
-#ifdef __CUDACC_RTC__
-__device__
-#endif
-inline unsigned char* sk_rt_at(const sk_rt_view& v, long long i) {
+__device__ inline unsigned char* sk_rt_at(const sk_rt_view& v, long long i) {
     long long off = 0;
     for (int d = v.ndim - 1; d >= 0; --d) {
         long long k = i % v.shape[d];
@@ -74,7 +65,6 @@ inline unsigned char* sk_rt_at(const sk_rt_view& v, long long i) {
 }
 
 SK_RT_KERNEL(sk_rt_fill, sk_rt_fill_args) {
-    SK_RT_ARGS
     SK_RT_LOOP(a.n) {
         unsigned char* p = sk_rt_at(a.dst, i);
         if (a.unit == 4) {
@@ -87,7 +77,6 @@ SK_RT_KERNEL(sk_rt_fill, sk_rt_fill_args) {
 }
 
 SK_RT_KERNEL(sk_rt_copy, sk_rt_copy_args) {
-    SK_RT_ARGS
     SK_RT_LOOP(a.n) {
         unsigned char* d = sk_rt_at(a.dst, i);
         const unsigned char* s = sk_rt_at(a.src, i);

@@ -1,0 +1,788 @@
+"""A CUDA GPU emulated on the CPU, for the tests: a fake ``cuda.bindings.driver`` that runs the CUDA code.
+
+:class:`FakeDriver` stands in for cuda-python's driver module (``driver._api``):
+device memory is host memory, streams run their work at once (or record it while a
+graph is captured), and a launch runs the kernel's CUDA entry point, compiled for the
+host with ``-DSK_CUDA_EMU`` (``simkit/kernels/native/cuda_emu.h``), once per
+emulated thread. So the GPU code paths (grid-stride loops, the per-thread adjoint
+stack, the device error state, the ``SK_CUDA`` branches of the spatial queries,
+the strided fill/copy runtime kernels) run in CI without a GPU. NVRTC compiles the
+same sources in other tests (``conftest.py`` verifies every module for sm_80/sm_90);
+what the emulator cannot check: real concurrency (threads run one at a time),
+device-only intrinsics' exact rounding, timing.
+
+Where the NVIDIA driver library is absent, every call is also handed to the real
+binding first, which type-checks the arguments before failing to load libcuda: a
+wrong argument type fails here, not on the first GPU.
+
+:class:`EmulatedWorld` swaps the emulator in and out of the driver, stream and device
+modules (with the kernels' units loaded for its architecture), so one emulated GPU can
+persist across tests while other tests still see a machine without one.
+"""
+from __future__ import annotations
+
+import collections
+import ctypes
+import hashlib
+import itertools
+import os
+import re
+import shutil
+import threading
+
+import numpy as np
+
+from simkit.kernels import module as kmodule
+from simkit.kernels.backends import cpu as cpu_backend
+from simkit.kernels.backends.cuda import driver
+from simkit.kernels.backends.cuda import module as cmodule
+from simkit.kernels.backends.cuda import stream as cstream
+from simkit.runtime import device as devmod
+
+FAKE_ARCH = "sm_87"  # the architecture of test_cuda_backend's fake GPUs
+STACK_BASE = b"_ZN2sk13sk_stack_baseE"
+STACK_CAP = b"_ZN2sk17sk_stack_capacityE"
+GLOBAL_SIZES = {b"_ZN2sk14sk_error_stateE": 32, STACK_BASE: 8, STACK_CAP: 8}
+
+
+# ---------------------------------------------------------------------------
+# CUDA sources compiled for the host
+
+# extern "C" __global__ entries: generated kernels and the runtime's fill/copy kernels
+_USER_ENTRY = re.compile(r'extern "C" __global__ void (\w+_cuda_(?:fwd|bwd))\((\w+) a, sk::launch_bounds_t b\)')
+_RT_ENTRY = re.compile(r"^SK_RT_KERNEL\((\w+), (\w+)\)", re.M)
+_EXPORT = 'extern "C" __attribute__((visibility("default")))'
+
+
+def emulation_flags() -> list:
+    return ["-O1", "-std=c++17", "-shared", "-fPIC", "-fvisibility=hidden",
+            "-fno-math-errno", "-w", "-DSK_CUDA_EMU", f"-I{cpu_backend.NATIVE_DIR}"]
+
+
+def entries(source: str) -> dict:
+    """{entry name: [parameter C++ types]} of a CUDA source's kernels."""
+    found = {name: [t, "sk::launch_bounds_t"] for name, t in _USER_ENTRY.findall(source)}
+    found.update({name: [t] for name, t in _RT_ENTRY.findall(source)})
+    return found
+
+
+def emulated_source(source: str) -> str:
+    """``source`` with, for each kernel, a host launcher running every (block, thread) of a grid, and the
+    size and alignment of each parameter."""
+    out = ['#include "cuda_emu.h"', source]
+    for name, types in entries(source).items():
+        call = ", ".join(f"*({t}*)p[{k}]" for k, t in enumerate(types))
+        cases = " ".join(f"case {k}: return (long long)sizeof({t}) << 8 | alignof({t});" for k, t in enumerate(types))
+        out.append(f"{_EXPORT} void {name}_emu_launch(void** p, unsigned gx, unsigned bx) "
+                   f"{{ sk_emu_run_grid(gx, bx, [&] {{ {name}({call}); }}); }}")
+        out.append(f"{_EXPORT} long long {name}_emu_param(int i) {{ switch (i) {{ {cases} }} return -1; }}")
+    return "\n".join(out) + "\n"
+
+
+class _Kernel:
+    """An emulated kernel: its parameters' (size, alignment) and a launcher."""
+
+    def __init__(self, lib, name: str, nparams: int):
+        info = getattr(lib, f"{name}_emu_param")
+        info.argtypes, info.restype = [ctypes.c_int], ctypes.c_longlong
+        self.params = [(int(info(k)) >> 8, int(info(k)) & 0xFF) for k in range(nparams)]
+        self._launch = getattr(lib, f"{name}_emu_launch")
+        self._launch.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+        self._launch.restype = None
+
+    def launch(self, argv, gx: int, bx: int):
+        self._launch(ctypes.addressof(argv), gx, bx)
+
+
+_libraries: dict = {}
+
+
+def emulated_library(source: str, ordinal: int):
+    """(ctypes library, {entry name: _Kernel}) of ``source`` compiled for the host (cached on disk).
+    Each device gets its own copy of the library: its own ``__device__`` globals, as a CUDA context would."""
+    key = (source, ordinal)
+    if key not in _libraries:
+        host = emulated_source(source)
+        flags = emulation_flags()
+        digest = hashlib.sha256((host + " ".join(flags) + cpu_backend.identity()).encode()).hexdigest()
+        d = os.path.join(cpu_backend.cache_root(), "cuda_emu", digest[:24])
+        path = os.path.join(d, "module.so")
+        if not os.path.exists(path):
+            cpu_backend.build(host, path, flags)
+        if ordinal:
+            copy = os.path.join(d, f"module_dev{ordinal}.so")
+            if not os.path.exists(copy):
+                shutil.copyfile(path, copy + ".tmp")
+                os.replace(copy + ".tmp", copy)
+            path = copy
+        lib = ctypes.CDLL(path)
+        _libraries[key] = (lib, {name: _Kernel(lib, name, len(t)) for name, t in entries(source).items()})
+    return _libraries[key]
+
+
+class _Span:
+    """A device range that is not a host buffer of the fake (a module's ``__device__`` variable)."""
+
+    def __init__(self, size: int):
+        self.size = size
+
+    def __len__(self):
+        return self.size
+
+
+# ---------------------------------------------------------------------------
+# The fake driver
+
+
+def _real_driver():
+    from cuda.bindings import driver as real
+
+    return real
+
+
+def _real_libcuda_missing() -> bool:
+    try:
+        _real_driver().cuDriverGetVersion()
+        return False
+    except Exception as e:
+        return type(e).__name__ == "DynamicLibNotFoundError"
+
+
+def _fake(fn):
+    """A fake driver entry point: counts the call and type-checks the arguments with cuda-python (once per
+    combination of argument types: the binding's failed attempt to load libcuda is slow)."""
+    name = fn.__name__
+
+    def wrapper(self, *args):
+        self.calls[name] += 1
+        sig = (name, *(type(a) for a in args))
+        if self.validate and sig not in self.validated:
+            self.validated.add(sig)
+            try:
+                getattr(self.real, name)(*args)
+            except Exception as e:  # conversion passed when only the library load fails
+                if type(e).__name__ != "DynamicLibNotFoundError":
+                    raise AssertionError(f"{name}{args!r}: cuda-python rejects these arguments: {e!r}") from None
+        with self.lock:
+            try:
+                return fn(self, *args)
+            except AssertionError as e:  # recorded too: a destructor may swallow it
+                self.violations.append(f"{name}: {e}")
+                raise
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+class _FStream:
+    def __init__(self, ctx, flags=0, priority=0):
+        self.ctx = ctx
+        self.flags = flags
+        self.priority = priority
+        self.capture = None  # list of ops while capturing
+        self.invalidated = False
+
+
+class FakeDriver:
+    """Simulates the parts of ``cuda.bindings.driver`` that simkit uses, on the CPU.
+
+    Device pointers are addresses of host buffers; operations on a stream run at once
+    unless the stream is capturing (then they are recorded into the graph). Kernels run
+    their CUDA entry points compiled for the host (:func:`emulated_library`). It enforces
+    the rules the real driver enforces that matter here: work on a stream of another
+    context, the legacy stream or a synchronization during capture, use of freed or
+    unallocated memory, launches over the function's thread limit.
+    """
+
+    MAX_THREADS = 768  # per block (below 1024 to exercise the backend's clamping)
+    FREED_KEEP = 64 << 20  # bytes of freed buffers kept (poisoned) to catch use after free
+
+    def __init__(self, ndev: int = 1, arch: str = FAKE_ARCH, validate: bool | None = None):
+        self.real = _real_driver()
+        self.ndev = ndev
+        self.arch = arch
+        self.validate = _real_libcuda_missing() if validate is None else validate
+        self.lock = threading.RLock()
+        self.tls = threading.local()
+        self.calls = collections.Counter()
+        self.validated: set = set()
+        self.violations: list = []  # every rule broken (checked when the fixture ends)
+        self.ids = itertools.count(0x10000, 0x10)
+        self.mem: dict = {}  # base address -> (ctypes buffer, ordinal)
+        self.freed: dict = {}
+        self.freed_bytes = 0
+        self.host: dict = {}
+        self.streams = {0: _FStream(None)}
+        self.events: dict = {}
+        self.modules: dict = {}
+        self.functions: dict = {}
+        self.graphs: dict = {}
+        self.execs: dict = {}
+        self.sources: dict = {}  # image bytes -> source (filled by image_for)
+        self.clock = 0
+        self.launches = []  # (function name, grid, block, stream)
+
+    def __getattr__(self, name):
+        if re.match(r"cu[A-Z]", name):
+            raise AttributeError(f"FakeDriver does not implement {name}")
+        return getattr(self.real, name)  # enums, handle types, constants
+
+    # -- helpers -------------------------------------------------------------
+
+    def ok(self, *vals):
+        return (self.real.CUresult.CUDA_SUCCESS, *vals)
+
+    def err(self, code, nvals=0):
+        return (self.real.CUresult(code),) + (None,) * nvals
+
+    def ctx(self):
+        return getattr(self.tls, "ctx", None)
+
+    def mode(self):
+        return getattr(self.tls, "mode", 0)
+
+    def new_buffer(self, nbytes, fill=0xCD):
+        buf = ctypes.create_string_buffer(max(1, nbytes))
+        ctypes.memset(buf, fill, max(1, nbytes))
+        return buf
+
+    def check_range(self, ptr, n):
+        ptr = int(ptr)
+        for base, (buf, _o) in self.mem.items():
+            if base <= ptr and ptr + n <= base + len(buf):
+                return True
+        for base, (buf, _o) in self.freed.items():
+            if base <= ptr < base + len(buf):
+                raise AssertionError(f"use of freed device memory at 0x{ptr:x}")
+        raise AssertionError(f"device range 0x{ptr:x}+{n} is not allocated")
+
+    def enqueue(self, s, op):
+        """0 on success, else an error code, as the real driver would return."""
+        s = int(s)
+        st = self.streams.get(s)
+        if st is None:
+            return 400  # CUDA_ERROR_INVALID_HANDLE
+        if s == 0:
+            if any(x.capture is not None for x in self.streams.values()):
+                for x in self.streams.values():
+                    if x.capture is not None:
+                        x.invalidated = True
+                return 906  # CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
+        elif st.ctx != self.ctx():
+            return 201  # CUDA_ERROR_INVALID_CONTEXT: stream of another context
+        if st.capture is not None:
+            st.capture.append(op)
+            return 0
+        op()
+        return 0
+
+    def capturing_any(self):
+        return any(x.capture is not None for x in self.streams.values())
+
+    def view(self, ptr, n, ctype):
+        return (ctype * n).from_address(int(ptr))
+
+    def image_for(self, source: str, target: str, name: str) -> bytes:
+        """Stands in for ``cuda.module._image_for``: an ELF-tagged token of the source (NVRTC is checked apart)."""
+        image = b"\x7fELF" + hashlib.sha256(f"{target}\n{source}".encode()).digest()
+        self.sources[image] = source
+        return image
+
+    # -- init / devices ------------------------------------------------------
+
+    @_fake
+    def cuInit(self, flags):
+        return self.ok()
+
+    @_fake
+    def cuDriverGetVersion(self):
+        return self.ok(13000)
+
+    @_fake
+    def cuDeviceGetCount(self):
+        return self.ok(self.ndev)
+
+    @_fake
+    def cuDeviceGet(self, i):
+        return self.ok(self.real.CUdevice(i)) if 0 <= i < self.ndev else self.err(101, 1)
+
+    @_fake
+    def cuDeviceGetName(self, n, dev):
+        return self.ok(f"Emulated GPU {int(dev)}".encode().ljust(n, b"\0"))
+
+    @_fake
+    def cuDeviceGetAttribute(self, attr, dev):
+        A = self.real.CUdevice_attribute
+        cc = int(self.arch[3:])
+        values = {A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: cc // 10,
+                  A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: cc % 10,
+                  A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: 4,
+                  A.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: 1}
+        return self.ok(values[attr]) if attr in values else self.err(1, 1)
+
+    @_fake
+    def cuDevicePrimaryCtxRetain(self, dev):
+        return self.ok(self.real.CUcontext(0xC000 + int(dev)))
+
+    @_fake
+    def cuCtxSetCurrent(self, ctx):
+        self.tls.ctx = int(ctx)
+        return self.ok()
+
+    @_fake
+    def cuCtxPushCurrent(self, ctx):
+        self.tls.__dict__.setdefault("stack", []).append(self.ctx())
+        self.tls.ctx = int(ctx)
+        return self.ok()
+
+    @_fake
+    def cuCtxPopCurrent(self):
+        stack = self.tls.__dict__.get("stack")
+        if not stack:
+            raise AssertionError("cuCtxPopCurrent without a matching push")
+        popped, self.tls.ctx = self.tls.ctx, stack.pop()
+        return self.ok(self.real.CUcontext(popped))
+
+    @_fake
+    def cuCtxSynchronize(self):
+        if any(x.capture is not None and x.ctx == self.ctx() for x in self.streams.values()):
+            return self.err(900)  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+        return self.ok()
+
+    @_fake
+    def cuCtxGetStreamPriorityRange(self):
+        return self.ok(0, -5)
+
+    @_fake
+    def cuDeviceGetDefaultMemPool(self, dev):
+        return self.ok(self.real.CUmemoryPool(0xF000 + int(dev)))
+
+    @_fake
+    def cuMemPoolSetAttribute(self, pool, attr, value):
+        assert isinstance(value, self.real.cuuint64_t)
+        return self.ok()
+
+    @_fake
+    def cuGetErrorName(self, e):
+        return self.ok(self.real.CUresult(int(e)).name.encode())
+
+    @_fake
+    def cuGetErrorString(self, e):
+        return self.ok(b"simulated error")
+
+    @_fake
+    def cuThreadExchangeStreamCaptureMode(self, mode):
+        old = self.mode()
+        self.tls.mode = int(mode)
+        return self.ok(self.real.CUstreamCaptureMode(old))
+
+    # -- streams and events ----------------------------------------------------
+
+    def _new_stream(self, flags, prio):
+        h = next(self.ids)
+        self.streams[h] = _FStream(self.ctx(), flags, prio)
+        return self.ok(self.real.CUstream(h))
+
+    @_fake
+    def cuStreamCreate(self, flags):
+        return self._new_stream(flags, 0)
+
+    @_fake
+    def cuStreamCreateWithPriority(self, flags, prio):
+        return self._new_stream(flags, prio)
+
+    @_fake
+    def cuStreamGetFlags(self, s):
+        return self.ok(self.streams[int(s)].flags)
+
+    @_fake
+    def cuStreamGetPriority(self, s):
+        return self.ok(self.streams[int(s)].priority)
+
+    @_fake
+    def cuStreamDestroy(self, s):
+        return self.ok() if self.streams.pop(int(s), None) is not None else self.err(400)
+
+    @_fake
+    def cuStreamSynchronize(self, s):
+        st = self.streams.get(int(s))
+        if st is None:
+            return self.err(400)
+        if st.capture is not None:
+            return self.err(900)
+        return self.ok()
+
+    @_fake
+    def cuStreamQuery(self, s):
+        return self.ok()
+
+    @_fake
+    def cuStreamWaitEvent(self, s, e, flags):
+        if int(e) not in self.events:
+            return self.err(400)
+        return self.err(self.enqueue(s, lambda: None))
+
+    @_fake
+    def cuStreamIsCapturing(self, s):
+        st = self.streams[int(s)]
+        return self.ok(self.real.CUstreamCaptureStatus(1 if st.capture is not None else 0))
+
+    @_fake
+    def cuStreamBeginCapture(self, s, mode):
+        st = self.streams.get(int(s))
+        if int(s) == 0 or st is None or st.capture is not None:
+            return self.err(1)
+        st.capture, st.invalidated = [], False
+        return self.ok()
+
+    @_fake
+    def cuStreamEndCapture(self, s):
+        st = self.streams.get(int(s))
+        if st is None or st.capture is None:
+            return self.err(1, 1)
+        ops, st.capture = st.capture, None
+        if st.invalidated:
+            return self.err(901, 1)  # CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
+        h = next(self.ids)
+        self.graphs[h] = ops
+        return self.ok(self.real.CUgraph(h))
+
+    @_fake
+    def cuEventCreate(self, flags):
+        h = next(self.ids)
+        self.events[h] = {"timing": not (int(flags) & 2), "time": None}
+        return self.ok(self.real.CUevent(h))
+
+    @_fake
+    def cuEventDestroy(self, e):
+        return self.ok() if self.events.pop(int(e), None) is not None else self.err(400)
+
+    @_fake
+    def cuEventRecord(self, e, s):
+        ev = self.events.get(int(e))
+        if ev is None:
+            return self.err(400)
+
+        def op():
+            self.clock += 1
+            ev["time"] = self.clock
+
+        return self.err(self.enqueue(s, op))
+
+    @_fake
+    def cuEventQuery(self, e):
+        return self.ok()
+
+    @_fake
+    def cuEventSynchronize(self, e):
+        return self.ok()
+
+    @_fake
+    def cuEventElapsedTime(self, a, b):
+        ea, eb = self.events.get(int(a)), self.events.get(int(b))
+        if ea is None or eb is None or not (ea["timing"] and eb["timing"]):
+            return self.err(400, 1)
+        if ea["time"] is None or eb["time"] is None:
+            return self.err(600, 1)
+        return self.ok(float(eb["time"] - ea["time"]) * 0.01)
+
+    # -- memory ----------------------------------------------------------------
+
+    def _alloc(self, n):
+        buf = self.new_buffer(n)
+        ordinal = (self.ctx() or 0xC000) - 0xC000
+        self.mem[ctypes.addressof(buf)] = (buf, ordinal)
+        return self.ok(self.real.CUdeviceptr(ctypes.addressof(buf)))
+
+    @_fake
+    def cuMemAllocAsync(self, n, s):
+        st = self.streams.get(int(s))
+        if st is None or (int(s) and st.ctx != self.ctx()):
+            return self.err(201, 1)
+        if st.capture is not None:  # simkit never makes graph allocations
+            raise AssertionError("cuMemAllocAsync on a capturing stream (a graph allocation)")
+        if self.capturing_any() and self.mode() != 2:
+            raise AssertionError("allocation during capture without relaxed capture mode")
+        return self._alloc(n)
+
+    @_fake
+    def cuMemAlloc(self, n):
+        return self._alloc(n)
+
+    def _free(self, ptr):
+        ptr = int(ptr)
+        if ptr not in self.mem:
+            raise AssertionError(f"free of unknown device pointer 0x{ptr:x}")
+        if self.mem[ptr][1] != (self.ctx() or 0) - 0xC000:
+            raise AssertionError(f"0x{ptr:x} freed while another device's context is current")
+
+        def op():
+            buf, o = self.mem.pop(ptr)
+            ctypes.memset(buf, 0xDD, len(buf))
+            self.freed[ptr] = (buf, o)
+            self.freed_bytes += len(buf)
+            while self.freed_bytes > self.FREED_KEEP:  # the oldest go back to the host allocator
+                old = self.freed.pop(next(iter(self.freed)))
+                self.freed_bytes -= len(old[0])
+
+        return op
+
+    @_fake
+    def cuMemFreeAsync(self, ptr, s):
+        return self.err(self.enqueue(s, self._free(ptr)))
+
+    @_fake
+    def cuMemFree(self, ptr):
+        if self.capturing_any():
+            return self.err(900)
+        self._free(ptr)()
+        return self.ok()
+
+    @_fake
+    def cuMemHostAlloc(self, n, flags):
+        buf = self.new_buffer(n, 0)
+        self.host[ctypes.addressof(buf)] = buf
+        return self.ok(ctypes.addressof(buf))
+
+    @_fake
+    def cuMemFreeHost(self, p):
+        return self.ok() if self.host.pop(int(p), None) is not None else self.err(1)
+
+    def _memset(self, ptr, value, n, ctype, s):
+        self.check_range(ptr, n * ctypes.sizeof(ctype))
+
+        def op():
+            arr = self.view(ptr, n, ctype)
+            for_np = np.ctypeslib.as_array(arr)
+            for_np[...] = value
+
+        return self.err(self.enqueue(s, op))
+
+    @_fake
+    def cuMemsetD8Async(self, ptr, value, n, s):
+        return self._memset(ptr, value, n, ctypes.c_uint8, s)
+
+    @_fake
+    def cuMemsetD16Async(self, ptr, value, n, s):
+        assert int(ptr) % 2 == 0
+        return self._memset(ptr, value, n, ctypes.c_uint16, s)
+
+    @_fake
+    def cuMemsetD32Async(self, ptr, value, n, s):
+        assert int(ptr) % 4 == 0
+        return self._memset(ptr, value, n, ctypes.c_uint32, s)
+
+    @_fake
+    def cuMemcpyHtoDAsync(self, dst, src, n, s):
+        self.check_range(dst, n)
+        data = ctypes.string_at(int(src), n)  # pageable memory is staged at the call
+
+        def op():
+            ctypes.memmove(int(dst), data, n)
+
+        return self.err(self.enqueue(s, op))
+
+    @_fake
+    def cuMemcpyDtoHAsync(self, dst, src, n, s):
+        self.check_range(src, n)
+        return self.err(self.enqueue(s, lambda: ctypes.memmove(int(dst), int(src), n)))
+
+    @_fake
+    def cuMemcpyDtoDAsync(self, dst, src, n, s):
+        self.check_range(dst, n)
+        self.check_range(src, n)
+        return self.err(self.enqueue(s, lambda: ctypes.memmove(int(dst), int(src), n)))
+
+    @_fake
+    def cuMemcpyPeerAsync(self, dst, dctx, src, sctx, n, s):
+        self.check_range(dst, n)
+        self.check_range(src, n)
+        assert self.mem[self._base(dst)][1] == int(dctx) - 0xC000, "peer copy: destination context mismatch"
+        assert self.mem[self._base(src)][1] == int(sctx) - 0xC000, "peer copy: source context mismatch"
+        return self.err(self.enqueue(s, lambda: ctypes.memmove(int(dst), int(src), n)))
+
+    def _base(self, ptr):
+        ptr = int(ptr)
+        for base, (buf, _o) in self.mem.items():
+            if base <= ptr < base + len(buf):
+                return base
+        raise AssertionError(f"0x{ptr:x} is not device memory")
+
+    # -- modules and launches --------------------------------------------------
+
+    @_fake
+    def cuModuleLoadData(self, image):
+        image = bytes(image)
+        assert image[:4] == b"\x7fELF", "expected a CUBIN (ELF) image"
+        source = self.sources[image]
+        lib, kernels = emulated_library(source, (self.ctx() or 0xC000) - 0xC000)
+        h = next(self.ids)
+        self.modules[h] = {"lib": lib, "kernels": kernels, "source": source, "globals": {}, "ctx": self.ctx()}
+        return self.ok(self.real.CUmodule(h))
+
+    @_fake
+    def cuModuleGetGlobal(self, mod, name):
+        m = self.modules[int(mod)]
+        name = bytes(name)
+        try:
+            addr = ctypes.addressof(ctypes.c_char.in_dll(m["lib"], name.decode()))
+        except ValueError:
+            return self.err(500, 2)  # CUDA_ERROR_NOT_FOUND
+        size = GLOBAL_SIZES[name]
+        if addr not in self.mem:  # device memory of the module's context
+            self.mem[addr] = (_Span(size), (m["ctx"] or 0xC000) - 0xC000)
+        m["globals"][name] = addr
+        return self.ok(self.real.CUdeviceptr(addr), size)
+
+    @_fake
+    def cuModuleGetFunction(self, mod, name):
+        m = self.modules.get(int(mod))
+        name = bytes(name).decode()
+        if m is None:
+            return self.err(400, 1)
+        if name not in m["kernels"]:
+            return self.err(500, 1)
+        h = next(self.ids)
+        self.functions[h] = (m, name)
+        return self.ok(self.real.CUfunction(h))
+
+    @_fake
+    def cuFuncGetAttribute(self, attr, f):
+        assert attr == self.real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+        return self.ok(self.MAX_THREADS)
+
+    @_fake
+    def cuFuncGetParamInfo(self, f, i):
+        m, name = self.functions[int(f)]
+        params = m["kernels"][name].params
+        if i >= len(params):
+            return self.err(1, 2)
+        offset = 0
+        for size, align in params[:i + 1]:
+            offset = (offset + align - 1) // align * align + size
+        return self.ok(offset - params[i][0], params[i][0])
+
+    @_fake
+    def cuLaunchKernel(self, f, gx, gy, gz, bx, by, bz, shmem, s, params, extra):
+        m, name = self.functions[int(f)]
+        assert extra == 0 and isinstance(params, int) and params, "kernelParams must be a void** address"
+        if m["ctx"] != self.ctx():
+            raise AssertionError(f"{name}: launched while another context is current")
+        if not (1 <= gx and gy == gz == by == bz == 1 and 1 <= bx <= self.MAX_THREADS):
+            return self.err(1)  # CUDA_ERROR_INVALID_VALUE
+        kernel = m["kernels"][name]
+        sizes = [size for size, _align in kernel.params]
+        ptrs = (ctypes.c_void_p * len(sizes)).from_address(params)
+        # the driver copies the parameter values now (so may the caller free its buffers)
+        copies = [ctypes.create_string_buffer(ctypes.string_at(ptrs[k], n), n) for k, n in enumerate(sizes)]
+        argv = (ctypes.c_void_p * len(copies))(*[ctypes.addressof(c) for c in copies])
+        ordinal = self.ctx() - 0xC000
+        for word in np.frombuffer(copies[0].raw[: sizes[0] // 8 * 8], dtype=np.uint64).tolist():
+            if word in self.mem and self.mem[word][1] != ordinal:  # an array argument of another device
+                raise AssertionError(f"{name}: launched on device {ordinal} with memory of device "
+                                     f"{self.mem[word][1]}")
+        self.launches.append((name, gx, bx, int(s)))
+        g = m["globals"]
+
+        def op(copies=copies):  # (the parameter copies live as long as a graph that holds this launch)
+            if name.endswith("_cuda_bwd") and "sk::push(" in m["source"]:  # the backend must have set the stack
+                base = ctypes.c_uint64.from_address(g[STACK_BASE]).value
+                cap = ctypes.c_int64.from_address(g[STACK_CAP]).value
+                assert cap >= 64 and cap % 16 == 0, cap
+                self.check_range(base, gx * bx * cap)
+            kernel.launch(argv, gx, bx)
+
+        return self.err(self.enqueue(s, op))
+
+    # -- graphs ----------------------------------------------------------------
+
+    @_fake
+    def cuGraphInstantiate(self, g, flags):
+        h = next(self.ids)
+        self.execs[h] = list(self.graphs[int(g)])
+        return self.ok(self.real.CUgraphExec(h))
+
+    @_fake
+    def cuGraphLaunch(self, e, s):
+        ops = self.execs.get(int(e))
+        if ops is None:
+            return self.err(400)
+
+        def run():
+            for op in ops:
+                op()
+
+        return self.err(self.enqueue(s, run))
+
+    @_fake
+    def cuGraphExecDestroy(self, e):
+        return self.ok() if self.execs.pop(int(e), None) is not None else self.err(400)
+
+    @_fake
+    def cuGraphDestroy(self, g):
+        return self.ok() if self.graphs.pop(int(g), None) is not None else self.err(400)
+
+    @_fake
+    def cuGraphDebugDotPrint(self, g, path, flags):
+        with open(bytes(path).decode(), "w") as f:
+            f.write(f"digraph G {{ // {len(self.graphs[int(g)])} nodes\n}}\n")
+        return self.ok()
+
+
+# ---------------------------------------------------------------------------
+# Swapping an emulated GPU in and out
+
+_WORLD = [(driver, "_api"), (driver, "_init_done"), (driver, "_init_error"), (driver, "_devices"),
+          (driver, "_states"), (cstream, "_default_streams"), (cstream, "_captures"), (devmod, "_cuda_devices"),
+          (devmod, "_default"), (cmodule, "_image_for")]
+
+
+def _take_native(arch: str) -> dict:
+    """Remove (and return) every kernel's loaded units for ``arch`` (forward and adjoint)."""
+    taken = {}
+    for m in list(kmodule._modules.values()):
+        for k in m.kernels:
+            for s in k.specs.values():
+                for kind in [kd for kd in s.native if re.split(r"[:/]", kd)[0] == arch]:
+                    taken[(id(s), kind)] = (s, s.native.pop(kind))
+    return taken
+
+
+def _put_native(taken: dict) -> None:
+    for (_sid, kind), (spec, native) in taken.items():
+        spec.native[kind] = native
+
+
+class EmulatedWorld:
+    """The driver-level state of a process whose GPUs are ``fake``'s: entered, it replaces the real state
+    (devices, contexts, streams, loaded kernels of ``fake.arch``); left, it keeps its own for the next entry."""
+
+    def __init__(self, fake: FakeDriver):
+        self.fake = fake
+        self.values = [fake, False, None, None, {}, {}, {}, None, None, fake.image_for]
+        self.native: dict = {}
+        self.saved = None
+
+    def __enter__(self) -> FakeDriver:
+        assert self.saved is None, "an EmulatedWorld is not reentrant"
+        self.saved = ([getattr(m, n) for m, n in _WORLD], _take_native(self.fake.arch))
+        for (m, n), v in zip(_WORLD, self.values):
+            setattr(m, n, v)
+        _put_native(self.native)
+        return self.fake
+
+    def __exit__(self, *exc):
+        self.values = [getattr(m, n) for m, n in _WORLD]
+        self.native = _take_native(self.fake.arch)
+        values, native = self.saved
+        for (m, n), v in zip(_WORLD, values):
+            setattr(m, n, v)
+        _put_native(native)
+        self.saved = None
+
+    def close(self) -> None:
+        """Release what the emulated devices hold (call while entered)."""
+        for st in list(driver._states.values()):
+            st.current = None
+            st.scratch.clear()
+        cstream._default_streams.clear()
