@@ -69,6 +69,17 @@ def time_gpu(fn, device, repeat):
     return float(np.median(samples))
 
 
+def check_nbody(p: np.ndarray, acc: np.ndarray, rows: int = 64) -> None:
+    """The timed n-body kernel computed the right thing (float64 numpy reference for the first rows)."""
+    p = p.astype(np.float64)
+    d = p[None, :, :] - p[:rows, None, :]
+    r2 = (d * d).sum(-1) + 0.01
+    ref = (d / (r2 * np.sqrt(r2))[..., None]).sum(1)
+    err = np.abs(acc[:rows] - ref).max() / np.abs(ref).max()
+    if not err < 1e-4:
+        raise AssertionError(f"n-body accelerations are wrong (relative error {err:.2e})")
+
+
 def simkit_results(device, quick):
     repeat = 5 if quick else 20
     n = N_SAXPY // (8 if quick else 1)
@@ -101,6 +112,7 @@ def simkit_results(device, quick):
     p = sk.array(np.random.default_rng(0).uniform(-1, 1, (nb, 3)), dtype=sk.vec3, device=device)
     acc = sk.zeros(nb, dtype=sk.vec3, device=device)
     nb_s = time_gpu(lambda: sk.launch(nbody, nb, inputs=[p, acc, nb], device=device), device, max(3, repeat // 4))
+    check_nbody(p.numpy(), acc.numpy())
     return {"copy GB/s": copy_bw / 1e9, "saxpy GB/s": sax_bw / 1e9, "saxpy / copy": sax_bw / copy_bw,
             "launch us": launch_us, "graph launch us": graph_us, "n-body GFLOP/s": NBODY_FLOPS * nb * nb / nb_s / 1e9}
 

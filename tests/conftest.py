@@ -4,8 +4,10 @@ Every module compiled by the test suite is also compiled for the GPU with NVRTC
 (sm_80 and sm_90) when NVRTC is installed, so CUDA code generation is checked
 on machines without a GPU. Without a GPU, `device` tests also run on an emulated
 one ("cuda:0" of tests/cuda_emulator.py: the kernels' CUDA code compiled for the
-host); SIMKIT_TEST_CUDA_EMU=0 turns that off.
+host), except modules of pure arithmetic; SIMKIT_TEST_CUDA_EMU=0 turns it off, =all
+includes those modules too.
 """
+import contextlib
 import os
 
 import pytest
@@ -34,6 +36,19 @@ def _emulate_cuda() -> bool:
 
 
 DEVICE_PARAMS = DEVICES + ([EMULATED] if _emulate_cuda() else [])
+# Modules of pure arithmetic: their kernels take no SK_CUDA branch, and the emulator runs the host's
+# libm, so emulating them would only repeat the CPU run (SIMKIT_TEST_CUDA_EMU=all includes them).
+NOT_EMULATED = {"test_builtins_scalar", "test_builtins_vector", "test_builtins_matrix", "test_builtins_quat",
+                "test_builtins_transform", "test_int_semantics", "test_random"}
+
+
+def pytest_generate_tests(metafunc):
+    if "device" in metafunc.fixturenames:
+        params = DEVICE_PARAMS
+        if metafunc.module.__name__.rsplit(".", 1)[-1] in NOT_EMULATED \
+                and os.environ.get("SIMKIT_TEST_CUDA_EMU") != "all":
+            params = [p for p in params if p != EMULATED]
+        metafunc.parametrize("device", params, indirect=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -55,16 +70,34 @@ def cuda_emulated_world():
         world.close()
 
 
-@pytest.fixture(params=DEVICE_PARAMS)
-def device(request):
-    if request.param != EMULATED:
-        yield request.param
-        return
+@contextlib.contextmanager
+def _on_emulated_gpu(request):
     with request.getfixturevalue("cuda_emulated_world") as fake:
         yield "cuda:0"
         sk.synchronize()
     violations, fake.violations[:] = list(fake.violations), []
     assert not violations, "CUDA driver rules broken:\n" + "\n".join(violations)
+
+
+@pytest.fixture
+def device(request):
+    if request.param != EMULATED:
+        yield request.param
+        return
+    with _on_emulated_gpu(request) as dev:
+        yield dev
+
+
+@pytest.fixture
+def cuda_device(request):
+    """"cuda:0" for tests of GPU-only features: the real GPU, else the emulated one."""
+    if any(d.startswith("cuda") for d in DEVICES):
+        yield "cuda:0"
+        return
+    if EMULATED not in DEVICE_PARAMS:
+        pytest.skip("no CUDA GPU, and the emulator is off or unavailable")
+    with _on_emulated_gpu(request) as dev:
+        yield dev
 
 
 @pytest.fixture(params=["wide", "binary"])

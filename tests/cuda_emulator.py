@@ -22,6 +22,7 @@ persist across tests while other tests still see a machine without one.
 from __future__ import annotations
 
 import collections
+import bisect
 import ctypes
 import hashlib
 import itertools
@@ -209,10 +210,12 @@ class FakeDriver:
         self.violations: list = []  # every rule broken (checked when the fixture ends)
         self.ids = itertools.count(0x10000, 0x10)
         self.mem: dict = {}  # base address -> (ctypes buffer, ordinal)
+        self.bases: list = []  # self.mem's keys, sorted (a range's allocation is found by bisection)
         self.freed: dict = {}
         self.freed_bytes = 0
         self.host: dict = {}
-        self.streams = {0: _FStream(None)}
+        legacy = _FStream(None)  # handles 0 and CU_STREAM_LEGACY (1); 2 is CU_STREAM_PER_THREAD
+        self.streams = {0: legacy, 1: legacy, 2: _FStream(None)}
         self.events: dict = {}
         self.modules: dict = {}
         self.functions: dict = {}
@@ -220,7 +223,7 @@ class FakeDriver:
         self.execs: dict = {}
         self.sources: dict = {}  # image bytes -> source (filled by image_for)
         self.clock = 0
-        self.launches = []  # (function name, grid, block, stream)
+        self.launches = collections.deque(maxlen=4096)  # the latest (function name, grid, block, stream)
 
     def __getattr__(self, name):
         if re.match(r"cu[A-Z]", name):
@@ -246,13 +249,29 @@ class FakeDriver:
         ctypes.memset(buf, fill, max(1, nbytes))
         return buf
 
+    def add_memory(self, base: int, buf, ordinal: int) -> None:
+        self.mem[base] = (buf, ordinal)
+        bisect.insort(self.bases, base)
+
+    def remove_memory(self, base: int):
+        del self.bases[bisect.bisect_left(self.bases, base)]
+        return self.mem.pop(base)
+
+    def _base(self, ptr) -> int | None:
+        """Base address of the allocation holding ``ptr`` (None when there is none)."""
+        ptr = int(ptr)
+        k = bisect.bisect_right(self.bases, ptr) - 1
+        if k >= 0 and ptr < self.bases[k] + len(self.mem[self.bases[k]][0]):
+            return self.bases[k]
+        return None
+
     def check_range(self, ptr, n):
         ptr = int(ptr)
-        for base, (buf, _o) in self.mem.items():
-            if base <= ptr and ptr + n <= base + len(buf):
-                return True
-        for base, (buf, _o) in self.freed.items():
-            if base <= ptr < base + len(buf):
+        base = self._base(ptr)
+        if base is not None and ptr + n <= base + len(self.mem[base][0]):
+            return True
+        for fbase, (buf, _o) in self.freed.items():
+            if fbase <= ptr < fbase + len(buf):
                 raise AssertionError(f"use of freed device memory at 0x{ptr:x}")
         raise AssertionError(f"device range 0x{ptr:x}+{n} is not allocated")
 
@@ -262,13 +281,13 @@ class FakeDriver:
         st = self.streams.get(s)
         if st is None:
             return 400  # CUDA_ERROR_INVALID_HANDLE
-        if s == 0:
+        if s in (0, 1):
             if any(x.capture is not None for x in self.streams.values()):
                 for x in self.streams.values():
                     if x.capture is not None:
                         x.invalidated = True
                 return 906  # CUDA_ERROR_STREAM_CAPTURE_IMPLICIT
-        elif st.ctx != self.ctx():
+        elif st.ctx is not None and st.ctx != self.ctx():
             return 201  # CUDA_ERROR_INVALID_CONTEXT: stream of another context
         if st.capture is not None:
             st.capture.append(op)
@@ -430,7 +449,7 @@ class FakeDriver:
     @_fake
     def cuStreamBeginCapture(self, s, mode):
         st = self.streams.get(int(s))
-        if int(s) == 0 or st is None or st.capture is not None:
+        if st is None or st.ctx is None or st.capture is not None:
             return self.err(1)
         st.capture, st.invalidated = [], False
         return self.ok()
@@ -491,13 +510,13 @@ class FakeDriver:
     def _alloc(self, n):
         buf = self.new_buffer(n)
         ordinal = (self.ctx() or 0xC000) - 0xC000
-        self.mem[ctypes.addressof(buf)] = (buf, ordinal)
+        self.add_memory(ctypes.addressof(buf), buf, ordinal)
         return self.ok(self.real.CUdeviceptr(ctypes.addressof(buf)))
 
     @_fake
     def cuMemAllocAsync(self, n, s):
         st = self.streams.get(int(s))
-        if st is None or (int(s) and st.ctx != self.ctx()):
+        if st is None or (st.ctx is not None and st.ctx != self.ctx()):
             return self.err(201, 1)
         if st.capture is not None:  # simkit never makes graph allocations
             raise AssertionError("cuMemAllocAsync on a capturing stream (a graph allocation)")
@@ -517,7 +536,7 @@ class FakeDriver:
             raise AssertionError(f"0x{ptr:x} freed while another device's context is current")
 
         def op():
-            buf, o = self.mem.pop(ptr)
+            buf, o = self.remove_memory(ptr)
             ctypes.memset(buf, 0xDD, len(buf))
             self.freed[ptr] = (buf, o)
             self.freed_bytes += len(buf)
@@ -601,13 +620,6 @@ class FakeDriver:
         assert self.mem[self._base(src)][1] == int(sctx) - 0xC000, "peer copy: source context mismatch"
         return self.err(self.enqueue(s, lambda: ctypes.memmove(int(dst), int(src), n)))
 
-    def _base(self, ptr):
-        ptr = int(ptr)
-        for base, (buf, _o) in self.mem.items():
-            if base <= ptr < base + len(buf):
-                return base
-        raise AssertionError(f"0x{ptr:x} is not device memory")
-
     # -- modules and launches --------------------------------------------------
 
     @_fake
@@ -630,7 +642,7 @@ class FakeDriver:
             return self.err(500, 2)  # CUDA_ERROR_NOT_FOUND
         size = GLOBAL_SIZES[name]
         if addr not in self.mem:  # device memory of the module's context
-            self.mem[addr] = (_Span(size), (m["ctx"] or 0xC000) - 0xC000)
+            self.add_memory(addr, _Span(size), (m["ctx"] or 0xC000) - 0xC000)
         m["globals"][name] = addr
         return self.ok(self.real.CUdeviceptr(addr), size)
 

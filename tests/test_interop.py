@@ -452,9 +452,8 @@ def test_jax_kernel_jit_grad_vmap():
 needs_gpu = pytest.mark.skipif(not sk.is_cuda_available(), reason="needs a CUDA GPU")
 
 
-@needs_gpu
-def test_cuda_array_interface_and_dlpack_device():
-    a = sk.zeros((4, 2), dtype=sk.vec3, device="cuda:0")
+def test_cuda_array_interface_and_dlpack_device(cuda_device):
+    a = sk.zeros((4, 2), dtype=sk.vec3, device=cuda_device)
     iface = a.__cuda_array_interface__
     assert iface["shape"] == (4, 2, 3) and iface["typestr"] == "<f4" and iface["data"][0] == a.ptr
     assert iface["strides"] is None and iface["version"] == 3
