@@ -446,6 +446,47 @@ def test_refit_follows_moved_points(device, tree_layout):
         assert abs(np.linalg.norm(cps[i] - x) - best) < 1e-5
 
 
+@wp.kernel
+def k_deform(rest: wp.array(dtype=wp.vec3), scale: wp.array(dtype=wp.vec3), out: wp.array(dtype=wp.vec3)):
+    i = wp.tid()
+    out[i] = wp.cw_mul(rest[i], scale[0])
+
+
+def test_refit_and_query_captured_in_a_cuda_graph(cuda_device):
+    """A step that deforms the mesh, refits it and queries it, captured once and replayed with new
+    deformations: the descriptor write is part of the graph."""
+    tm = MESHES["icosphere"]
+    v = np.asarray(tm.vertices, np.float32)
+    rest = wp.array(v, dtype=wp.vec3, device=cuda_device)
+    pts = wp.array(v, dtype=wp.vec3, device=cuda_device)
+    mesh = wp.Mesh(pts, wp.array(np.asarray(tm.faces, np.int32).ravel(), dtype=wp.int32, device=cuda_device))
+    xs = query_points(tm, 60, seed=4)
+    scale = wp.array([[1.0, 1.0, 1.0]], dtype=wp.vec3, device=cuda_device)
+    n = len(xs)
+    out = [wp.zeros(n, dtype=int, device=cuda_device), wp.zeros(n, dtype=wp.vec3, device=cuda_device),
+           wp.zeros(n, dtype=int, device=cuda_device), wp.zeros(n, dtype=wp.vec2, device=cuda_device),
+           wp.zeros(n, dtype=float, device=cuda_device)]
+    xs_dev = wp.array(xs, dtype=wp.vec3, device=cuda_device)
+
+    def step():
+        wp.launch(k_deform, len(v), inputs=[rest, scale, pts], device=cuda_device)
+        mesh.refit()
+        wp.launch(k_point, n, inputs=[mesh.id, xs_dev, 0, 1.0e6, *out], device=cuda_device)
+
+    step()  # loads the kernels
+    wp.synchronize()
+    with wp.ScopedCapture(cuda_device) as cap:
+        step()
+    for s in ([1.6, 0.6, 1.0], [0.8, 1.3, 0.5]):
+        scale.assign([s])
+        wp.capture_launch(cap.graph)
+        a, b, c = tri_arrays(trimesh.Trimesh(v * np.float32(s), tm.faces, process=False))
+        cps = out[1].numpy()
+        for i, x in enumerate(xs.astype(float)):
+            best = np.linalg.norm(closest_on_triangles(x, a, b, c) - x, axis=1).min()
+            assert abs(np.linalg.norm(cps[i] - x) - best) < 1e-5
+
+
 @pytest.mark.parametrize("per_level", [False, True])
 def test_refit_paths_agree(device, per_level, monkeypatch):
     # the GPU refit (one launch per tree level) also runs on the CPU here

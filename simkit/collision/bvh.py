@@ -30,9 +30,10 @@ import struct as _struct
 import numpy as np
 
 from ..kernels import types as T
-from ..runtime import array, empty, launch, zeros
+from ..runtime import array, empty, launch
 from ..runtime.device import get_device
 from . import bvh_build as B
+from .descriptor import Descriptor
 
 _BVH_T = _struct.Struct("<QQQQQii")  # sk::bvh_t (48 bytes)
 CONSTRUCTORS = ("sah", "median")
@@ -64,20 +65,6 @@ def check_constructor(constructor, groups, owner: str) -> str:
     if name not in CONSTRUCTORS:
         raise ValueError(f"{owner}: constructor must be one of {CONSTRUCTORS + ('lbvh',)}, got {constructor!r}")
     return name
-
-
-class Descriptor:
-    """A native descriptor (``bvh_t``, ``mesh_t``) in device memory; ``ptr`` is the object's id."""
-
-    def __init__(self, nbytes: int, device):
-        self.buf = zeros((nbytes + 7) // 8, dtype=T.uint64, device=device)
-
-    @property
-    def ptr(self) -> int:
-        return self.buf.ptr
-
-    def write(self, data: bytes):
-        self.buf.assign(np.frombuffer(data.ljust(self.buf.shape[0] * 8, b"\0"), dtype=np.uint64))
 
 
 class Bvh:

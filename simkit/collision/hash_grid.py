@@ -46,6 +46,7 @@ from ..kernels import types as T
 from ..runtime import array, empty, launch, zeros
 from ..runtime.device import get_device
 from . import builtins_hash_grid as hgb
+from . import descriptor
 
 MAX_CELLS = (1 << 31) - 1
 _RADIX_MIN_BITS = 11  # the narrowest radix digit (a 2048-entry histogram stays in L1)
@@ -318,13 +319,18 @@ class HashGrid:
         n = points.shape[0]
         self.reserve(n)
         dev = self.device
-        self._forget()
+        capturing = self._capturing()
+        if not capturing:
+            self._forget()
         inv_f = np.float32(1.0) / np.float32(radius)
         self._desc["cell_width"] = radius
         self._desc["cell_width_inv"] = 1.0 / radius
         self._desc["cell_width_inv_f"] = inv_f
         if n:
-            self._set_table(self._bounds(points, n), 1.0 / radius if self.dtype is T.float64 else inv_f)
+            # inside a CUDA graph nothing is read back: no compact table over the points' box, and no
+            # check for points that are not finite (they land in some cell)
+            bounds = None if capturing else self._bounds(points, n)
+            self._set_table(bounds, 1.0 / radius if self.dtype is T.float64 else inv_f)
             _launch(_hg_cells, n, [self.id, points, self._cells, self._ids], dev)
             cells, ids = self._counting_sort(n) if self._counting else self._radix_sort(n)
             self._desc["point_ids"] = ids.ptr
@@ -361,11 +367,12 @@ class HashGrid:
         """A compact table over the cells of the points' box when it fits in the grid's dimensions,
         else the wrapped table of all cells. Cells are computed as the kernels do (same precision), so
         the box is exact."""
-        lo, hi = ((np.floor(np.asarray(b) * inv)).astype(np.float64) for b in bounds)
-        lo = np.clip(lo, -_COORD_LIMIT, _COORD_LIMIT).astype(np.int64)
-        hi = np.clip(hi, -_COORD_LIMIT, _COORD_LIMIT).astype(np.int64)
-        extent = hi - lo + 1
-        if all(int(e) <= d for e, d in zip(extent, self.dims)):
+        if bounds is not None:
+            lo, hi = ((np.floor(np.asarray(b) * inv)).astype(np.float64) for b in bounds)
+            lo = np.clip(lo, -_COORD_LIMIT, _COORD_LIMIT).astype(np.int64)
+            hi = np.clip(hi, -_COORD_LIMIT, _COORD_LIMIT).astype(np.int64)
+            extent = hi - lo + 1
+        if bounds is not None and all(int(e) <= d for e, d in zip(extent, self.dims)):
             self.table_dims = tuple(int(e) for e in extent)
             self._desc["org"] = lo
             self._desc["wrapped"] = 0
@@ -376,9 +383,12 @@ class HashGrid:
         self._desc["dims"] = self.table_dims
         self._sync_desc()
 
+    def _capturing(self) -> bool:
+        return descriptor.capturing(self.device)
+
     def _sync_desc(self):
         if self._desc_buf is not None:
-            self._desc_buf.assign(self._desc.view(np.uint64))
+            descriptor.write(self._desc_buf, self._desc.tobytes())
 
     def _radix_sort(self, n: int):
         """Stable LSD radix sort of (cell, index) by cell, digits of ~log2(n) bits; then cell ranges."""

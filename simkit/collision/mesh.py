@@ -31,7 +31,8 @@ from ..kernels import types as T
 from ..runtime import array, empty, launch
 from ..runtime.device import get_device
 from . import bvh_build as B
-from .bvh import Descriptor, build, check_constructor, check_finite, check_vec3_array
+from .bvh import build, check_constructor, check_finite, check_vec3_array
+from .descriptor import Descriptor
 
 _MESH_T = _struct.Struct("<QQQQQii" "QQQQQQ" "fiii")  # sk::mesh_t (112 bytes)
 assert _MESH_T.size == 112

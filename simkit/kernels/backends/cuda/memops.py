@@ -301,6 +301,25 @@ def copy_htod(arr, host: np.ndarray) -> None:
         _htod(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, np.asarray(host), st.stream())
 
 
+WRITE_WORDS_MAX = 256  # bytes
+
+
+def write_words(arr, data: bytes) -> None:
+    """Write ``data`` (a multiple of 4 bytes, at most WRITE_WORDS_MAX) to the start of the contiguous CUDA
+    array ``arr`` with one 32-bit memset per word, on the current stream: unlike a copy from host memory,
+    this may be captured into a CUDA graph, which then writes these values on every launch (the
+    descriptors of spatial structures rebuilt inside a captured step)."""
+    if len(data) % 4 or len(data) > WRITE_WORDS_MAX or len(data) > _nbytes(arr) or arr.ptr % 4:
+        raise ValueError(f"write_words: {len(data)} bytes into a {_nbytes(arr)}-byte array at 0x{arr.ptr:x}")
+    st = state(arr.device)
+    api = cu()
+    with st.lock:
+        st.make_current()
+        s = st.stream()
+        for k, word in enumerate(np.frombuffer(data, dtype=np.uint32).tolist()):
+            check(api.cuMemsetD32Async(arr.ptr + 4 * k, word, 1, s), "cuMemsetD32Async")
+
+
 def copy_dtoh(host: np.ndarray, arr) -> None:
     """Copy the CUDA array ``arr`` into the C-contiguous numpy array ``host``; returns when done."""
     st = state(arr.device)
