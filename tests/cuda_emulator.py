@@ -74,8 +74,8 @@ def emulated_source(source: str) -> str:
     for name, types in entries(source).items():
         call = ", ".join(f"*({t}*)p[{k}]" for k, t in enumerate(types))
         cases = " ".join(f"case {k}: return (long long)sizeof({t}) << 8 | alignof({t});" for k, t in enumerate(types))
-        out.append(f"{_EXPORT} void {name}_emu_launch(void** p, unsigned gx, unsigned bx) "
-                   f"{{ sk_emu_run_grid(gx, bx, [&] {{ {name}({call}); }}); }}")
+        out.append(f"{_EXPORT} void {name}_emu_launch(void** p, unsigned gx, unsigned bx, int reverse) "
+                   f"{{ sk_emu_run_grid(gx, bx, reverse, [&] {{ {name}({call}); }}); }}")
         out.append(f"{_EXPORT} long long {name}_emu_param(int i) {{ switch (i) {{ {cases} }} return -1; }}")
     return "\n".join(out) + "\n"
 
@@ -88,11 +88,11 @@ class _Kernel:
         info.argtypes, info.restype = [ctypes.c_int], ctypes.c_longlong
         self.params = [(int(info(k)) >> 8, int(info(k)) & 0xFF) for k in range(nparams)]
         self._launch = getattr(lib, f"{name}_emu_launch")
-        self._launch.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint]
+        self._launch.argtypes = [ctypes.c_void_p, ctypes.c_uint, ctypes.c_uint, ctypes.c_int]
         self._launch.restype = None
 
-    def launch(self, argv, gx: int, bx: int):
-        self._launch(ctypes.addressof(argv), gx, bx)
+    def launch(self, argv, gx: int, bx: int, reverse: bool = False):
+        self._launch(ctypes.addressof(argv), gx, bx, int(reverse))
 
 
 _libraries: dict = {}
@@ -198,8 +198,10 @@ class FakeDriver:
     MAX_THREADS = 768  # per block (below 1024 to exercise the backend's clamping)
     FREED_KEEP = 64 << 20  # bytes of freed buffers kept (poisoned) to catch use after free
 
-    def __init__(self, ndev: int = 1, arch: str = FAKE_ARCH, validate: bool | None = None):
+    def __init__(self, ndev: int = 1, arch: str = FAKE_ARCH, validate: bool | None = None,
+                 reverse_threads: bool = False):
         self.real = _real_driver()
+        self.reverse_threads = reverse_threads  # run each launch's threads last to first
         self.ndev = ndev
         self.arch = arch
         self.validate = _real_libcuda_missing() if validate is None else validate
@@ -702,7 +704,7 @@ class FakeDriver:
                 cap = ctypes.c_int64.from_address(g[STACK_CAP]).value
                 assert cap >= 64 and cap % 16 == 0, cap
                 self.check_range(base, gx * bx * cap)
-            kernel.launch(argv, gx, bx)
+            kernel.launch(argv, gx, bx, self.reverse_threads)
 
         return self.err(self.enqueue(s, op))
 

@@ -24,15 +24,17 @@ struct sk_emu_dim3 {
 };
 static thread_local sk_emu_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
-// Run f() once per emulated thread of a 1D grid of gx blocks of bx threads.
+// Run f() once per emulated thread of a 1D grid of gx blocks of bx threads, in index order or
+// (reverse != 0) backwards: CUDA promises no order, and a kernel whose result depends on it reads
+// what another thread of the same launch writes.
 template <typename F>
-inline void sk_emu_run_grid(unsigned int gx, unsigned int bx, F f) {
+inline void sk_emu_run_grid(unsigned int gx, unsigned int bx, int reverse, F f) {
     gridDim = {gx, 1, 1};
     blockDim = {bx, 1, 1};
     for (unsigned int b = 0; b < gx; ++b) {
-        blockIdx = {b, 0, 0};
+        blockIdx = {reverse ? gx - 1 - b : b, 0, 0};
         for (unsigned int t = 0; t < bx; ++t) {
-            threadIdx = {t, 0, 0};
+            threadIdx = {reverse ? bx - 1 - t : t, 0, 0};
             f();
         }
     }
