@@ -4,18 +4,34 @@
 #
 #   bash tools/gpu_check.sh            # from the repository root, on the machine with the GPU
 #
+# With the session's device tool: first, here, `echo /.whl/ >> .git/info/exclude` and download the
+# test dependencies the GPU image lacks (trimesh: pip download --no-deps --only-binary=:all:
+# --python-version 3.12 ... -d .whl trimesh==5.2.0), then run `bash tools/gpu_check.sh` with
+# carry [".whl"]. warp-lang's wheel (149 MB) is over the transfer limit: no warp-lang columns there.
+#
 # Stages (in order of value, so a timeout still leaves the most important results):
 #   1. nvidia-smi and what simkit sees (devices, driver version, NVRTC version)
 #   2. tests/test_cuda_backend.py (the CUDA backend on the real GPU)
-#   3. the whole suite (every `device`-parametrized test also runs on cuda:0)
-#   4. benchmarks/gpu.py, when it exists
+#   3. benchmarks/gpu.py (its table is also written to $OUT/gpu_benchmark.md)
+#   4. the whole suite (every `device`-parametrized test also runs on cuda:0), spread over
+#      processes by pytest-xdist when installed
 set -u -o pipefail
 cd "$(dirname "$0")/.."
+
+# Test dependencies the GPU machine lacks travel as wheels in .whl/ (pure-Python trimesh; see
+# docs/internals.md); they are installed to /tmp/site for this run.
+if ls .whl/*.whl >/dev/null 2>&1; then
+    ${PYTHON:-python3} -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 
 T_START=$SECONDS
 BUDGET=${GPU_CHECK_BUDGET:-460}   # seconds for everything (under 8 minutes)
 STATUS=0
-PY=${PYTHON:-python}
+PY=${PYTHON:-python3}
+# pytest-xdist, where installed, spreads the test files over processes: each compiles its own modules
+# (NVRTC takes up to ~30 s for the largest), so the compile time is divided among the cores
+XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n ${GPU_CHECK_WORKERS:-8} --dist loadfile")
 export PYTHONUNBUFFERED=1
 # With a GPU, every test module is compiled for it: skip the extra NVRTC checks for sm_80/sm_90.
 export SIMKIT_VERIFY_CUDA=${SIMKIT_VERIFY_CUDA:-0}
@@ -61,11 +77,10 @@ if [ $STATUS -ne 0 ] && [ "${GPU_CHECK_ALLOW_NO_GPU:-0}" != 1 ]; then  # (=1: dr
     echo "== no usable GPU: stopping"; exit 1
 fi
 
-stage "CUDA backend tests" 200 $PY -m pytest tests/test_cuda_backend.py -x -q -rs --durations=10
-stage "full test suite" 400 $PY -m pytest tests -x -q --durations=15 --ignore=tests/test_cuda_backend.py
-if [ -f benchmarks/gpu.py ]; then
-    stage "GPU benchmarks" 120 $PY benchmarks/gpu.py
-fi
+stage "CUDA backend tests" 120 $PY -m pytest tests/test_cuda_backend.py -q -rs --durations=10 --maxfail=20
+# the benchmark before the suite: its numbers go into docs/benchmarks.md, and the GPU is otherwise idle
+stage "GPU benchmarks" 100 $PY benchmarks/gpu.py --markdown "${OUT:-/tmp}/gpu_benchmark.md"
+stage "full test suite" 400 $PY -m pytest tests -q --durations=15 --maxfail=40 $XDIST --ignore=tests/test_cuda_backend.py
 
 echo "== gpu_check finished in $((SECONDS - T_START))s: $([ $STATUS -eq 0 ] && echo PASS || echo FAIL)"
 exit $STATUS
