@@ -98,3 +98,17 @@ def test_cli_optimize_errors(tmp_path):
     assert r.returncode != 0 and "cannot write '/nonexistent_dir/loss.png'" in r.stderr
     r = _simkit("optimize", "bouncing_particles")
     assert r.returncode != 0 and "not an optimization scene" in r.stderr
+
+
+def test_scenes_run_on_the_gpu(tmp_path, cuda_device, cloth):
+    """The demo scene and the trajectory optimization on a GPU (the real one, else the emulated one)
+    follow their CPU runs."""
+    out = tmp_path / "cloth_gpu.usda"
+    q_gpu = cloth.run(steps=30, usd=str(out), size=8, device=cuda_device)
+    q_cpu = cloth.run(steps=30, size=8)
+    np.testing.assert_allclose(q_gpu, q_cpu, atol=1.0e-4)
+    assert len(UsdGeom.Mesh(Usd.Stage.Open(str(out)).GetPrimAtPath("/World/cloth")).GetPointsAttr().Get(30)) == 81
+    ball = load_scene("ball_trajectory")
+    gpu, cpu = (ball.optimize(iters=3, tol=0.0, device=d) for d in (cuda_device, "cpu"))
+    np.testing.assert_allclose(gpu.distances, cpu.distances, rtol=1e-5)
+    np.testing.assert_allclose(gpu.velocity, cpu.velocity, rtol=1e-5)
