@@ -2,7 +2,10 @@
 
 CPU arrays are numpy views (``.numpy()`` shares memory, zero copy); CUDA arrays
 hold device memory. ``array(dtype=float)`` without data is a kernel parameter
-annotation. Example::
+annotation. Basic indexing follows numpy on every device: slices and partial
+integer indices give views (``a[2:8:2]``, ``m[:, 1]``; their gradients are views
+too), a full integer index gives the element (copied back from a GPU), and
+``a[key] = value`` writes through the view. Example::
 
     >>> import numpy as np, simkit as sk
     >>> a = sk.array(np.arange(6, dtype=np.float32).reshape(2, 3), dtype=sk.vec3, device="cpu")
