@@ -10,6 +10,8 @@ def count_neighbors(grid: wp.uint64, points: wp.array(dtype=wp.vec3), radius: fl
                     counts: wp.array(dtype=int), visited: wp.array(dtype=int)):
     tid = wp.tid()
     i = wp.hash_grid_point_id(grid, tid)
+    if i == -1:  # an unbuilt or empty grid has no point for this thread
+        return
     p = points[i]
     n = int(0)
     m = int(0)
