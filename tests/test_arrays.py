@@ -417,15 +417,11 @@ def test_python_indexing(device):
         a[4]
 
 
-def test_gpu_arrays_take_basic_indices_only():
+def test_gpu_arrays_take_basic_indices_only(cuda_device):
     """Fancy indices would need a gather on the device: a GPU array refuses them by name."""
-    pytest.importorskip("cuda.bindings")
-    from cuda_emulator import EmulatedWorld, FakeDriver
-
-    with EmulatedWorld(FakeDriver(arch="sm_90")) as _fake:
-        a = sk.zeros(8, device="cuda:0")
-        with pytest.raises(IndexError, match="basic indices.*list"):
-            a[[1, 2]]
+    a = sk.zeros(8, device=cuda_device)
+    with pytest.raises(IndexError, match="basic indices.*list"):
+        a[[1, 2]]
 
 
 def test_grad_views(device):
