@@ -4,10 +4,9 @@
 #
 #   bash tools/gpu_check.sh            # from the repository root, on the machine with the GPU
 #
-# With the session's device tool: first, here, `echo /.whl/ >> .git/info/exclude` and download the
-# test dependencies the GPU image lacks (trimesh: pip download --no-deps --only-binary=:all:
-# --python-version 3.12 ... -d .whl trimesh==5.2.0), then run `bash tools/gpu_check.sh` with
-# carry [".whl"]. warp-lang's wheel (149 MB) is over the transfer limit: no warp-lang columns there.
+# With the session's device tool: first, here, `bash tools/gpu_wheels.sh` (the test dependencies the
+# GPU image lacks, as wheels in .whl/), then run `bash tools/gpu_check.sh` with carry [".whl"] and a
+# timeout_s of about 560. warp-lang's wheel (149 MB) is over the transfer limit: no warp-lang columns.
 #
 # Stages (in order of value, so a timeout still leaves the most important results):
 #   1. nvidia-smi and what simkit sees (devices, driver version, NVRTC version)
@@ -18,8 +17,8 @@
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 
-# Test dependencies the GPU machine lacks travel as wheels in .whl/ (pure-Python trimesh; see
-# docs/internals.md); they are installed to /tmp/site for this run.
+# Test dependencies the GPU machine lacks travel as wheels in .whl/ (tools/gpu_wheels.sh); they are
+# installed to /tmp/site for this run.
 if ls .whl/*.whl >/dev/null 2>&1; then
     ${PYTHON:-python3} -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
