@@ -319,7 +319,7 @@ class HashGrid:
         n = points.shape[0]
         self.reserve(n)
         dev = self.device
-        capturing = self._capturing()
+        capturing = descriptor.capturing(dev)
         if not capturing:
             self._forget()
         inv_f = np.float32(1.0) / np.float32(radius)
@@ -367,12 +367,14 @@ class HashGrid:
         """A compact table over the cells of the points' box when it fits in the grid's dimensions,
         else the wrapped table of all cells. Cells are computed as the kernels do (same precision), so
         the box is exact."""
-        if bounds is not None:
+        fits = False
+        if bounds is not None:  # (None: inside a graph capture, the box is unknown)
             lo, hi = ((np.floor(np.asarray(b) * inv)).astype(np.float64) for b in bounds)
             lo = np.clip(lo, -_COORD_LIMIT, _COORD_LIMIT).astype(np.int64)
             hi = np.clip(hi, -_COORD_LIMIT, _COORD_LIMIT).astype(np.int64)
             extent = hi - lo + 1
-        if bounds is not None and all(int(e) <= d for e, d in zip(extent, self.dims)):
+            fits = all(int(e) <= d for e, d in zip(extent, self.dims))
+        if fits:
             self.table_dims = tuple(int(e) for e in extent)
             self._desc["org"] = lo
             self._desc["wrapped"] = 0
@@ -382,9 +384,6 @@ class HashGrid:
             self._desc["wrapped"] = 1
         self._desc["dims"] = self.table_dims
         self._sync_desc()
-
-    def _capturing(self) -> bool:
-        return descriptor.capturing(self.device)
 
     def _sync_desc(self):
         if self._desc_buf is not None:

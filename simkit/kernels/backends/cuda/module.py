@@ -225,8 +225,9 @@ class Unit:
         grid = min((int(size) + block - 1) // block, driver.GRID_CAP)
         api = st.api
         stack = rec.stack if entry.which == "bwd" else None
-        if int(api.cuCtxSetCurrent(st.ctx)[0]):
-            st.make_current()  # (raises with the driver's message)
+        r = api.cuCtxSetCurrent(st.ctx)
+        if int(r[0]):
+            driver.check(r, "cuCtxSetCurrent")
         if stack is not None:
             grid = self._setup_stack(st, stack, s, grid, block)
         # one buffer holds both parameters (the driver copies them during the call)
