@@ -231,6 +231,73 @@ def test_loop_carried_sums_saved_once(device):
         np.testing.assert_allclose(x.grad.numpy()[i], (f(v + 1e-6) - f(v - 1e-6)) / 2e-6, rtol=1e-6, atol=1e-6)
 
 
+@sk.kernel
+def neighbour_sums(x: sk.array(dtype=f64), n: int, out: sk.array(dtype=f64), total: sk.array(dtype=f64)):
+    # a sum over "neighbours" stored and atomically added after the loop (its value is never read):
+    # the adjoint runs the loop once, in forward order, saving nothing
+    i = sk.tid()
+    xi = x[i]
+    s = xi * xi
+    w = s * s  # its adjoint reads the value s started from
+    for k in range(n):
+        s = s + sk.sin(xi * f64(k)) * x[(i + k) % n]
+    out[i] = s + w
+    sk.atomic_add(total, 0, s)
+
+
+@sk.kernel
+def neighbour_sums_squared(x: sk.array(dtype=f64), n: int, out: sk.array(dtype=f64)):
+    # the same sum, but its value is read after the loop (squared): the loop is replayed and saved
+    i = sk.tid()
+    xi = x[i]
+    s = xi * xi
+    for k in range(n):
+        s = s + sk.sin(xi * f64(k)) * x[(i + k) % n]
+    out[i] = s * s
+
+
+def _adjoint_body(kernel) -> str:
+    from simkit.kernels import codegen
+    from simkit.kernels import module as kmodule
+
+    options = dict(kmodule.compile_options())
+    spec = kernel.specs[None]
+    spec.build_ir(options)
+    funcs, structs = kmodule.collect([spec])
+    src = codegen.gen_module("t", [spec.ir], funcs, structs, options, sk.__version__, adjoint=True)
+    body = src[src.index(f"void {spec.ir.name}_bwd("):]
+    return body[:body.index("\n}\n")]  # the adjoint body only, not the entry points
+
+
+def test_order_free_sum_loops_run_once_in_the_adjoint(device):
+    xv = np.array([0.3, -0.7, 1.1, 0.45])
+    n = len(xv)
+    seed_out, seed_total = np.array([0.7, -1.3, 0.4, 2.0]), 1.7
+
+    def loss(v, squared):  # the kernels in numpy: s per thread, then the seeded outputs
+        s = v * v
+        w = s * s
+        for k in range(n):
+            s = s + np.sin(v * k) * np.roll(v, -k)
+        return seed_out @ (s * s) if squared else seed_out @ (s + w) + seed_total * s.sum()
+
+    for kernel, squared in ((neighbour_sums, False), (neighbour_sums_squared, True)):
+        body = _adjoint_body(kernel)
+        if squared:
+            assert "sk::push(" in body  # replayed first, each iteration's value saved
+        else:
+            assert "sk::push(" not in body and body.count("for (") == 1  # one pass, nothing saved
+        x, out, total = arr(xv, device=device), arr(np.zeros(n), device=device), arr(np.zeros(1), device=device)
+        outputs = [out] if squared else [out, total]
+        tape = sk.Tape()
+        with tape:
+            sk.launch(kernel, n, inputs=[x, n], outputs=outputs, device=device)
+        grads = {out: seed_out} if squared else {out: seed_out, total: np.array([seed_total])}
+        tape.backward(grads=grads)
+        fd = [(loss(xv + e, squared) - loss(xv - e, squared)) / 2e-6 for e in np.eye(n) * 1e-6]
+        np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-6, atol=1e-8)
+
+
 def test_nested_dynamic_loops(device):
     x = arr([1.1, 0.9, 1.3], device=device)
     out = arr([0.0], device=device)

@@ -16,6 +16,9 @@ the state again and runs the body's reverse statements. Memory: the carried
 values of every iteration (e.g. 8 bytes per iteration for ``prod *= x[i]``);
 time: a loop at nesting depth d replays its body d + 1 times. This gives exact
 gradients for loop-carried state, where Warp's replay is documented wrong.
+Loops whose carried values are only sums, unread after the loop (a neighbour
+loop summing forces into an atomic add), skip all this: see
+``AdjointEmitter.order_free``.
 """
 from __future__ import annotations
 
@@ -94,6 +97,49 @@ def _value_read_in_reverse(body, v) -> bool:
     return visit(body)
 
 
+# Builtins whose adjoint reads nothing of the value they store or add: the value's adjoint is the
+# array's gradient at the element.
+_VALUE_FREE_SINKS = frozenset({"store", "atomic_add", "atomic_sub"})
+
+
+def _values_unread_after(rest, names) -> bool:
+    """Are the values of the variables ``names`` after a loop, and everything computed from them,
+    unread by the statements ``rest`` that follow it (their replay and their reverse)? Yes when they
+    only flow through copies, +, - and into stores or atomic adds, as a sum of forces into
+    ``atomic_add(f, i, fi)``. Conservative: any other use, a condition or a later loop says no."""
+    tainted = set(names)
+
+    def derived(x) -> bool:
+        return x is not None and getattr(x, "name", None) in tainted
+
+    def visit(stmts) -> bool:
+        for s in stmts:
+            if isinstance(s, (ir.For, ir.While)):
+                if any(derived(x) for t in ir.walk([s]) for x in _stmt_reads(t)):
+                    return False
+                continue
+            if isinstance(s, ir.Copy):
+                if derived(s.src):
+                    tainted.add(s.out.name)
+                continue
+            if isinstance(s, ir.Call) and s.kind == "builtin" and s.builtin is not None and not s.outs:
+                key = s.builtin.key
+                if key in _VALUE_FREE_ADJOINTS and s.out is not None:
+                    if any(derived(a) for a in s.args):
+                        tainted.add(s.out.name)
+                    continue
+                if (key in _VALUE_FREE_SINKS and not any(derived(a) for a in s.args[:-1])
+                        and (s.out is None or not _reads(rest, s.out))):
+                    continue
+            if any(derived(x) for x in _stmt_reads(s)):
+                return False
+            if isinstance(s, ir.If) and not (visit(s.body) and visit(s.orelse)):
+                return False
+        return True
+
+    return visit(rest)
+
+
 class AdjointEmitter(Emitter):
     def __init__(self, fn: ir.Function, options: dict):
         super().__init__(fn, options)
@@ -107,6 +153,8 @@ class AdjointEmitter(Emitter):
             self.w(f"{ctype(v.type)} {adj(v)}{{}};", depth)
         for l_id in sorted(self.loop_ids.values()):
             self.w(f"sk::int64 _n_{l_id} = 0;", depth)
+        for decl in self.loop_vars:
+            self.w(decl, depth)
 
     def loop_id(self, s) -> int:
         if id(s) not in self.loop_ids:
@@ -129,6 +177,59 @@ class AdjointEmitter(Emitter):
         pushed once before the loop instead of every iteration, and restored after its reverse pass
         for the statements before the loop (their adjoints may read the value the loop started from)."""
         return [v for v in s.carried if not _opaque(v) and not _value_read_in_reverse(s.body, v)]
+
+    def order_free(self, s) -> bool:
+        """A loop whose reverse pass may run its iterations in forward order, with no replay before it and
+        nothing saved: a top-level loop of a kernel over an iterator (a neighbour query) or a range,
+        whose carried values are all sums whose values after the loop nobody reads (see
+        :func:`_values_unread_after`), with no nested loop, break or return, and a body that changes
+        nothing the iteration depends on. A sum's adjoint is the same for every iteration, so the order
+        does not matter; the loop then runs once in the adjoint instead of twice, and its indices are
+        not pushed. Its values as the loop started are kept in locals for the statements before it."""
+        memo = self.__dict__.setdefault("_order_free_memo", {})
+        if id(s) not in memo:
+            memo[id(s)] = self._order_free(s)
+        return memo[id(s)]
+
+    def _order_free(self, s) -> bool:
+        fn = self.fn
+        if not fn.is_kernel or not any(x is s for x in fn.body):
+            return False
+        body = list(ir.walk(s.body))
+        if any(isinstance(t, (ir.For, ir.While, ir.Break, ir.Return)) for t in body):
+            return False
+        if any(isinstance(t, ir.Call) and t.builtin is not None and t.builtin.inout for t in body):
+            return False
+        if isinstance(s, ir.While):
+            c = s.cond_block[0] if len(s.cond_block) == 1 else None
+            b = getattr(c, "builtin", None)
+            if not (isinstance(c, ir.Call) and b is not None and b.batched and c.out is s.cond
+                    and len(c.args) >= 2 and not c.outs) or _reads(s.body, c.args[0]):
+                return False
+            drivers = [a for a in c.args if not a.is_const]
+        else:
+            if s.stop or not s.step.is_const:
+                return False
+            drivers = [a for a in (s.start, s.end, s.var) if not a.is_const]
+        written = {o.name for t in body for o in ([t.out] if getattr(t, "out", None) is not None else [])
+                   + list(getattr(t, "outs", None) or [])}
+        if any(a.name in written for a in drivers):
+            return False
+        driver_names = {a.name for a in drivers}
+        sums = self.saved_once(s)
+        if any(v not in sums and v.name not in driver_names for v in s.carried):
+            return False
+        i = next(k for k, x in enumerate(fn.body) if x is s)
+        return _values_unread_after(fn.body[i + 1:], [v.name for v in s.carried] + sorted(driver_names))
+
+    def snapshot(self, s) -> list:
+        """(variable, local) pairs: an order-free loop's carried values as the loop started."""
+        memo = self.__dict__.setdefault("_snapshot_memo", {})
+        if id(s) not in memo:
+            k = len(memo) + 1
+            memo[id(s)] = [(v, f"_e{k}_{v.name}") for v in s.carried]
+            self.loop_vars.extend(f"{ctype(v.type)} {name}{{}};" for v, name in memo[id(s)])
+        return memo[id(s)]
 
     # ------------------------------------------------------------------ forward replay
 
@@ -158,6 +259,10 @@ class AdjointEmitter(Emitter):
 
     def fwd_loop(self, s, depth: int, record: bool):
         self.comment(s.line, depth)
+        if record and self.order_free(s):  # it runs in the reverse pass only
+            for v, name in self.snapshot(s):
+                self.w(f"{name} = {v.name};", depth)
+            return
         l_id = self.loop_id(s)
         pushes = [f"sk::push(_stk, {v.name});" for v in self.state_of(s)] + [f"++_n_{l_id};"] if record else []
         if record:
@@ -237,6 +342,25 @@ class AdjointEmitter(Emitter):
                         self.w(f"sk::accum({adj(v)}, adj_ret.r{k});", depth)
 
     def rev_loop(self, s, depth: int):
+        if self.order_free(s):
+            snap = self.snapshot(s)
+            for v, name in snap:
+                self.w(f"{v.name} = {name};", depth)
+
+            def body(d):
+                self.fwd(s.body, d, False)  # this iteration's values
+                self.rev(s.body, d)
+
+            if isinstance(s, ir.While):
+                if not self.batched_while(s, depth, body):
+                    raise AssertionError("an order-free while loop is an iterator loop")
+            else:
+                self.w(self.for_header(s), depth)
+                body(depth + 1)
+                self.w("}", depth)
+            for v, name in snap:  # the values the statements before the loop saw
+                self.w(f"{v.name} = {name};", depth)
+            return
         l_id = self.loop_id(s)
         state = self.state_of(s)
         self.w(f"for (sk::int64 _k_{l_id} = _n_{l_id}; _k_{l_id} > 0; --_k_{l_id}) {{", depth)
@@ -350,7 +474,7 @@ def gen_adj_func(fn: ir.Function, options: dict) -> str:
     """``adj_<name>(params..., adj_params&..., adj_ret)``: replay, then reverse."""
     e = AdjointEmitter(fn, options)
     body = AdjointEmitter(fn, options)
-    body.loop_ids = e.loop_ids
+    body.loop_ids, body.loop_vars = e.loop_ids, e.loop_vars
     body.fwd(fn.body, 1, True)
     body.w("// reverse", 1)
     body.rev(fn.body, 1)
@@ -374,7 +498,7 @@ def gen_adj_kernel(fn: ir.Function, options: dict) -> str:
     name = fn.name
     e = AdjointEmitter(fn, options)
     body = AdjointEmitter(fn, options)
-    body.loop_ids = e.loop_ids
+    body.loop_ids, body.loop_vars = e.loop_ids, e.loop_vars
     body.fwd(fn.body, 1, True)
     body.w("// reverse", 1)
     body.rev(fn.body, 1)
