@@ -140,6 +140,20 @@ def _values_unread_after(rest, names) -> bool:
     return visit(rest)
 
 
+def _path_to(block, s):
+    """[(block, index)] from the function body down to loop ``s`` through if/else blocks only (None when
+    ``s`` is not reached that way, e.g. inside another loop)."""
+    for k, x in enumerate(block):
+        if x is s:
+            return [(block, k)]
+        if isinstance(x, ir.If):
+            for sub in (x.body, x.orelse):
+                p = _path_to(sub, s)
+                if p is not None:
+                    return [(block, k)] + p
+    return None
+
+
 class AdjointEmitter(Emitter):
     def __init__(self, fn: ir.Function, options: dict):
         super().__init__(fn, options)
@@ -185,7 +199,9 @@ class AdjointEmitter(Emitter):
         :func:`_values_unread_after`), with no nested loop, break or return, and a body that changes
         nothing the iteration depends on. A sum's adjoint is the same for every iteration, so the order
         does not matter; the loop then runs once in the adjoint instead of twice, and its indices are
-        not pushed. Its values as the loop started are kept in locals for the statements before it."""
+        not pushed. Its values as the loop started are kept in locals for the statements before it.
+        "Top-level": not inside another loop (if/else blocks around it are fine, as after an early
+        ``if inv_mass[i] == 0.0: return``)."""
         memo = self.__dict__.setdefault("_order_free_memo", {})
         if id(s) not in memo:
             memo[id(s)] = self._order_free(s)
@@ -193,7 +209,8 @@ class AdjointEmitter(Emitter):
 
     def _order_free(self, s) -> bool:
         fn = self.fn
-        if not fn.is_kernel or not any(x is s for x in fn.body):
+        path = _path_to(fn.body, s) if fn.is_kernel else None
+        if path is None:  # not a kernel, or the loop is inside another loop
             return False
         body = list(ir.walk(s.body))
         if any(isinstance(t, (ir.For, ir.While, ir.Break, ir.Return)) for t in body):
@@ -219,8 +236,8 @@ class AdjointEmitter(Emitter):
         sums = self.saved_once(s)
         if any(v not in sums and v.name not in driver_names for v in s.carried):
             return False
-        i = next(k for k, x in enumerate(fn.body) if x is s)
-        return _values_unread_after(fn.body[i + 1:], [v.name for v in s.carried] + sorted(driver_names))
+        rest = [x for block, k in reversed(path) for x in block[k + 1:]]  # what runs after the loop, in order
+        return _values_unread_after(rest, [v.name for v in s.carried] + sorted(driver_names))
 
     def snapshot(self, s) -> list:
         """(variable, local) pairs: an order-free loop's carried values as the loop started."""
