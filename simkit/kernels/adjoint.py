@@ -72,29 +72,7 @@ def _value_read_in_reverse(body, v) -> bool:
     ``f = f + g(j)``. Conservative: a body with nested loops, break or return says yes."""
     if any(isinstance(s, (ir.For, ir.While, ir.Break, ir.Return)) for s in ir.walk(body)):
         return True
-    tainted = {v.name}
-
-    def derived(x) -> bool:
-        return x is not None and getattr(x, "name", None) in tainted
-
-    def visit(stmts) -> bool:
-        for s in stmts:
-            if isinstance(s, ir.Copy):
-                if derived(s.src):
-                    tainted.add(s.out.name)
-                continue
-            if (isinstance(s, ir.Call) and s.kind == "builtin" and s.builtin is not None and s.out is not None
-                    and not s.outs and s.builtin.key in _VALUE_FREE_ADJOINTS):
-                if any(derived(a) for a in s.args):
-                    tainted.add(s.out.name)
-                continue
-            if any(derived(x) for x in _stmt_reads(s)):
-                return True
-            if isinstance(s, ir.If) and (visit(s.body) or visit(s.orelse)):
-                return True
-        return False
-
-    return visit(body)
+    return not _values_unread_after(body, [v.name], sinks=frozenset())
 
 
 # Builtins whose adjoint reads nothing of the value they store or add: the value's adjoint is the
@@ -102,7 +80,7 @@ def _value_read_in_reverse(body, v) -> bool:
 _VALUE_FREE_SINKS = frozenset({"store", "atomic_add", "atomic_sub"})
 
 
-def _values_unread_after(rest, names) -> bool:
+def _values_unread_after(rest, names, sinks=_VALUE_FREE_SINKS) -> bool:
     """Are the values of the variables ``names`` after a loop, and everything computed from them,
     unread by the statements ``rest`` that follow it (their replay and their reverse)? Yes when they
     only flow through copies, +, - and into stores or atomic adds, as a sum of forces into
@@ -128,7 +106,7 @@ def _values_unread_after(rest, names) -> bool:
                     if any(derived(a) for a in s.args):
                         tainted.add(s.out.name)
                     continue
-                if (key in _VALUE_FREE_SINKS and not any(derived(a) for a in s.args[:-1])
+                if (key in sinks and not any(derived(a) for a in s.args[:-1])
                         and (s.out is None or not _reads(rest, s.out))):
                     continue
             if any(derived(x) for x in _stmt_reads(s)):
