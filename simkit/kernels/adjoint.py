@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from . import ir
 from . import types as T
-from .codegen import Emitter, ctype, ref, return_ctype
+from .codegen import Emitter, ctype, iterator_call, ref, return_ctype
 from .registry import adjoint_name
 
 
@@ -196,10 +196,8 @@ class AdjointEmitter(Emitter):
         if any(isinstance(t, ir.Call) and t.builtin is not None and t.builtin.inout for t in body):
             return False
         if isinstance(s, ir.While):
-            c = s.cond_block[0] if len(s.cond_block) == 1 else None
-            b = getattr(c, "builtin", None)
-            if not (isinstance(c, ir.Call) and b is not None and b.batched and c.out is s.cond
-                    and len(c.args) >= 2 and not c.outs) or _reads(s.body, c.args[0]):
+            c = iterator_call(s)
+            if c is None or _reads(s.body, c.args[0]):
                 return False
             drivers = [a for a in c.args if not a.is_const]
         else:

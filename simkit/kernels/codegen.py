@@ -215,14 +215,10 @@ class Emitter:
         candidate); a body that can leave the loop (break, return) keeps the plain form. False when the
         loop is not of this shape. ``body(depth)`` emits the body (default: the loop's statements; the
         adjoint's forward replay passes its own, which records each iteration)."""
-        if len(s.cond_block) != 1:
+        c = iterator_call(s)
+        if c is None or _leaves_loop(s.body):
             return False
-        c = s.cond_block[0]
-        b = getattr(c, "builtin", None)
-        if not (isinstance(c, ir.Call) and b is not None and b.batched and c.out is s.cond and len(c.args) >= 2
-                and not c.outs and not _leaves_loop(s.body)):
-            return False
-        rng, more, take = b.batched
+        rng, more, take = c.builtin.batched
         q, idx = ref(c.args[0]), ref(c.args[1])
         extra = "".join(f", {ref(a)}" for a in c.args[2:])  # e.g. a ray query's max_dist goes to range()
         self.w(f"while ({rng}({q}{extra})) {{", depth)
@@ -241,6 +237,17 @@ class Emitter:
     def declarations(self, depth: int):
         for v in self.fn.vars:
             self.w(f"{ctype(v.type)} {v.name}{{}};", depth)
+
+
+def iterator_call(s: ir.While):
+    """The ``next(q, i, ...)`` call of a ``while next(q, i, ...):`` loop over an iterator builtin that
+    declares ``batched`` helpers (None for any other while loop)."""
+    c = s.cond_block[0] if len(s.cond_block) == 1 else None
+    b = getattr(c, "builtin", None)
+    if isinstance(c, ir.Call) and b is not None and b.batched and c.out is s.cond and len(c.args) >= 2 \
+            and not c.outs:
+        return c
+    return None
 
 
 def _leaves_loop(stmts) -> bool:

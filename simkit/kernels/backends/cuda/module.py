@@ -189,15 +189,13 @@ class Unit:
     # -- launching ----------------------------------------------------------
 
     def _resolve(self, stream, device):
-        """(ordinal, stream handle) for a launch."""
-        if stream is not None and hasattr(stream, "handle"):  # a simkit Stream
+        """(ordinal, stream handle) for a launch on an explicit ``stream`` (launch() handles None itself)."""
+        if hasattr(stream, "handle"):  # a simkit Stream
             ordinal = stream.device.ordinal
             if device is not None and device.ordinal != ordinal:
                 raise ValueError(f"stream is on {stream.device.alias}, launch is on {device.alias}")
             return ordinal, stream.handle
         ordinal = device.ordinal if device is not None else self.device.ordinal
-        if stream is None:
-            return ordinal, driver.current_stream(ordinal)
         if hasattr(stream, "cuda_stream"):  # e.g. torch.cuda.Stream
             return ordinal, int(stream.cuda_stream)
         return ordinal, int(stream)  # a raw CUstream handle (int or cuda-python CUstream)
