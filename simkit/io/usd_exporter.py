@@ -33,7 +33,7 @@ import numpy as np
 __all__ = ["UsdExporter"]
 
 
-def _have_pxr() -> bool:
+def have_pxr() -> bool:
     try:
         import pxr.Usd  # noqa: F401
     except ImportError:
@@ -73,8 +73,8 @@ class UsdExporter:
             raise ValueError(f"cannot write '{path}': the extension must be .usda, .usd or .usdc")
         _check_writable(path)
         if backend == "auto":
-            backend = "pxr" if _have_pxr() else "usda"
-        if backend == "pxr" and not _have_pxr():
+            backend = "pxr" if have_pxr() else "usda"
+        if backend == "pxr" and not have_pxr():
             raise ImportError("UsdExporter needs usd-core: pip install -e '.[io]' (or pip install usd-core)")
         if backend == "usda" and ext != ".usda":
             raise ValueError(f"cannot write '{path}' without usd-core: only .usda is supported (pip install usd-core)")
