@@ -246,6 +246,22 @@ class ModelBuilder:
                     self.add_particle(R @ p + origin, vel, mass, r)
         return range(start, self.particle_count)
 
+    def add_fluid_block(self, *, pos, dim_x: int, dim_y: int, dim_z: int, spacing: float,
+                        density: float = 1000.0, vel=(0.0, 0.0, 0.0), jitter: float = 0.0, seed: int = 42) -> range:
+        """A block of ``dim_x * dim_y * dim_z`` fluid particles for ``SPHSolver``, its lowest corner at
+        ``pos`` [m], spaced ``spacing`` [m]: each carries the mass of its cell, ``density * spacing^3``
+        [kg] (``density`` in kg/m^3), and a radius of ``spacing / 2`` [m] (the walls and the ground
+        keep particle centres that far away). Returns the range of the new particle indices."""
+        spacing = float(spacing)
+        if not (spacing > 0.0 and math.isfinite(spacing)):
+            raise ValueError(f"add_fluid_block: spacing must be a finite number > 0, got {spacing}")
+        if min(int(dim_x), int(dim_y), int(dim_z)) < 1:
+            raise ValueError(f"add_fluid_block: dim_x, dim_y, dim_z must be >= 1, got {(dim_x, dim_y, dim_z)}")
+        mass = _nonneg(density, "density") * spacing ** 3
+        return self.add_particle_grid(pos=pos, vel=vel, dim_x=dim_x, dim_y=dim_y, dim_z=dim_z, cell_x=spacing,
+                                      cell_y=spacing, cell_z=spacing, mass=mass, jitter=jitter,
+                                      radius_mean=0.5 * spacing, seed=seed)
+
     def add_cloth_grid(self, *, pos, rot=(0.0, 0.0, 0.0, 1.0), vel=(0.0, 0.0, 0.0), dim_x: int, dim_y: int,
                        cell_x: float, cell_y: float, mass: float, reverse_winding: bool = False,
                        fix_left: bool = False, fix_right: bool = False, fix_top: bool = False,

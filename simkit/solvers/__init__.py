@@ -2,5 +2,6 @@
 (``step(model, state_in, state_out, control, dt)``)."""
 from .particle import SemiImplicitEulerSolver, XPBDSolver
 from .solver import Solver
+from .sph import SPHSolver
 
-__all__ = ["Solver", "SemiImplicitEulerSolver", "XPBDSolver"]
+__all__ = ["Solver", "SemiImplicitEulerSolver", "XPBDSolver", "SPHSolver"]

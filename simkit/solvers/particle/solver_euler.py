@@ -21,6 +21,25 @@ from .kernels_contact import eval_ground_contacts, eval_mesh_contacts, eval_part
 from .kernels_forces import eval_springs, eval_triangles, integrate_particles
 
 
+def launch_shape_contacts(model: Model, q, qd, f, *, ground: bool = True) -> None:
+    """Add the penalty forces of the static meshes and (when ``ground``) the ground plane on
+    particles (``q``, ``qd``) to ``f``."""
+    s, dev = model.scalar, model.device
+    n = model.particle_count
+    if ground and model.ground:
+        launch(eval_ground_contacts, n, device=dev,
+               inputs=[q, qd, model.particle_radius, model.particle_inv_mass, model.vector(model.up_vector),
+                       s(model.ground_height), s(model.ground_ke), s(model.ground_kd), s(model.ground_kf),
+                       s(model.ground_mu)],
+               outputs=[f])
+    if model.shape_count:
+        launch(eval_mesh_contacts, (n, model.shape_count), device=dev,
+               inputs=[q, qd, model.particle_radius, model.particle_inv_mass, model.shape_mesh_id,
+                       model.shape_ke, model.shape_kd, model.shape_kf, model.shape_mu,
+                       s(model.soft_contact_margin)],
+               outputs=[f])
+
+
 class SemiImplicitEulerSolver(Solver):
     """Springs, membrane triangles, gravity, velocity damping, and penalty contacts with the
     ground, other particles (through ``model.particle_grid``, rebuilt every step) and static meshes."""
@@ -53,18 +72,7 @@ class SemiImplicitEulerSolver(Solver):
                            s(model.particle_kf), s(model.particle_mu), s(model.particle_cohesion)],
                    outputs=[f])
             self.rebuild_on_backward(grid, q, width)
-        if model.ground:
-            launch(eval_ground_contacts, n, device=dev,
-                   inputs=[q, qd, model.particle_radius, model.particle_inv_mass, model.vector(model.up_vector),
-                           s(model.ground_height), s(model.ground_ke), s(model.ground_kd), s(model.ground_kf),
-                           s(model.ground_mu)],
-                   outputs=[f])
-        if model.shape_count:
-            launch(eval_mesh_contacts, (n, model.shape_count), device=dev,
-                   inputs=[q, qd, model.particle_radius, model.particle_inv_mass, model.shape_mesh_id,
-                           model.shape_ke, model.shape_kd, model.shape_kf, model.shape_mu,
-                           s(model.soft_contact_margin)],
-                   outputs=[f])
+        launch_shape_contacts(model, q, qd, f)
         launch(integrate_particles, n, device=dev,
                inputs=[q, qd, state_in.particle_f, f, model.particle_inv_mass, model.vector(model.gravity),
                        s(model.particle_damping), s(model.particle_max_velocity), s(dt)],
