@@ -1,6 +1,6 @@
 """The example scenes: cloth on a sphere (USD export, resting without penetration), ball trajectory
-optimization (reaches its target), soft-body walker (walks further after optimization), and the
-`simkit optimize` command. Small sizes keep this file to well under a minute on two cores."""
+optimization (reaches its target), soft-body walker (walks further after optimization), dam break
+(SPH surge front against Martin & Moyce's experiment), and the `simkit optimize` command. Small sizes keep this file to well under a minute on two cores."""
 import os
 import subprocess
 import sys
@@ -80,6 +80,23 @@ def test_walker_walks_further_after_optimization():
 
 def _simkit(*args):
     return subprocess.run([sys.executable, "-m", "simkit.cli", *args], capture_output=True, text=True, cwd=ROOT)
+
+
+def test_dam_break_surge_front_follows_martin_and_moyce(tmp_path):
+    # a square water column (a = 0.2 m) collapses; Martin & Moyce (1952) measured its surge front at
+    # z / a = 3.0 at T = t sqrt(2 g / a) = 2.5. At 0.25 s (T = 2.48), 2 cm particles, within 15%.
+    dam = load_scene("dam_break")
+    out = tmp_path / "dam.usda"
+    q = dam.run(steps=15, usd=str(out), spacing=0.02)
+    a, r = dam.COLUMN, 0.01
+    assert (dam.front(q) + r) / a == pytest.approx(3.0, rel=0.15)
+    assert np.all(q >= 0.0) and np.all(q <= np.array(dam.TANK))                    # all in the tank
+    assert np.percentile(q[:, 1], 90) < 0.6 * a                                    # the column fell
+    stage = Usd.Stage.Open(str(out))
+    water = UsdGeom.Points(stage.GetPrimAtPath("/World/water"))
+    assert water.GetPointsAttr().GetTimeSamples() == list(range(16))
+    np.testing.assert_allclose(np.array(water.GetPointsAttr().Get(15)), q, atol=1e-6)
+    assert len(UsdGeom.Mesh(stage.GetPrimAtPath("/World/tank")).GetFaceVertexIndicesAttr().Get()) == 30
 
 
 def test_cli_optimize_writes_a_plot(tmp_path):
