@@ -13,7 +13,7 @@
 from . import autograd, collision, config, io, model, optim, solvers
 from .collision import Bvh, BvhQuery, HashGrid, MarchingCubes, Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay
 from .model import Control, Model, ModelBuilder, State
-from .solvers import SemiImplicitEulerSolver, SPHSolver, XPBDSolver
+from .solvers import RigidBodySolver, SemiImplicitEulerSolver, SPHSolver, XPBDSolver
 from .kernels import (CompileError, CompilerNotFoundError, Function, Kernel, NativeCompileError, constant, func,
                       func_grad, func_replay, kernel, static, struct)
 from .kernels.api import builtin_functions as _builtin_functions
@@ -42,6 +42,6 @@ def synchronize():
 
 
 __all__ = (["autograd", "collision", "config", "io", "model", "optim", "solvers", "Control", "Model", "ModelBuilder",
-            "State", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver", "Bvh", "BvhQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "MarchingCubes", "Mesh", "CompileError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
+            "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver", "Bvh", "BvhQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "MarchingCubes", "Mesh", "CompileError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
             "constant", "func", "func_grad", "func_replay", "kernel", "static", "struct", "init", "synchronize",
             "__version__"] + list(_types_all) + list(_runtime_all) + sorted(_bf))

@@ -26,6 +26,7 @@ from ..collision import HashGrid, Mesh
 from ..kernels import types as T
 from ..runtime import array
 from ..runtime.device import get_device
+from .builder_rigid import RigidBuilderMixin
 from .model import Model
 
 _AXES = {"x": 0, "y": 1, "z": 2}
@@ -64,8 +65,9 @@ def _nonneg(value, name) -> float:
     return value
 
 
-class ModelBuilder:
-    """Collects a model in Python lists; ``finalize()`` turns it into a ``Model``.
+class ModelBuilder(RigidBuilderMixin):
+    """Collects a model in Python lists; ``finalize()`` turns it into a ``Model``. Rigid bodies and
+    their shapes: ``add_body``, ``add_shape_sphere``/``box``/``capsule`` (``builder_rigid.py``).
 
     Options (keyword-only): ``up_axis`` ("x", "y" or "z"), ``gravity`` [m/s^2] along the up axis
     (negative pulls down) or a 3-vector.
@@ -122,6 +124,7 @@ class ModelBuilder:
         self.ground = False
         self.ground_height = 0.0
         self.ground_material = (self.soft_contact_ke, self.soft_contact_kd, self.soft_contact_kf, self.soft_contact_mu)
+        self._init_bodies()
 
     # ------------------------------------------------------------------ counts
 
@@ -428,4 +431,5 @@ class ModelBuilder:
         m.ground = self.ground
         m.ground_height = self.ground_height
         m.ground_ke, m.ground_kd, m.ground_kf, m.ground_mu = self.ground_material
+        self._finalize_bodies(m, dev, rg)
         return m

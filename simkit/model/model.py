@@ -67,6 +67,25 @@ class Model:
     Ground plane (when ``ground``): the plane ``dot(x, up_vector) = ground_height`` [m], with
     ``ground_ke`` [N/m], ``ground_kd`` [N s/m], ``ground_kf`` [N s/m] and ``ground_mu``.
 
+    Rigid bodies (``body_count``; ``ModelBuilder.add_body``), positions of their frames and
+    velocities of their centres of mass in world coordinates:
+        body_q: initial body frames (position [m], rotation x, y, z, w), shape [body_count], transform.
+        body_qd: initial velocities (angular [rad/s], linear [m/s] of the centre of mass), shape
+            [body_count], spatial_vector.
+        body_mass, body_inv_mass: [kg], [1/kg] (0 for kinematic bodies), shape [body_count], float.
+        body_com: centre of mass in the body frame [m], shape [body_count], vec3.
+        body_inertia, body_inv_inertia: about the centre of mass, in the body frame [kg m^2],
+            shape [body_count], mat33.
+
+    Rigid shapes (``rigid_shape_count``) and the pairs that may touch (``rigid_pair_count``):
+        rigid_shape_body: the body of each shape (-1: static, in world coordinates), int32.
+        rigid_shape_type: 0 sphere, 1 box, 2 capsule, int32.
+        rigid_shape_xform: placement in the body frame, transform.
+        rigid_shape_size: (radius, 0, 0), half extents, or (radius, half height, 0) [m], vec3.
+        rigid_shape_material: (ke [N/m], kd [N s/m], kf [N s/m], mu) per shape, vec4.
+        rigid_pairs: the two shapes of each pair (a box first), shape [2 * rigid_pair_count], int32;
+            ``rigid_pair_candidates``: the most contact points any pair tests.
+
     Scalars: ``gravity`` (3 floats) [m/s^2]; ``up_vector``; ``particle_ke`` [N/m],
     ``particle_kd`` [N s/m], ``particle_kf`` [N s/m], ``particle_mu``, ``particle_cohesion`` [m]
     (particle-particle contact; ``particle_contact`` switches it); ``soft_contact_margin`` [m]
@@ -108,6 +127,14 @@ class Model:
         self.shape_ke = self.shape_kd = self.shape_kf = self.shape_mu = None
         self.soft_contact_margin = 0.0
 
+        self.body_count = 0
+        self.body_q = self.body_qd = self.body_mass = self.body_inv_mass = self.body_com = None
+        self.body_inertia = self.body_inv_inertia = None
+        self.body_angular_damping = 0.0
+        self.rigid_shape_count = self.rigid_pair_count = self.rigid_pair_candidates = 0
+        self.rigid_shape_body = self.rigid_shape_type = self.rigid_shape_xform = self.rigid_shape_size = None
+        self.rigid_shape_material = self.rigid_pairs = None
+
         self.ground = False
         self.ground_height = 0.0
         self.ground_ke, self.ground_kd, self.ground_kf, self.ground_mu = 1.0e3, 10.0, 1.0e3, 0.5
@@ -124,7 +151,13 @@ class Model:
         q = array(self.particle_q.numpy(), dtype=self.vec_type, device=self.device, requires_grad=rg)
         qd = array(self.particle_qd.numpy(), dtype=self.vec_type, device=self.device, requires_grad=rg)
         f = zeros(n, dtype=self.vec_type, device=self.device, requires_grad=rg)
-        return State(q, qd, f)
+        state = State(q, qd, f)
+        if self.body_count:
+            state.body_q = array(self.body_q.numpy(), dtype=self.body_q.dtype, device=self.device, requires_grad=rg)
+            state.body_qd = array(self.body_qd.numpy(), dtype=self.body_qd.dtype, device=self.device,
+                                  requires_grad=rg)
+            state.body_f = zeros(self.body_count, dtype=self.body_qd.dtype, device=self.device, requires_grad=rg)
+        return state
 
     def control(self, requires_grad: bool | None = None) -> Control:
         """A new ``Control`` whose spring activations start at ``spring_control``."""
@@ -144,5 +177,5 @@ class Model:
 
     def __repr__(self):
         return (f"Model(particles={self.particle_count}, springs={self.spring_count}, triangles={self.tri_count}, "
-                f"shapes={self.shape_count}, ground={self.ground}, dtype={T.type_name(self.dtype)}, "
+                f"shapes={self.shape_count}, bodies={self.body_count}, ground={self.ground}, dtype={T.type_name(self.dtype)}, "
                 f"device={getattr(self.device, 'alias', self.device)})")

@@ -21,12 +21,20 @@ class State:
         particle_qd: particle velocities [m/s], shape [particle_count], vec3.
         particle_f: external forces on particles [N], shape [particle_count], vec3. Solvers read it
             (added to gravity and internal forces) and never write it; ``clear_forces()`` zeroes it.
+        body_q: rigid body frames (position [m], rotation), shape [body_count], transform (None
+            without bodies).
+        body_qd: rigid body velocities (angular [rad/s], linear of the centre of mass [m/s]), world
+            coordinates, shape [body_count], spatial_vector.
+        body_f: external wrenches on bodies (torque about the centre of mass [N m], force [N]),
+            shape [body_count], spatial_vector; read like ``particle_f``.
     """
 
-    def __init__(self, particle_q: array, particle_qd: array, particle_f: array):
+    def __init__(self, particle_q: array, particle_qd: array, particle_f: array, body_q: array | None = None,
+                 body_qd: array | None = None, body_f: array | None = None):
         self.particle_q = particle_q
         self.particle_qd = particle_qd
         self.particle_f = particle_f
+        self.body_q, self.body_qd, self.body_f = body_q, body_qd, body_f
 
     @property
     def particle_count(self) -> int:
@@ -35,12 +43,14 @@ class State:
     @property
     def requires_grad(self) -> bool:
         """True when the positions carry gradients (solvers then allocate fresh scratch arrays per step)."""
-        return self.particle_q.requires_grad
+        return self.particle_q.requires_grad or (self.body_q is not None and self.body_q.requires_grad)
 
     def clear_forces(self) -> None:
         """Zero the external forces ``particle_f``."""
         if self.particle_count:
             self.particle_f.zero_()
+        if self.body_f is not None:
+            self.body_f.zero_()
 
     def __repr__(self):
         return f"State(particles={self.particle_count}, requires_grad={self.requires_grad})"
