@@ -189,3 +189,19 @@ def test_plot_curves(tmp_path):
     assert open(out, "rb").read(8) == b"\x89PNG\r\n\x1a\n"
     with pytest.raises(OSError, match="cannot write"):
         sk.io.plot_curves({"loss": [1.0]}, "/nonexistent_dir/loss.png")
+
+
+@pytest.mark.parametrize("kind,size,volume", [(0, (0.3, 0, 0), 4 / 3 * np.pi * 0.027), (1, (0.1, 0.2, 0.3), 0.048),
+                                              (2, (0.1, 0.25, 0), np.pi * 0.01 * 0.5 + 4 / 3 * np.pi * 0.001)])
+def test_rigid_shape_meshes_are_closed_outward_and_of_the_right_volume(kind, size, volume):
+    from simkit.io.shape_meshes import shape_mesh
+
+    points, indices = shape_mesh(kind, size)
+    tris = points.astype(np.float64)[indices.reshape(-1, 3)]
+    edges = {}
+    for t in indices.reshape(-1, 3):
+        for a, b in ((t[0], t[1]), (t[1], t[2]), (t[2], t[0])):
+            edges[(a, b)] = edges.get((a, b), 0) + 1
+    assert all(n == 1 and edges.get((b, a)) == 1 for (a, b), n in edges.items())   # closed, consistently wound
+    v = np.einsum("ij,ij->i", tris[:, 0], np.cross(tris[:, 1], tris[:, 2])).sum() / 6.0   # > 0: outward
+    assert v == pytest.approx(volume, rel=0.07 if kind != 1 else 1e-6)

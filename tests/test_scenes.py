@@ -1,6 +1,8 @@
 """The example scenes: cloth on a sphere (USD export, resting without penetration), ball trajectory
 optimization (reaches its target), soft-body walker (walks further after optimization), dam break
-(SPH surge front against Martin & Moyce's experiment), and the `simkit optimize` command. Small sizes keep this file to well under a minute on two cores."""
+(SPH surge front against Martin & Moyce's experiment), rigid pile (bodies on a ramp, USD transforms),
+and the `simkit optimize` command. Small sizes keep this file to well under a minute on two cores."""
+import math
 import os
 import subprocess
 import sys
@@ -97,6 +99,26 @@ def test_dam_break_surge_front_follows_martin_and_moyce(tmp_path):
     assert water.GetPointsAttr().GetTimeSamples() == list(range(16))
     np.testing.assert_allclose(np.array(water.GetPointsAttr().Get(15)), q, atol=1e-6)
     assert len(UsdGeom.Mesh(stage.GetPrimAtPath("/World/tank")).GetFaceVertexIndicesAttr().Get()) == 30
+
+
+def test_rigid_pile_lands_on_the_ramp_and_ground(tmp_path):
+    pile = load_scene("rigid_pile")
+    out = tmp_path / "pile.usda"
+    q = pile.run(steps=60, usd=str(out), rows=1)
+    assert q.shape == (9, 7) and np.all(np.isfinite(q))
+    # nothing sank into the ground or the ramp (its top face: y = 0.3 + 0.05 / cos(a) - x tan(a))
+    a = pile.RAMP_ANGLE
+    ramp_top = 0.3 + 0.05 / math.cos(a) - q[:, 0] * math.tan(a)
+    over_ramp = (np.abs(q[:, 0]) < 0.9) & (np.abs(q[:, 2]) < 0.55)
+    assert np.all(q[:, 1] > 0.03) and over_ramp.sum() >= 2
+    assert np.all(q[over_ramp, 1] > ramp_top[over_ramp] + 0.03)
+    assert np.all(q[:, 1] < 0.8)                                                  # everything fell
+    stage = Usd.Stage.Open(str(out))
+    body = UsdGeom.Xformable(stage.GetPrimAtPath("/World/bodies/body4"))
+    assert len(body.GetOrderedXformOps()[0].GetAttr().GetTimeSamples()) == 61
+    world = np.array(body.ComputeLocalToWorldTransform(60))
+    np.testing.assert_allclose(world[3, :3], q[4, :3], atol=1e-5)
+    assert stage.GetPrimAtPath("/World/bodies/static/shape0").IsA(UsdGeom.Mesh)
 
 
 def test_cli_optimize_writes_a_plot(tmp_path):

@@ -197,6 +197,27 @@ class UsdExporter:
         path = self._path(name)
         self._xform(UsdGeom.Xform.Define(self._stage, path), path, pos, rot, scale)
 
+    def render_rigid_shapes(self, model, name: str = "bodies", color=(0.7, 0.5, 0.3)) -> None:
+        """The model's rigid shapes as meshes (call once, outside a frame): a body's shapes under
+        ``name/body<i>`` (moved by ``render_bodies``), static shapes under ``name/static``."""
+        from .shape_meshes import shape_mesh
+
+        self.render_transform(f"{name}/static")
+        for b, q in enumerate(model.body_q.numpy() if model.body_count else []):
+            self.render_transform(f"{name}/body{b}", pos=q[:3], rot=q[3:])
+        kinds, sizes = model.rigid_shape_type.numpy(), model.rigid_shape_size.numpy()
+        bodies, xforms = model.rigid_shape_body.numpy(), model.rigid_shape_xform.numpy()
+        for s, (kind, size, body, xf) in enumerate(zip(kinds, sizes, bodies, xforms)):
+            points, indices = shape_mesh(int(kind), size)
+            parent = f"{name}/body{body}" if body >= 0 else f"{name}/static"
+            self.render_mesh(f"{parent}/shape{s}", points, indices, pos=xf[:3], rot=xf[3:], color=color)
+
+    def render_bodies(self, state, name: str = "bodies") -> None:
+        """The rigid bodies' frames of ``state`` (``body_q``) as the transforms of ``name/body<i>``
+        (time samples inside a frame), which move the meshes of ``render_rigid_shapes``."""
+        for b, q in enumerate(state.body_q.numpy()):
+            self.render_transform(f"{name}/body{b}", pos=q[:3], rot=q[3:])
+
     # ------------------------------------------------------------------ output
 
     def close(self) -> str:
