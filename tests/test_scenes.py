@@ -121,6 +121,16 @@ def test_rigid_pile_lands_on_the_ramp_and_ground(tmp_path):
     assert stage.GetPrimAtPath("/World/bodies/static/shape0").IsA(UsdGeom.Mesh)
 
 
+def test_billiards_shot_is_found_through_the_collision(tmp_path):
+    # gradients through 1200 rigid-body steps, a ball-ball collision and rolling friction: Adam finds
+    # the cue ball velocity that sends the object ball to the target (48.9 cm away at the start)
+    billiards = load_scene("billiards")
+    r = billiards.optimize(iters=25, tol=0.01)
+    assert r.distance < 0.01 and r.distances[0] > 0.4, r.summary()
+    np.testing.assert_allclose(r.velocity[[0, 2]], np.array(billiards.REFERENCE_VELOCITY)[[0, 2]], atol=0.1)
+    np.testing.assert_allclose(billiards.final_position(r.velocity)[[0, 2]], r.target[[0, 2]], atol=0.011)
+
+
 def test_cli_optimize_writes_a_plot(tmp_path):
     pytest.importorskip("matplotlib")
     out = tmp_path / "loss.png"
