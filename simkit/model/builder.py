@@ -26,6 +26,7 @@ from ..collision import HashGrid, Mesh
 from ..kernels import types as T
 from ..runtime import array
 from ..runtime.device import get_device
+from .builder_joints import JointBuilderMixin
 from .builder_rigid import RigidBuilderMixin
 from .model import Model
 
@@ -65,9 +66,10 @@ def _nonneg(value, name) -> float:
     return value
 
 
-class ModelBuilder(RigidBuilderMixin):
+class ModelBuilder(RigidBuilderMixin, JointBuilderMixin):
     """Collects a model in Python lists; ``finalize()`` turns it into a ``Model``. Rigid bodies and
-    their shapes: ``add_body``, ``add_shape_sphere``/``box``/``capsule`` (``builder_rigid.py``).
+    their shapes: ``add_body``, ``add_shape_sphere``/``box``/``capsule`` (``builder_rigid.py``);
+    joints: ``add_joint_ball``/``revolute``/``fixed`` (``builder_joints.py``).
 
     Options (keyword-only): ``up_axis`` ("x", "y" or "z"), ``gravity`` [m/s^2] along the up axis
     (negative pulls down) or a 3-vector.
@@ -125,6 +127,7 @@ class ModelBuilder(RigidBuilderMixin):
         self.ground_height = 0.0
         self.ground_material = (self.soft_contact_ke, self.soft_contact_kd, self.soft_contact_kf, self.soft_contact_mu)
         self._init_bodies()
+        self._init_joints()
 
     # ------------------------------------------------------------------ counts
 
@@ -432,4 +435,5 @@ class ModelBuilder(RigidBuilderMixin):
         m.ground_height = self.ground_height
         m.ground_ke, m.ground_kd, m.ground_kf, m.ground_mu = self.ground_material
         self._finalize_bodies(m, dev, rg)
+        self._finalize_joints(m, dev, rg)
         return m

@@ -104,7 +104,7 @@ class RigidBuilderMixin:
         q = np.asarray(_vec(rot, "add_body: rot", 4))
         if not abs(np.linalg.norm(q) - 1.0) < 1e-3:
             raise ValueError(f"add_body: rot must be a unit quaternion (x, y, z, w), got {rot!r}")
-        self.body_q.append(_vec(pos, "add_body: pos") + tuple(q / np.linalg.norm(q)))
+        self.body_q.append(_vec(pos, "add_body: pos") + tuple(float(c) for c in q / np.linalg.norm(q)))
         self.body_qd.append(_vec(ang_vel, "add_body: ang_vel") + _vec(vel, "add_body: vel"))
         return len(self.body_q) - 1
 

@@ -86,6 +86,13 @@ class Model:
         rigid_pairs: the two shapes of each pair (a box first), shape [2 * rigid_pair_count], int32;
             ``rigid_pair_candidates``: the most contact points any pair tests.
 
+    Joints (``joint_count``; ``ModelBuilder.add_joint_*``): joint_type (0 ball, 1 revolute, 2
+        fixed), joint_parent (-1: the world), joint_child, int32; joint_anchor_parent /
+        joint_anchor_child [m] and joint_axis_parent / joint_axis_child (unit) in each body's frame,
+        vec3; joint_rest_rotation (child relative to parent at rest), quat; joint_ke [N/m],
+        joint_kd [N s/m], joint_angular_ke [N m/rad], joint_angular_kd [N m s/rad],
+        joint_target_ke [N m/rad], joint_target_kd [N m s/rad], float (differentiable).
+
     Scalars: ``gravity`` (3 floats) [m/s^2]; ``up_vector``; ``particle_ke`` [N/m],
     ``particle_kd`` [N s/m], ``particle_kf`` [N s/m], ``particle_mu``, ``particle_cohesion`` [m]
     (particle-particle contact; ``particle_contact`` switches it); ``soft_contact_margin`` [m]
@@ -135,6 +142,12 @@ class Model:
         self.rigid_shape_body = self.rigid_shape_type = self.rigid_shape_xform = self.rigid_shape_size = None
         self.rigid_shape_material = self.rigid_pairs = None
 
+        self.joint_count = 0
+        self.joint_type = self.joint_parent = self.joint_child = None
+        self.joint_anchor_parent = self.joint_anchor_child = self.joint_axis_parent = self.joint_axis_child = None
+        self.joint_rest_rotation = self.joint_ke = self.joint_kd = self.joint_angular_ke = None
+        self.joint_angular_kd = self.joint_target_ke = self.joint_target_kd = None
+
         self.ground = False
         self.ground_height = 0.0
         self.ground_ke, self.ground_kd, self.ground_kf, self.ground_mu = 1.0e3, 10.0, 1.0e3, 0.5
@@ -160,10 +173,11 @@ class Model:
         return state
 
     def control(self, requires_grad: bool | None = None) -> Control:
-        """A new ``Control`` whose spring activations start at ``spring_control``."""
+        """A new ``Control`` whose spring activations start at ``spring_control`` and joint targets at 0."""
         rg = self.requires_grad if requires_grad is None else bool(requires_grad)
         act = array(self.spring_control.numpy(), dtype=self.dtype, device=self.device, requires_grad=rg)
-        return Control(act)
+        target = zeros(self.joint_count, dtype=self.dtype, device=self.device, requires_grad=rg)
+        return Control(act, target)
 
     # ------------------------------------------------------------------ helpers for solvers
 

@@ -63,10 +63,14 @@ class Control:
         spring_activation: spring activations [dimensionless], shape [spring_count], float: a spring's
             rest length is ``spring_rest_length * (1 + activation)`` (0 is passive, -0.1 contracts it by
             10%). Differentiable: make it ``requires_grad`` to optimise actuation.
+        joint_target: target angles of the revolute joints' drives [rad] (0: the initial pose),
+            shape [joint_count], float (other joints ignore theirs). Differentiable.
     """
 
-    def __init__(self, spring_activation: array):
+    def __init__(self, spring_activation: array, joint_target: array | None = None):
         self.spring_activation = spring_activation
+        self.joint_target = joint_target
 
     def __repr__(self):
-        return f"Control(springs={self.spring_activation.shape[0]})"
+        joints = 0 if self.joint_target is None else self.joint_target.shape[0]
+        return f"Control(springs={self.spring_activation.shape[0]}, joints={joints})"

@@ -44,7 +44,8 @@ class Solver:
         if control is not None:
             return control
         c = self._controls.get(id(model))
-        if c is None or c.spring_activation.shape[0] != model.spring_count:
+        if c is None or c.spring_activation.shape[0] != model.spring_count or c.joint_target is None \
+                or c.joint_target.shape[0] != model.joint_count:
             c = self._controls[id(model)] = model.control(requires_grad=False)
         return c
 

@@ -1,4 +1,4 @@
-"""``RigidBodySolver``: rigid bodies (spheres, boxes, capsules) with penalty contacts, semi-implicit Euler.
+"""``RigidBodySolver``: rigid bodies (spheres, boxes, capsules) with penalty contacts and joints, semi-implicit Euler.
 
 Example::
 
@@ -18,9 +18,9 @@ Per step: contact wrenches of every shape pair that may touch (``model.rigid_pai
 different bodies, or a body's and a static one) and of every body shape against the ground plane
 (``collision/rigid_contacts.py``; penalty forces ``contact_force``: normal stiffness ``ke``,
 damping ``kd`` while approaching, friction ``min(kf |v_t|, mu f_n)``, the shapes' materials, a
-pair using the mean of its two), then semi-implicit Euler with an explicit gyroscopic term.
-Explicit: ``dt`` must resolve the stiffest contact, ``dt < ~0.3 sqrt(m / ke)`` for the lightest
-body (``max_time_step``). Differentiable through the Tape (every step writes new arrays when
+pair using the mean of its two), the joints' wrenches (``kernels_joints.py``), then semi-implicit Euler with an explicit gyroscopic term.
+Explicit: ``dt`` must resolve the stiffest contact or joint, ``dt < ~0.3 sqrt(m / ke)`` for the
+lightest body (``max_time_step``; joints' angular gains against the smallest inertia). Differentiable through the Tape (every step writes new arrays when
 gradients are wanted). The pair list is all pairs (O(shapes^2)): for scenes of up to a few
 hundred shapes.
 """
@@ -35,21 +35,40 @@ from ...model import Control, Model, State
 from ...runtime import launch
 from ..solver import Solver
 from .kernels import eval_rigid_ground_contacts, eval_rigid_pair_contacts, integrate_bodies
+from .kernels_joints import eval_joints
 
 
 class RigidBodySolver(Solver):
     """Steps the model's rigid bodies (``model.body_*``); its particles, if any, are an error."""
 
     def max_time_step(self, model: Model) -> float:
-        """``0.3 sqrt(m / ke)`` and ``0.3 m / kd`` [s] for the lightest body and the stiffest
-        material: a stable explicit step for contacts at one point."""
-        mass = model.body_mass.numpy() if model.body_count else np.zeros(0)
-        mass = mass[mass > 0.0]
-        mat = model.rigid_shape_material.numpy() if model.rigid_shape_count else np.zeros((0, 4))
-        if not mass.size or not mat.size:
+        """A stable explicit ``dt`` [s]: ``0.3 sqrt(m / k)`` and ``0.3 m / c`` for the lightest body's
+        mass and smallest principal inertia against the stiffest contact material and joint
+        (``k``, ``c``: linear stiffness and damping against ``m``, angular ones against inertia)."""
+        if not model.body_count:
             return math.inf
-        m, ke, kd = float(mass.min()), float(mat[:, 0].max()), float(mat[:, 1].max())
-        return min(0.3 * math.sqrt(m / ke) if ke > 0 else math.inf, 0.3 * m / kd if kd > 0 else math.inf)
+        mass = model.body_mass.numpy()
+        dynamic = mass > 0.0
+        if not dynamic.any():
+            return math.inf
+        m = float(mass[dynamic].min())
+        inertia = float(min(np.linalg.eigvalsh(i).min() for i in model.body_inertia.numpy()[dynamic]))
+        linear, angular = [], []
+        if model.rigid_shape_count:
+            mat = model.rigid_shape_material.numpy()
+            linear.append((mat[:, 0].max(), mat[:, 1].max()))
+        if model.joint_count:
+            linear.append((model.joint_ke.numpy().max(), model.joint_kd.numpy().max()))
+            angular.append((max(model.joint_angular_ke.numpy().max(), model.joint_target_ke.numpy().max()),
+                            model.joint_angular_kd.numpy().max() + model.joint_target_kd.numpy().max()))
+        bounds = [math.inf]
+        for inert, pairs in ((m, linear), (inertia, angular)):
+            for k, c in pairs:
+                if k > 0.0:
+                    bounds.append(0.3 * math.sqrt(inert / k))
+                if c > 0.0:
+                    bounds.append(0.3 * inert / c)
+        return min(bounds)
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         n = model.body_count
@@ -73,6 +92,18 @@ class RigidBodySolver(Solver):
         if model.ground and model.rigid_shape_count:
             launch(eval_rigid_ground_contacts, (model.rigid_shape_count, 8), device=dev,
                    inputs=shape_args + [model.vector(model.up_vector), s(model.ground_height)], outputs=[f])
+        if model.joint_count:
+            control = self.default_control(model, control)
+            if control.joint_target is None or control.joint_target.shape[0] != model.joint_count:
+                raise ValueError(f"RigidBodySolver: control.joint_target must hold {model.joint_count} targets "
+                                 f"(make the control with model.control())")
+            launch(eval_joints, model.joint_count, device=dev,
+                   inputs=[state_in.body_q, state_in.body_qd, model.body_com, model.joint_type, model.joint_parent,
+                           model.joint_child, model.joint_anchor_parent, model.joint_anchor_child,
+                           model.joint_axis_parent, model.joint_axis_child, model.joint_rest_rotation, model.joint_ke,
+                           model.joint_kd, model.joint_angular_ke, model.joint_angular_kd, model.joint_target_ke,
+                           model.joint_target_kd, control.joint_target],
+                   outputs=[f])
         f_ext = state_in.body_f
         if f_ext is None:
             f_ext = self.scratch(model, "body_f_ext", n, wrench_t, fresh=False)
