@@ -1,30 +1,43 @@
-"""Load USD stages (usd-core) into a ``ModelBuilder``: meshes become static colliders, points particles.
+"""Load USD stages (usd-core) into a ``ModelBuilder``: meshes become static colliders, points
+particles, physics rigid bodies simkit bodies.
 
 Example::
 
     builder = sk.ModelBuilder()                                   # y up
     info = sk.io.load_usd("scene.usda", builder, particle_mass=0.01)
     info.particles     # {"/World/sand": range(0, 500)}     prim path -> particle indices
-    info.shapes        # {"/World/ground": 0}               prim path -> shape index
-    info.skipped       # {"/World/box": "dynamic rigid body (not supported yet)"}
+    info.shapes        # {"/World/ground": 0}               prim path -> (mesh) shape index
+    info.bodies        # {"/World/ball": 0}                 prim path -> body index
+    info.rigid_shapes  # {"/World/ball": 0, "/World/table": 1}  prim path -> rigid shape index
+    info.skipped       # {"/World/box/mesh": "mesh of the dynamic rigid body '/World/box' (not supported)"}
     model = builder.finalize(device="cpu")
 
 What is read (at one time code, every prim in world space):
 
 * ``UsdGeom.Mesh`` -> ``builder.add_shape_mesh``: polygons are fan-triangulated, the world
   transform is baked into the points. Invisible meshes are skipped unless they carry an enabled
-  ``PhysicsCollisionAPI`` (collision proxies are usually hidden). Dynamic rigid bodies
+  ``PhysicsCollisionAPI`` (collision proxies are usually hidden). Meshes of dynamic rigid bodies
   (``PhysicsRigidBodyAPI`` on the mesh or an ancestor, not kinematic) are skipped with a warning.
 * ``UsdGeom.Points`` -> ``builder.add_particle``: ``points``, ``velocities`` (if authored; mapped
   by the linear part of the world transform), radius = ``widths`` / 2 (scaled by the transform's
   mean scale; default ``builder.default_particle_radius``). Mass [kg]: ``physics:mass`` (the total,
   shared by the points), else ``physics:density`` times each sphere's volume, else ``particle_mass``.
+* ``PhysicsRigidBodyAPI`` prims -> ``builder.add_body`` with their ``UsdGeom.Sphere`` / ``Cube`` /
+  ``Capsule`` ``PhysicsCollisionAPI`` prims as shapes; such colliders outside rigid bodies -> static
+  shapes (body -1). A body sits at its prim's world transform (position, rotation; scale is baked
+  into its shapes' sizes); ``physics:velocity`` [length/s] and ``physics:angularVelocity``
+  [degrees/s] are read in world axes (as PhysX does unless ``physxRigidBody:localSpaceVelocities``
+  is true: then in the body's axes) and become ``vel`` [m/s] (the centre of mass's) and ``ang_vel``
+  [rad/s]. Mass: the body's ``physics:mass`` (the total, spread over its shapes in proportion to
+  their volumes), else per shape its ``physics:mass`` or ``physics:density``, else the body's
+  ``physics:density``, else ``body_density``. Kinematic bodies (``physics:kinematicEnabled``) get
+  massless shapes: simkit moves them at constant velocity, turning about their frame's origin.
 * The first ``UsdPhysics.Scene``: gravity -> ``builder.set_gravity`` (its defaults: down the
   stage's up axis, 9.81 m/s^2).
 
 Units: lengths are multiplied by the stage's ``metersPerUnit`` (1 when not authored, as in Warp)
 and masses by ``kilogramsPerUnit``; a Z-up stage loaded into a Y-up builder (or the reverse) is
-rotated by 90 degrees about the axis perpendicular to both up axes.
+rotated by 90 degrees about the axis perpendicular to both up axes (bodies' rotations included).
 """
 from __future__ import annotations
 
@@ -35,6 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..model.builder_rigid import BOX, CAPSULE, SPHERE, shape_mass_properties
 from .usd_exporter import have_pxr
 
 __all__ = ["UsdLoadResult", "load_usd"]
@@ -51,7 +65,9 @@ class UsdLoadResult:
     meters_per_unit: float                           # stage length unit [m] (times ``scale``)
     up_axis: str                                     # the stage's up axis, "Y" or "Z"
     particles: dict = field(default_factory=dict)    # prim path -> range of particle indices
-    shapes: dict = field(default_factory=dict)       # prim path -> shape index
+    shapes: dict = field(default_factory=dict)       # prim path -> shape index (mesh colliders)
+    bodies: dict = field(default_factory=dict)       # prim path -> body index
+    rigid_shapes: dict = field(default_factory=dict)  # prim path -> rigid shape index (body's or static)
     skipped: dict = field(default_factory=dict)      # prim path -> reason
     gravity: tuple | None = None                     # [m/s^2] set on the builder; None: not set
 
@@ -106,26 +122,11 @@ def _triangulate(counts: np.ndarray, indices: np.ndarray, flip: bool) -> np.ndar
     return (tris[:, [0, 2, 1]] if flip else tris).astype(np.int32)
 
 
-def _rigid_body_owner(prim, time):
-    """Path of the dynamic rigid body (the prim or an ancestor) that moves ``prim``, else None."""
-    from pxr import UsdPhysics
-
-    p = prim
-    while p and not p.IsPseudoRoot():
-        if p.HasAPI(UsdPhysics.RigidBodyAPI):
-            if _get(p, "physics:rigidBodyEnabled", time, True) and not _get(p, "physics:kinematicEnabled", time,
-                                                                             False):
-                return str(p.GetPath())
-            return None
-        p = p.GetParent()
-    return None
-
-
 def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, particle_radius=None,
              collider_ke=None, collider_kd=None, collider_kf=None, collider_mu=None,
-             gravity: bool = True) -> UsdLoadResult:
-    """Add the meshes (static colliders), points (particles) and physics-scene gravity of a USD stage
-    to ``builder``; returns a :class:`UsdLoadResult`.
+             gravity: bool = True, body_density: float = 1000.0) -> UsdLoadResult:
+    """Add the meshes (static colliders), points (particles), rigid bodies and physics-scene gravity
+    of a USD stage to ``builder``; returns a :class:`UsdLoadResult`.
 
     ``source``: a path (``.usd``, ``.usda``, ``.usdc``, ``.usdz``) or a ``pxr.Usd.Stage``.
     ``scale``: extra factor on all lengths (points, widths, velocities) after ``metersPerUnit``.
@@ -135,12 +136,19 @@ def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, parti
     ``physics:mass``/``physics:density``. ``particle_radius`` [m]: for points without ``widths``.
     ``collider_ke`` [N/m], ``collider_kd`` [N s/m], ``collider_kf`` [N s/m], ``collider_mu``: mesh
     contact (default: the builder's ``soft_contact_*``). ``gravity``: read the ``PhysicsScene``'s.
+    ``body_density`` [kg/m^3]: of rigid-body shapes without ``PhysicsMassAPI`` mass or density (rigid
+    contact parameters: the builder's ``rigid_contact_*``).
 
     Raises ``FileNotFoundError`` (no such file), ``ValueError`` (not a USD file, points without a
-    mass, inconsistent attribute sizes) and ``ImportError`` (usd-core is not installed).
+    mass, inconsistent attribute sizes, collision shapes that simkit's cannot represent: a
+    non-uniformly scaled sphere, a sheared shape) and ``ImportError`` (usd-core is not installed).
     """
     stage, path = _open_stage(source)
     from pxr import Usd, UsdGeom, UsdPhysics
+
+    body_density = float(body_density)
+    if not (body_density >= 0.0 and math.isfinite(body_density)):
+        raise ValueError(f"body_density must be a finite number >= 0 [kg/m^3], got {body_density}")
 
     if time is None:
         time = Usd.TimeCode(stage.GetStartTimeCode()) if stage.HasAuthoredTimeCodeRange() \
@@ -161,8 +169,13 @@ def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, parti
     cache = UsdGeom.XformCache(time)
     material = {"ke": collider_ke, "kd": collider_kd, "kf": collider_kf, "mu": collider_mu}
 
+    body_prims, colliders = [], []                          # rigid bodies, non-mesh collision geometry
     for prim in stage.Traverse(Usd.TraverseInstanceProxies()):
+        if prim.HasAPI(UsdPhysics.RigidBodyAPI):
+            body_prims.append(prim)
         if not (prim.IsA(UsdGeom.Mesh) or prim.IsA(UsdGeom.Points)):
+            if prim.IsA(UsdGeom.Gprim) and prim.HasAPI(UsdPhysics.CollisionAPI):
+                colliders.append(prim)
             continue
         name = str(prim.GetPath())
         M = np.array(cache.GetLocalToWorldTransform(prim), dtype=np.float64)
@@ -176,11 +189,13 @@ def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, parti
             if not visible and not collider:
                 result.skipped[name] = "invisible"
                 continue
-            body = _rigid_body_owner(prim, time)
-            if body is not None:
-                warnings.warn(f"load_usd: skipping mesh '{name}': it belongs to the dynamic rigid body '{body}' "
-                              "(rigid bodies are not supported yet)", stacklevel=2)
-                result.skipped[name] = f"dynamic rigid body '{body}' (not supported yet)"
+            body = _rigid_body_of(prim)
+            if body is not None and _body_motion(body, time) == "dynamic":
+                body = str(body.GetPath())
+                warnings.warn(f"load_usd: skipping mesh '{name}' of the dynamic rigid body '{body}': mesh colliders "
+                              "on rigid bodies are not supported (use Sphere, Cube or Capsule collision shapes)",
+                              stacklevel=2)
+                result.skipped[name] = f"mesh of the dynamic rigid body '{body}' (not supported)"
                 continue
             mesh = UsdGeom.Mesh(prim)
             pts = np.asarray(mesh.GetPointsAttr().Get(time) or [], dtype=np.float64).reshape(-1, 3)
@@ -205,6 +220,8 @@ def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, parti
             _add_points(builder, prim, name, time, L, t, mpu, kpu, particle_mass, particle_radius)
             result.particles[name] = range(start, builder.particle_count)
 
+    _add_rigid_bodies(builder, body_prims, colliders, result, cache=cache, conv=conv, mpu=mpu, kpu=kpu, time=time,
+                      body_density=body_density)
     if gravity:
         scenes = [p for p in stage.Traverse() if p.IsA(UsdPhysics.Scene)]
         if scenes:
@@ -258,3 +275,187 @@ def _scene_gravity(scene, up, rot, mpu, time) -> tuple:
     mag = EARTH_GRAVITY if mag is None or not math.isfinite(mag) or mag < 0.0 else float(mag) * mpu
     g = rot @ (d / np.linalg.norm(d)) * mag
     return tuple(float(c) for c in g)
+
+
+# ----------------------------------------------------------------------------- rigid bodies
+
+_GEOMS = {"Sphere": SPHERE, "Cube": BOX, "Capsule": CAPSULE}
+# simkit's capsules lie along their local y axis; these rotations (column vectors) take y onto USD's axis
+_AXIS_ROT = {"X": np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]), "Y": np.eye(3),
+             "Z": np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])}
+
+
+def _rigid_body_of(prim):
+    """The nearest prim with ``PhysicsRigidBodyAPI`` at or above ``prim`` (its body), else None."""
+    from pxr import UsdPhysics
+
+    p = prim
+    while p and not p.IsPseudoRoot():
+        if p.HasAPI(UsdPhysics.RigidBodyAPI):
+            return p
+        p = p.GetParent()
+    return None
+
+
+def _body_motion(body, time) -> str | None:
+    """"dynamic", "kinematic", or None for a disabled rigid body (its colliders are static)."""
+    if not _get(body, "physics:rigidBodyEnabled", time, True):
+        return None
+    return "kinematic" if _get(body, "physics:kinematicEnabled", time, False) else "dynamic"
+
+
+def _quat(R: np.ndarray) -> tuple:
+    """(x, y, z, w) of a rotation matrix (column vectors)."""
+    t = np.trace(R)
+    if t > 0.0:
+        s = 2.0 * math.sqrt(t + 1.0)
+        q = ((R[2, 1] - R[1, 2]) / s, (R[0, 2] - R[2, 0]) / s, (R[1, 0] - R[0, 1]) / s, 0.25 * s)
+    else:
+        i = int(np.argmax(np.diag(R)))
+        j, k = (i + 1) % 3, (i + 2) % 3
+        s = 2.0 * math.sqrt(max(1.0 + R[i, i] - R[j, j] - R[k, k], 0.0))
+        q = [0.0, 0.0, 0.0, (R[k, j] - R[j, k]) / s]
+        q[i], q[j], q[k] = 0.25 * s, (R[j, i] + R[i, j]) / s, (R[k, i] + R[i, k]) / s
+    q = np.asarray(q) / np.linalg.norm(q)
+    return tuple(float(c) for c in (q if q[3] >= 0.0 else -q))
+
+
+def _world(cache, prim, conv):
+    """The prim's local-to-world map in the builder's frame [m]: (3x3 for column vectors, translation)."""
+    M = np.array(cache.GetLocalToWorldTransform(prim), dtype=np.float64)
+    return conv @ M[:3, :3].T, conv @ M[3, :3]
+
+
+def _rotation_part(A: np.ndarray) -> np.ndarray:
+    """The rotation of the polar decomposition of ``A`` (a proper rotation, mirrors dropped)."""
+    U, _, Vt = np.linalg.svd(A)
+    if np.linalg.det(U @ Vt) < 0.0:
+        U[:, 2] = -U[:, 2]
+    return U @ Vt
+
+
+def _shape(prim, kind, name, A, length, time):
+    """(builder size tuple, rotation of the shape's frame in the builder's axes, volume [m^3])."""
+    from pxr import UsdGeom
+
+    n = np.linalg.norm(A, axis=0)                            # the shape's scale per local axis, times length
+    if not np.all(n > 0.0):
+        raise ValueError(f"{name}: its transform has a zero scale")
+    R = A / n
+    if np.abs(R.T @ R - np.eye(3)).max() > 1.0e-5:
+        raise ValueError(f"{name}: its transform shears it (a non-uniform scale above a rotation); "
+                         f"collision {prim.GetTypeName()}s need a rotation and a scale along their own axes")
+    if np.linalg.det(R) < 0.0:                               # mirrored: the shapes are symmetric
+        R[:, 0] = -R[:, 0]
+    scale = tuple(round(float(c / length), 9) for c in n)
+    if kind == SPHERE:
+        if n.max() - n.min() > 1.0e-6 * n.max():
+            raise ValueError(f"{name}: a collision Sphere needs a uniform scale, its transform scales it by "
+                             f"{scale} (use a Capsule or a Cube, or scale it uniformly)")
+        size = (float(UsdGeom.Sphere(prim).GetRadiusAttr().Get(time)) * float(n.mean()), 0.0, 0.0)
+    elif kind == BOX:
+        size = tuple(0.5 * float(UsdGeom.Cube(prim).GetSizeAttr().Get(time)) * n)
+    else:
+        cap = UsdGeom.Capsule(prim)
+        axis = str(cap.GetAxisAttr().Get(time)).upper()
+        k = "XYZ".index(axis)
+        a, b = n[(k + 1) % 3], n[(k + 2) % 3]
+        if abs(a - b) > 1.0e-6 * max(a, b):
+            raise ValueError(f"{name}: a collision Capsule needs the same scale across its axis ({axis}); its "
+                             f"transform scales it by {scale}")
+        size = (float(cap.GetRadiusAttr().Get(time)) * float(a), 0.5 * float(cap.GetHeightAttr().Get(time)) * n[k],
+                0.0)
+        R = R @ _AXIS_ROT[axis]
+    size = tuple(float(c) for c in size)
+    if not all(c > 0.0 and math.isfinite(c) for c in size[:{SPHERE: 1, BOX: 3, CAPSULE: 2}[kind]]):
+        raise ValueError(f"{name}: a collision {prim.GetTypeName()} needs its sizes (radius, height, size) > 0, "
+                         f"got {size} [m]")
+    return size, R, shape_mass_properties(kind, size, 1.0)[0]
+
+
+def _nonneg(prim, attr, time) -> float:
+    v = float(_get(prim, attr, time, 0.0))
+    if not (v >= 0.0 and math.isfinite(v)):
+        raise ValueError(f"{prim.GetPath()}: {attr} must be a finite number >= 0, got {v}")
+    return v
+
+
+def _densities(body, shapes, motion, time, mpu, kpu, body_density):
+    """Each shape's density [kg/m^3] (the order of precedence: the module docstring)."""
+    if motion == "kinematic":
+        return [0.0] * len(shapes)
+    total = _nonneg(body, "physics:mass", time)
+    if total > 0.0:
+        return [total * kpu / sum(s[4] for s in shapes)] * len(shapes)
+    per_volume = kpu / mpu ** 3                              # [mass unit / length unit^3] -> [kg/m^3]
+    rho_body = _nonneg(body, "physics:density", time) * per_volume
+    out = []
+    for prim, *_, volume in shapes:
+        m, rho = _nonneg(prim, "physics:mass", time), _nonneg(prim, "physics:density", time) * per_volume
+        out.append(m * kpu / volume if m > 0.0 else rho if rho > 0.0 else rho_body if rho_body > 0.0
+                   else float(body_density))
+    return out
+
+
+def _add_rigid_bodies(builder, body_prims, colliders, result, *, cache, conv, mpu, kpu, time, body_density):
+    """Add the rigid bodies ``body_prims`` (prims with ``PhysicsRigidBodyAPI``) and the collision
+    geometry ``colliders`` (non-mesh prims with ``PhysicsCollisionAPI``) to ``builder``, recording them
+    in ``result``. The nearest enabled rigid body at or above a collider owns it; colliders without
+    one become static shapes. Dynamic bodies without Sphere/Cube/Capsule shapes (they would have no
+    mass) and unsupported collision geometry (Cylinder, Cone, Plane, ...) are skipped with a warning."""
+    length = float(np.linalg.norm(conv[:, 0]))
+    rot = conv / length
+    owned = {}                                               # body path (None: static) -> [(prim, kind, ...)]
+    for prim in colliders:
+        name = str(prim.GetPath())
+        if not _get(prim, "physics:collisionEnabled", time, True):
+            result.skipped[name] = "collision disabled"
+            continue
+        body = _rigid_body_of(prim)
+        body = body if body is not None and _body_motion(body, time) is not None else None
+        kind = _GEOMS.get(prim.GetTypeName())
+        if kind is None:
+            what = f"of the rigid body '{body.GetPath()}'" if body is not None else "(static)"
+            warnings.warn(f"load_usd: skipping the collision {prim.GetTypeName()} '{name}' {what}: only Sphere, "
+                          "Cube and Capsule (and Mesh, static) colliders are supported", stacklevel=3)
+            result.skipped[name] = f"collision {prim.GetTypeName()} (not supported)"
+            continue
+        A, t = _world(cache, prim, conv)
+        size, R, volume = _shape(prim, kind, name, A, length, time)
+        owned.setdefault(None if body is None else str(body.GetPath()), []).append((prim, kind, size, (R, t), volume))
+
+    plan = []                                                # check every body before adding any
+    for body in body_prims:
+        path, motion = str(body.GetPath()), _body_motion(body, time)
+        shapes = owned.get(path)
+        if motion is None or not shapes:
+            if motion == "dynamic":
+                warnings.warn(f"load_usd: skipping the dynamic rigid body '{path}': it has no Sphere, Cube or "
+                              "Capsule collision shapes (prims with PhysicsCollisionAPI)", stacklevel=3)
+                result.skipped[path] = "rigid body without Sphere, Cube or Capsule collision shapes"
+            continue
+        plan.append((body, path, shapes, _densities(body, shapes, motion, time, mpu, kpu, body_density)))
+    for body, path, shapes, densities in plan:
+        A, t = _world(cache, body, conv)
+        Rb = _rotation_part(A)
+        v = length * np.asarray(_get(body, "physics:velocity", time, (0.0, 0.0, 0.0)), dtype=np.float64)
+        w = np.radians(np.asarray(_get(body, "physics:angularVelocity", time, (0.0, 0.0, 0.0)),
+                                  dtype=np.float64))
+        axes = Rb if _get(body, "physxRigidBody:localSpaceVelocities", time, False) else rot
+        index = builder.add_body(pos=t, rot=_quat(Rb), vel=axes @ v, ang_vel=axes @ w)
+        result.bodies[path] = index
+        for (prim, kind, size, (R, ts), _), rho in zip(shapes, densities):
+            result.rigid_shapes[str(prim.GetPath())] = _add_shape(builder, index, kind, size, Rb.T @ (ts - t),
+                                                                  Rb.T @ R, rho)
+    for prim, kind, size, (R, t), _ in owned.get(None, []):
+        result.rigid_shapes[str(prim.GetPath())] = _add_shape(builder, -1, kind, size, t, R, 0.0)
+
+
+def _add_shape(builder, body, kind, size, pos, R, density) -> int:
+    if kind == SPHERE:
+        return builder.add_shape_sphere(body, radius=size[0], pos=pos, density=density)
+    if kind == BOX:
+        return builder.add_shape_box(body, hx=size[0], hy=size[1], hz=size[2], pos=pos, rot=_quat(R),
+                                     density=density)
+    return builder.add_shape_capsule(body, radius=size[0], half_height=size[1], pos=pos, rot=_quat(R),
+                                     density=density)
