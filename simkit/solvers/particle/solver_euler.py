@@ -19,6 +19,7 @@ from ...runtime import launch
 from ..solver import Solver
 from .kernels_contact import eval_ground_contacts, eval_mesh_contacts, eval_particle_contacts
 from .kernels_forces import eval_springs, eval_triangles, integrate_particles
+from ..rigid.solver import begin_body_step, end_body_step, launch_particle_body_contacts
 
 
 def launch_shape_contacts(model: Model, q, qd, f, *, ground: bool = True) -> None:
@@ -42,11 +43,16 @@ def launch_shape_contacts(model: Model, q, qd, f, *, ground: bool = True) -> Non
 
 class SemiImplicitEulerSolver(Solver):
     """Springs, membrane triangles, gravity, velocity damping, and penalty contacts with the
-    ground, other particles (through ``model.particle_grid``, rebuilt every step) and static meshes."""
+    ground, other particles (through ``model.particle_grid``, rebuilt every step) and static meshes.
+    The model's rigid bodies, if any, are stepped alongside (as ``RigidBodySolver`` does), with
+    penalty contacts between particles and rigid shapes acting on both."""
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         n = model.particle_count
+        fb = begin_body_step(self, model, state_in, control)   # rigid bodies, if any: stepped alongside
         if n == 0:
+            if fb is not None:
+                end_body_step(model, state_in, state_out, fb, dt)
             return
         s, dev = model.scalar, model.device
         fresh = self.differentiable(model, state_in)
@@ -73,7 +79,11 @@ class SemiImplicitEulerSolver(Solver):
                    outputs=[f])
             self.rebuild_on_backward(grid, q, width)
         launch_shape_contacts(model, q, qd, f)
+        if fb is not None:
+            launch_particle_body_contacts(model, state_in, q, qd, f, fb)
         launch(integrate_particles, n, device=dev,
                inputs=[q, qd, state_in.particle_f, f, model.particle_inv_mass, model.vector(model.gravity),
                        s(model.particle_damping), s(model.particle_max_velocity), s(dt)],
                outputs=[state_out.particle_q, state_out.particle_qd])
+        if fb is not None:
+            end_body_step(model, state_in, state_out, fb, dt)

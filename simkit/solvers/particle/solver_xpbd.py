@@ -44,6 +44,9 @@ class XPBDSolver(Solver):
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         n = model.particle_count
+        if model.body_count:
+            raise ValueError(f"XPBDSolver steps particles only; the model has {model.body_count} rigid bodies "
+                             f"(SemiImplicitEulerSolver steps particles and bodies together)")
         if n == 0:
             return
         s, dev, vec = model.scalar, model.device, model.vec_type

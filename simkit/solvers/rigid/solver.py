@@ -32,9 +32,10 @@ import numpy as np
 
 from ...kernels import types as T
 from ...model import Control, Model, State
-from ...runtime import launch
+from ...runtime import launch, zeros_like
 from ..solver import Solver
 from .kernels import eval_rigid_ground_contacts, eval_rigid_pair_contacts, integrate_bodies
+from .kernels_coupling import eval_particle_body_contacts
 from .kernels_joints import eval_joints
 
 
@@ -71,44 +72,66 @@ class RigidBodySolver(Solver):
         return min(bounds)
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
-        n = model.body_count
         if model.particle_count:
             raise ValueError(f"RigidBodySolver steps rigid bodies only; the model has {model.particle_count} "
-                             f"particles (step them with SemiImplicitEulerSolver, XPBDSolver or SPHSolver)")
-        if n == 0:
-            return
-        if state_in.body_q is None or state_out.body_q is None:
-            raise ValueError("RigidBodySolver: the states have no bodies; make them with model.state()")
-        s, dev = model.scalar, model.device
-        fresh = self.differentiable(model, state_in)
-        wrench_t = T.spatial_vector if model.dtype is T.float32 else T.spatial_vectord
-        f = self.scratch(model, "body_f", n, wrench_t, fresh=fresh)
-        shape_args = [state_in.body_q, state_in.body_qd, model.body_com, model.rigid_shape_body,
-                      model.rigid_shape_type, model.rigid_shape_xform, model.rigid_shape_size,
-                      model.rigid_shape_material]
-        if model.rigid_pair_count:
-            launch(eval_rigid_pair_contacts, (model.rigid_pair_count, model.rigid_pair_candidates), device=dev,
-                   inputs=shape_args + [model.rigid_pairs], outputs=[f])
-        if model.ground and model.rigid_shape_count:
-            launch(eval_rigid_ground_contacts, (model.rigid_shape_count, 8), device=dev,
-                   inputs=shape_args + [model.vector(model.up_vector), s(model.ground_height)], outputs=[f])
-        if model.joint_count:
-            control = self.default_control(model, control)
-            if control.joint_target is None or control.joint_target.shape[0] != model.joint_count:
-                raise ValueError(f"RigidBodySolver: control.joint_target must hold {model.joint_count} targets "
-                                 f"(make the control with model.control())")
-            launch(eval_joints, model.joint_count, device=dev,
-                   inputs=[state_in.body_q, state_in.body_qd, model.body_com, model.joint_type, model.joint_parent,
-                           model.joint_child, model.joint_anchor_parent, model.joint_anchor_child,
-                           model.joint_axis_parent, model.joint_axis_child, model.joint_rest_rotation, model.joint_ke,
-                           model.joint_kd, model.joint_angular_ke, model.joint_angular_kd, model.joint_target_ke,
-                           model.joint_target_kd, control.joint_target],
-                   outputs=[f])
-        f_ext = state_in.body_f
-        if f_ext is None:
-            f_ext = self.scratch(model, "body_f_ext", n, wrench_t, fresh=False)
-        launch(integrate_bodies, n, device=dev,
-               inputs=[state_in.body_q, state_in.body_qd, f_ext, f, model.body_com, model.body_inv_mass,
-                       model.body_inertia, model.body_inv_inertia, model.vector(model.gravity),
-                       s(model.body_angular_damping), s(dt)],
-               outputs=[state_out.body_q, state_out.body_qd])
+                             f"particles (SemiImplicitEulerSolver and SPHSolver step particles and bodies together)")
+        f = begin_body_step(self, model, state_in, control)
+        if f is not None:
+            end_body_step(model, state_in, state_out, f, dt)
+
+
+def begin_body_step(solver: Solver, model: Model, state_in: State, control: Control | None):
+    """The wrench array of this step's bodies, holding their contacts' and joints' wrenches (None
+    without bodies). Particle solvers add the particles' reactions, then call ``end_body_step``."""
+    n = model.body_count
+    if n == 0:
+        return None
+    if state_in.body_q is None:
+        raise ValueError("the state has no bodies; make states with model.state()")
+    s, dev = model.scalar, model.device
+    fresh = solver.differentiable(model, state_in)
+    wrench_t = T.spatial_vector if model.dtype is T.float32 else T.spatial_vectord
+    f = solver.scratch(model, "body_f", n, wrench_t, fresh=fresh)
+    shape_args = [state_in.body_q, state_in.body_qd, model.body_com, model.rigid_shape_body,
+                  model.rigid_shape_type, model.rigid_shape_xform, model.rigid_shape_size,
+                  model.rigid_shape_material]
+    if model.rigid_pair_count:
+        launch(eval_rigid_pair_contacts, (model.rigid_pair_count, model.rigid_pair_candidates), device=dev,
+               inputs=shape_args + [model.rigid_pairs], outputs=[f])
+    if model.ground and model.rigid_shape_count:
+        launch(eval_rigid_ground_contacts, (model.rigid_shape_count, 8), device=dev,
+               inputs=shape_args + [model.vector(model.up_vector), s(model.ground_height)], outputs=[f])
+    if model.joint_count:
+        control = solver.default_control(model, control)
+        if control.joint_target is None or control.joint_target.shape[0] != model.joint_count:
+            raise ValueError(f"control.joint_target must hold {model.joint_count} targets "
+                             f"(make the control with model.control())")
+        launch(eval_joints, model.joint_count, device=dev,
+               inputs=[state_in.body_q, state_in.body_qd, model.body_com, model.joint_type, model.joint_parent,
+                       model.joint_child, model.joint_anchor_parent, model.joint_anchor_child,
+                       model.joint_axis_parent, model.joint_axis_child, model.joint_rest_rotation, model.joint_ke,
+                       model.joint_kd, model.joint_angular_ke, model.joint_angular_kd, model.joint_target_ke,
+                       model.joint_target_kd, control.joint_target],
+               outputs=[f])
+    return f
+
+
+def launch_particle_body_contacts(model: Model, state_in: State, q, qd, f_particles, f_bodies) -> None:
+    """Penalty contacts of particles (``q``, ``qd``) with every rigid shape, into both force arrays."""
+    if model.particle_count and model.rigid_shape_count:
+        launch(eval_particle_body_contacts, (model.particle_count, model.rigid_shape_count), device=model.device,
+               inputs=[q, qd, model.particle_radius, model.particle_inv_mass, state_in.body_q, state_in.body_qd,
+                       model.body_com, model.rigid_shape_body, model.rigid_shape_type, model.rigid_shape_xform,
+                       model.rigid_shape_size, model.rigid_shape_material],
+               outputs=[f_particles, f_bodies])
+
+
+def end_body_step(model: Model, state_in: State, state_out: State, f, dt: float) -> None:
+    """Integrate the bodies with the wrenches ``f`` plus ``state_in.body_f`` (semi-implicit Euler)."""
+    s = model.scalar
+    f_ext = state_in.body_f if state_in.body_f is not None else zeros_like(f)
+    launch(integrate_bodies, model.body_count, device=model.device,
+           inputs=[state_in.body_q, state_in.body_qd, f_ext, f, model.body_com, model.body_inv_mass,
+                   model.body_inertia, model.body_inv_inertia, model.vector(model.gravity),
+                   s(model.body_angular_damping), s(dt)],
+           outputs=[state_out.body_q, state_out.body_qd])

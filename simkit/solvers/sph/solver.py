@@ -18,8 +18,9 @@ with Tait's equation ``p = B ((rho / rho0)^7 - 1)`` (``B = rho0 c^2 / 7``, clamp
 pressure and viscosity forces (``kernels.py``), the walls' (the faces of ``bounds`` and the model's
 ground plane: mirrors, which reflect the fluid near them, so particles next to them see full
 density and a balanced pressure) and penalty contacts with the static meshes, then integrate with
-semi-implicit Euler. ``c`` is an artificial speed of sound: about 10x the fastest flow keeps density
-within ~1% of rest.
+semi-implicit Euler. Rigid bodies in the model are stepped alongside, pushed by the fluid
+through penalty contacts with their shapes (a coarse coupling: no mirror images at bodies). ``c``
+is an artificial speed of sound: about 10x the fastest flow keeps density within ~1% of rest.
 
 Differentiable through the Tape like the particle solvers: with gradients wanted every step writes
 new arrays and the grid is rebuilt from the recorded positions for the backward pass.
@@ -35,6 +36,7 @@ from ...collision import HashGrid
 from ...runtime import array, launch
 from ..particle.kernels_forces import integrate_particles
 from ..particle.solver_euler import launch_shape_contacts
+from ..rigid.solver import begin_body_step, end_body_step, launch_particle_body_contacts
 from ..solver import Solver
 from .kernels import eval_density, eval_pressure, eval_sph_forces, smoothing_constants
 
@@ -143,11 +145,14 @@ class SPHSolver(Solver):
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         n = model.particle_count
-        if n == 0:
-            return
         if model.spring_count or model.tri_count:
             raise ValueError(f"SPHSolver simulates fluid particles only; the model has {model.spring_count} "
                              f"springs and {model.tri_count} triangles (use SemiImplicitEulerSolver or XPBDSolver)")
+        fb = begin_body_step(self, model, state_in, control)   # rigid bodies, if any: stepped alongside
+        if n == 0:
+            if fb is not None:
+                end_body_step(model, state_in, state_out, fb, dt)
+            return
         s, dev = model.scalar, model.device
         fresh = self.differentiable(model, state_in)
         h = self.support(model)
@@ -176,8 +181,12 @@ class SPHSolver(Solver):
                outputs=[f])
         self.rebuild_on_backward(grid, q, h)
         launch_shape_contacts(model, q, qd, f, ground=False)
+        if fb is not None:
+            launch_particle_body_contacts(model, state_in, q, qd, f, fb)
         launch(integrate_particles, n, device=dev,
                inputs=[q, qd, state_in.particle_f, f, model.particle_inv_mass, model.vector(model.gravity),
                        s(model.particle_damping), s(model.particle_max_velocity), s(dt)],
                outputs=[state_out.particle_q, state_out.particle_qd])
         self.density, self.pressure = rho, p
+        if fb is not None:
+            end_body_step(model, state_in, state_out, fb, dt)
