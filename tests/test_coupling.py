@@ -141,3 +141,24 @@ def test_solvers_that_step_one_kind_say_so():
     a = run(model, sk.SemiImplicitEulerSolver(), 100, 1e-3).body_q.numpy()
     np.testing.assert_array_equal(a, run(model, sk.RigidBodySolver(), 100, 1e-3).body_q.numpy())
     assert math.isfinite(a[0, 1]) and a[0, 1] < 1.0
+
+
+def test_a_light_box_floats_in_sph_water_at_its_archimedes_draft():
+    # CPU, float32, ~7 s: a box of half the water's density settles in a tank of 512 particles; it
+    # floats with half its height submerged (within 20%: the contacts keep particle centres a radius
+    # away from the box, so it sits a little deep) and stays upright
+    s = 0.02
+    b = sk.ModelBuilder()
+    b.add_fluid_block(pos=(s / 2, s / 2, s / 2), dim_x=8, dim_y=8, dim_z=8, spacing=s)
+    box = b.add_body(pos=(0.08, 0.22, 0.08))
+    b.add_shape_box(box, hx=0.04, hy=0.03, hz=0.04, density=500.0, ke=2e3, kd=2.0, kf=0.0, mu=0.0)
+    model = b.finalize(device="cpu")
+    solver = sk.SPHSolver(bounds=((0.0, 0.0, 0.0), (0.16, 1.0, 0.16)))
+    dt = min(solver.max_time_step(model, max_speed=1.5), sk.RigidBodySolver().max_time_step(model))
+    end = run(model, solver, 2500, dt)
+    q = end.body_q.numpy()[0]
+    surface = np.percentile(end.particle_q.numpy()[:, 1], 99) + s / 2
+    draft = surface - (q[1] - 0.03)
+    assert draft == pytest.approx(0.5 * 0.06, rel=0.2)
+    assert abs(end.body_qd.numpy()[0, 4]) < 0.01
+    np.testing.assert_allclose(np.abs(rotate(q[3:], np.array([0.0, 1.0, 0.0]))), [0.0, 1.0, 0.0], atol=0.05)
