@@ -333,3 +333,35 @@ def test_bad_shapes_and_bodies_are_named():
     model = b.finalize(device="cpu")
     with pytest.raises(ValueError, match="1 particles"):
         sk.RigidBodySolver().step(model, model.state(), model.state(), None, 1e-3)
+
+
+@pytest.mark.parametrize("shape", ["sphere", "box", "capsule"])
+def test_bodies_rest_on_a_static_triangle_mesh(device, shape):
+    # a tilted square of two triangles (10 degrees about x) instead of the ground plane: each shape
+    # comes to rest on it, its contact points the weight / stiffness deep, and does not slide (mu 1)
+    c, s = math.cos(math.radians(5.0)), math.sin(math.radians(5.0))
+    square = (np.array([[-1.0, 0.0, -1.0], [1.0, 0.0, -1.0], [1.0, 0.0, 1.0], [-1.0, 0.0, 1.0]]), np.array([0, 2, 1, 0, 3, 2]))
+    b = sk.ModelBuilder()
+    b.add_shape_mesh(square, rot=(s, 0.0, 0.0, c), ke=1e4, kd=100.0, kf=200.0, mu=1.0)
+    rest = {"sphere": 0.1, "box": 0.05, "capsule": 0.05}[shape]
+    contacts = {"sphere": 1, "box": 4, "capsule": 2}[shape]
+    body = b.add_body(pos=(0.0, rest / math.cos(math.radians(10.0)) + 0.005, 0.0), rot=(s, 0.0, 0.0, c))
+    if shape == "sphere":
+        b.add_shape_sphere(body, radius=0.1, density=200.0)
+    elif shape == "box":
+        b.add_shape_box(body, hx=0.2, hy=0.05, hz=0.1, density=200.0)
+    else:   # along the slope (across it, it would roll)
+        b.add_shape_capsule(body, radius=0.05, half_height=0.15, rot=(0.7071068, 0.0, 0.0, 0.7071068), density=200.0)
+    model = b.finalize(device=device, dtype=f64)
+    end = simulate(model, 1600, 5.0e-4)
+    q, qd = end.body_q.numpy()[0], end.body_qd.numpy()[0]
+    normal = np.array([0.0, math.cos(math.radians(10.0)), math.sin(math.radians(10.0))])
+    m = model.body_mass.numpy()[0]
+    height = q[:3] @ normal                       # of the body frame above the plane, along its normal
+    expected = rest - m * 9.81 * math.cos(math.radians(10.0)) / (contacts * 1e4)
+    assert height == pytest.approx(expected, abs=3e-4 if shape == "sphere" else 1e-4)
+    if shape == "sphere":   # a ball cannot rest on a slope: it rolls, v = w r
+        assert np.linalg.norm(qd[3:]) == pytest.approx(np.linalg.norm(qd[:3]) * 0.1, rel=0.02)
+        assert qd[5] > 0.3
+    else:
+        np.testing.assert_allclose(qd, 0.0, atol=1e-2)

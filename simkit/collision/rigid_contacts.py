@@ -14,7 +14,9 @@ the first shape is pushed, and the contact point, all in world coordinates:
 - box against box: the 8 corners of each inside the other (``k`` < 8: a's corners in b, else b's
   in a), pushed out through the nearest face (face contacts and stacking; edge-edge crossings
   without a corner inside are missed);
-- against the ground plane: a sphere's lowest point, a capsule's two end spheres, a box's 8 corners.
+- against the ground plane and static triangle meshes: a sphere's centre, a capsule's two end
+  spheres, a box's 8 corners (a mesh edge or vertex poking into a box face between corners is
+  missed).
 
 All are differentiable almost everywhere (the kinks are where the nearest feature changes).
 """
@@ -158,15 +160,21 @@ def pair_candidate(ta: int, xa: Any, sa: Any, tb: int, xb: Any, sb: Any, k: int)
 
 
 @func
-def ground_candidate(kind: int, xf: Any, size: Any, k: int, up: Any, height: Any):
-    """Candidate ``k`` of a shape against the plane ``dot(x, up) = height``: (depth [m], point)."""
+def point_candidate(kind: int, xf: Any, size: Any, k: int):
+    """Candidate point ``k`` of a shape against a surface, with its radius: a sphere's centre or a
+    capsule's end (radius ``size[0]``), a box's corner (radius 0)."""
     c = sk.transform_get_translation(xf)
-    depth = size[0] * 0.0
+    r = size[0] * 0.0
     if kind == 1:
         c = box_corner(xf, size, k)
-        depth = height - sk.dot(c, up)
     else:
         c = segment_end(kind, xf, size, k)
-        depth = size[0] - (sk.dot(c, up) - height)
-        c = c - up * size[0]
-    return depth, c
+        r = size[0]
+    return c, r
+
+
+@func
+def ground_candidate(kind: int, xf: Any, size: Any, k: int, up: Any, height: Any):
+    """Candidate ``k`` of a shape against the plane ``dot(x, up) = height``: (depth [m], point)."""
+    c, r = point_candidate(kind, xf, size, k)
+    return r - (sk.dot(c, up) - height), c - up * r

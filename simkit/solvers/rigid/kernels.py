@@ -8,12 +8,13 @@ contacts conserve linear and angular momentum.
 from __future__ import annotations
 
 from ...collision.rigid_contacts import ground_candidate, ground_candidate_count, pair_candidate, \
-    pair_candidate_count
+    pair_candidate_count, point_candidate
 from ...kernels import func, kernel
 from ...kernels import lang as sk
+from ...kernels import types as T
 from ...kernels.types import Any
 from ...runtime import array
-from ..particle.kernels_contact import contact_force
+from ..particle.kernels_contact import contact_force, mesh_contact
 
 
 @func
@@ -85,6 +86,30 @@ def eval_rigid_ground_contacts(body_q: array(dtype=Any), body_qd: array(dtype=An
     mat = shape_material[s]
     fc = contact_force(up, v, -depth, mat[0], mat[1], mat[2], mat[3])
     sk.atomic_add(f, b, type(body_qd[b])(sk.cross(p - c, fc), fc))
+
+
+@kernel
+def eval_rigid_mesh_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), body_com: array(dtype=Any),
+                             shape_body: array(dtype=int), shape_type: array(dtype=int),
+                             shape_xform: array(dtype=Any), shape_size: array(dtype=Any),
+                             mesh_id: array(dtype=T.uint64), mesh_ke: array(dtype=Any), mesh_kd: array(dtype=Any),
+                             mesh_kf: array(dtype=Any), mesh_mu: array(dtype=Any), f: array(dtype=Any)):
+    # every body shape's candidate points against every static triangle mesh, with the mesh's material
+    s, m, k = sk.tid()
+    b = shape_body[s]
+    kind = shape_type[s]
+    if b < 0 or k >= ground_candidate_count(kind):
+        return
+    size = shape_size[s]
+    c, r = point_candidate(kind, shape_frame(body_q, shape_body, shape_xform, s), size, k)
+    # look as deep as the shape is large: a box corner (radius 0) inside the mesh is found too
+    gap, n = mesh_contact(mesh_id[m], c, r, sk.max(size[0], sk.max(size[1], size[2])))
+    if gap >= 0.0:
+        return
+    p = c - n * r
+    v, com = point_velocity(body_q, body_qd, body_com, b, p)
+    fc = contact_force(n, v, gap, mesh_ke[m], mesh_kd[m], mesh_kf[m], mesh_mu[m])
+    sk.atomic_add(f, b, type(body_qd[b])(sk.cross(p - com, fc), fc))
 
 
 @kernel

@@ -16,7 +16,7 @@ Example::
 
 Per step: contact wrenches of every shape pair that may touch (``model.rigid_pairs``: shapes of
 different bodies, or a body's and a static one) and of every body shape against the ground plane
-(``collision/rigid_contacts.py``; penalty forces ``contact_force``: normal stiffness ``ke``,
+and the static triangle meshes (``add_shape_mesh``) (``collision/rigid_contacts.py``; penalty forces ``contact_force``: normal stiffness ``ke``,
 damping ``kd`` while approaching, friction ``min(kf |v_t|, mu f_n)``, the shapes' materials, a
 pair using the mean of its two), the joints' wrenches (``kernels_joints.py``), then semi-implicit Euler with an explicit gyroscopic term.
 Explicit: ``dt`` must resolve the stiffest contact or joint, ``dt < ~0.3 sqrt(m / ke)`` for the
@@ -34,7 +34,7 @@ from ...kernels import types as T
 from ...model import Control, Model, State
 from ...runtime import launch, zeros_like
 from ..solver import Solver
-from .kernels import eval_rigid_ground_contacts, eval_rigid_pair_contacts, integrate_bodies
+from .kernels import eval_rigid_ground_contacts, eval_rigid_mesh_contacts, eval_rigid_pair_contacts, integrate_bodies
 from .kernels_coupling import eval_particle_body_contacts
 from .kernels_joints import eval_joints
 
@@ -55,9 +55,11 @@ class RigidBodySolver(Solver):
         m = float(mass[dynamic].min())
         inertia = float(min(np.linalg.eigvalsh(i).min() for i in model.body_inertia.numpy()[dynamic]))
         linear, angular = [], []
-        if model.rigid_shape_count:
+        if model.rigid_shape_count:   # damping: normal (kd) and viscous friction (kf)
             mat = model.rigid_shape_material.numpy()
-            linear.append((mat[:, 0].max(), mat[:, 1].max()))
+            linear.append((mat[:, 0].max(), (mat[:, 1] + mat[:, 2]).max()))
+        if model.shape_count and model.rigid_shape_count:
+            linear.append((model.shape_ke.numpy().max(), (model.shape_kd.numpy() + model.shape_kf.numpy()).max()))
         if model.joint_count:
             linear.append((model.joint_ke.numpy().max(), model.joint_kd.numpy().max()))
             angular.append((max(model.joint_angular_ke.numpy().max(), model.joint_target_ke.numpy().max()),
@@ -101,6 +103,11 @@ def begin_body_step(solver: Solver, model: Model, state_in: State, control: Cont
     if model.ground and model.rigid_shape_count:
         launch(eval_rigid_ground_contacts, (model.rigid_shape_count, 8), device=dev,
                inputs=shape_args + [model.vector(model.up_vector), s(model.ground_height)], outputs=[f])
+    if model.shape_count and model.rigid_shape_count:
+        launch(eval_rigid_mesh_contacts, (model.rigid_shape_count, model.shape_count, 8), device=dev,
+               inputs=shape_args[:-1] + [model.shape_mesh_id, model.shape_ke, model.shape_kd, model.shape_kf,
+                                         model.shape_mu],
+               outputs=[f])
     if model.joint_count:
         control = solver.default_control(model, control)
         if control.joint_target is None or control.joint_target.shape[0] != model.joint_count:
