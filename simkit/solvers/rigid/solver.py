@@ -18,7 +18,8 @@ Per step: contact wrenches of every shape pair that may touch (``model.rigid_pai
 different bodies, or a body's and a static one) and of every body shape against the ground plane
 and the static triangle meshes (``add_shape_mesh``) (``collision/rigid_contacts.py``; penalty forces ``contact_force``: normal stiffness ``ke``,
 damping ``kd`` while approaching, friction ``min(kf |v_t|, mu f_n)``, the shapes' materials, a
-pair using the mean of its two), the joints' wrenches (``kernels_joints.py``), then semi-implicit Euler with an explicit gyroscopic term.
+pair using the mean of its two; past ~32 shapes a Bvh broad phase finds the pairs whose boxes
+overlap first), the joints' wrenches (``kernels_joints.py``), then semi-implicit Euler with an explicit gyroscopic term.
 Explicit: ``dt`` must resolve the stiffest contact or joint, ``dt < ~0.3 sqrt(m / ke)`` for the
 lightest body (``max_time_step``; joints' angular gains against the smallest inertia). Differentiable through the Tape (every step writes new arrays when
 gradients are wanted). The pair list is all pairs (O(shapes^2)): for scenes of up to a few
@@ -30,6 +31,7 @@ import math
 
 import numpy as np
 
+from ...collision.rigid_broadphase import RigidBroadPhase
 from ...kernels import types as T
 from ...model import Control, Model, State
 from ...runtime import launch, zeros_like
@@ -39,8 +41,23 @@ from .kernels_coupling import eval_particle_body_contacts
 from .kernels_joints import eval_joints
 
 
+BROAD_PHASE_PAIRS = 512    # "auto": past this many possible shape pairs (~32 shapes), find the touching ones with a Bvh
+
+
 class RigidBodySolver(Solver):
-    """Steps the model's rigid bodies (``model.body_*``); its particles, if any, are an error."""
+    """Steps the model's rigid bodies (``model.body_*``); its particles, if any, are an error.
+
+    ``broad_phase``: "all_pairs" tests every pair of shapes that may touch (``model.rigid_pairs``)
+    each step; "bvh" first finds the pairs whose bounding boxes overlap (``RigidBroadPhase``: a
+    Bvh refitted every step, one read-back of the pair count); "auto" (default) uses the Bvh past
+    512 possible pairs (~32 shapes), where it starts to pay (``benchmarks/rigid.py``).
+    """
+
+    def __init__(self, *, broad_phase: str = "auto"):
+        super().__init__()
+        if broad_phase not in ("auto", "all_pairs", "bvh"):
+            raise ValueError(f"RigidBodySolver: broad_phase must be 'auto', 'all_pairs' or 'bvh', got {broad_phase!r}")
+        self.broad_phase = broad_phase
 
     def max_time_step(self, model: Model) -> float:
         """A stable explicit ``dt`` [s]: ``0.3 sqrt(m / k)`` and ``0.3 m / c`` for the lightest body's
@@ -97,9 +114,19 @@ def begin_body_step(solver: Solver, model: Model, state_in: State, control: Cont
     shape_args = [state_in.body_q, state_in.body_qd, model.body_com, model.rigid_shape_body,
                   model.rigid_shape_type, model.rigid_shape_xform, model.rigid_shape_size,
                   model.rigid_shape_material]
-    if model.rigid_pair_count:
-        launch(eval_rigid_pair_contacts, (model.rigid_pair_count, model.rigid_pair_candidates), device=dev,
-               inputs=shape_args + [model.rigid_pairs], outputs=[f])
+    pairs, pair_count = model.rigid_pairs, model.rigid_pair_count
+    mode = getattr(solver, "broad_phase", "auto")
+    if pair_count and (mode == "bvh" or (mode == "auto" and pair_count > BROAD_PHASE_PAIRS)):
+        cache = solver.__dict__.setdefault("_broad_phases", {})
+        bp = cache.get(id(model))
+        if bp is None or bp.model is not model:
+            bp = cache[id(model)] = RigidBroadPhase(model)
+        pairs, pair_count = bp.find(state_in.body_q, None if fresh else solver.__dict__.get("_pair_buffer"))
+        if not fresh:
+            solver._pair_buffer = pairs
+    if pair_count:
+        launch(eval_rigid_pair_contacts, (pair_count, model.rigid_pair_candidates), device=dev,
+               inputs=shape_args + [pairs], outputs=[f])
     if model.ground and model.rigid_shape_count:
         launch(eval_rigid_ground_contacts, (model.rigid_shape_count, 8), device=dev,
                inputs=shape_args + [model.vector(model.up_vector), s(model.ground_height)], outputs=[f])

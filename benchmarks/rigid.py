@@ -1,0 +1,115 @@
+"""Rigid-body step cost: all-pairs narrow phase against the Bvh broad phase, by scene size.
+
+    python benchmarks/rigid.py [--quick] [--threads N] [--markdown out.md]
+
+A cubic lattice of n bodies (spheres, boxes, capsules in turn, 15 cm apart, spinning) above the
+ground; ``RigidBodySolver`` steps it with ``broad_phase="all_pairs"`` (every pair of shapes
+tested at its contact candidates, n (n - 1) / 2 pairs) and ``"bvh"`` (a Bvh over the shapes'
+boxes, refitted every step, rebuilt every 20, pair count read back). Forward steps per second,
+the two interleaved in one run; and forward + backward of a 20-step taped rollout for the Bvh.
+warp-lang 1.19 has no rigid-body simulator (``warp.sim`` moved out of the package), so there is
+no warp-lang column.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+import simkit as sk  # noqa: E402
+
+DT = 5.0e-4
+
+
+def lattice(n: int, requires_grad: bool = False):
+    rng = np.random.default_rng(1)
+    b = sk.ModelBuilder()
+    side = int(np.ceil(n ** (1.0 / 3.0)))
+    for k in range(n):
+        i, j, l = k % side, (k // side) % side, k // side // side
+        body = b.add_body(pos=(0.15 * i, 0.1 + 0.15 * l, 0.15 * j), ang_vel=tuple(rng.normal(size=3)))
+        if k % 3 == 0:
+            b.add_shape_sphere(body, radius=0.06)
+        elif k % 3 == 1:
+            b.add_shape_box(body, hx=0.06, hy=0.04, hz=0.05)
+        else:
+            b.add_shape_capsule(body, radius=0.03, half_height=0.05)
+    b.add_ground_plane()
+    return b.finalize(device="cpu", requires_grad=requires_grad)
+
+
+def stepper(model, mode: str, steps: int):
+    solver = sk.RigidBodySolver(broad_phase=mode)
+    states = [model.state(), model.state()]
+
+    def run():
+        for _ in range(steps):
+            solver.step(model, states[0], states[1], None, DT)
+            states.reverse()
+    return run
+
+
+def rollout(model, steps: int):
+    solver = sk.RigidBodySolver(broad_phase="bvh")
+    loss = sk.zeros(1, requires_grad=True)
+
+    @sk.kernel
+    def height(q: sk.array(dtype=sk.transform), loss: sk.array(dtype=float)):
+        i = sk.tid()
+        sk.atomic_add(loss, 0, sk.transform_get_translation(q[i])[1])
+
+    def run():
+        tape = sk.Tape()
+        with tape:
+            state = model.state()
+            for _ in range(steps):
+                nxt = model.state()
+                solver.step(model, state, nxt, None, DT)
+                state = nxt
+            sk.launch(height, model.body_count, inputs=[state.body_q], outputs=[loss])
+        tape.backward(loss=loss)
+    return run
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--markdown", default=None)
+    a = p.parse_args(argv)
+    if a.threads:
+        sk.config.cpu_threads = a.threads
+    sizes = [8, 27, 64, 216] if a.quick else [8, 27, 64, 216, 1000]
+    rounds = 3 if a.quick else 7
+    table = common.Table("Rigid bodies: steps per second (CPU)",
+                         ["bodies", "shape pairs", "all pairs steps/s", "bvh steps/s", "bvh / all pairs",
+                          "bvh fwd+bwd steps/s", "backward cost"])
+    for n in sizes:
+        model = lattice(n)
+        steps = 20 if n <= 216 else 4
+        t = common.bench_interleaved({m: stepper(model, m, steps) for m in ("all_pairs", "bvh")}, rounds=rounds)
+        rate = {m: steps / t[m].median for m in t}
+        k = 20
+        fb = common.bench(rollout(lattice(n, requires_grad=True), k), repeat=3 if a.quick else 5)
+        fb_rate = k / fb.median
+        table.add(n, model.rigid_pair_count, f"{rate['all_pairs']:.0f}", f"{rate['bvh']:.0f}",
+                  f"{rate['bvh'] / rate['all_pairs']:.1f}x", f"{fb_rate:.0f}", f"{rate['bvh'] / fb_rate:.1f}x")
+        common.progress(f"{n} bodies done")
+    info = common.machine_info(sk.config.cpu_threads or common.core_count())
+    print(common.kv_text(info))
+    print(table.text())
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(common.kv_markdown(info) + "\n\n" + table.markdown() + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
