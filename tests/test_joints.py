@@ -202,3 +202,28 @@ def test_bad_joints_are_named():
         b.add_joint_revolute(-1, body, anchor=(0, 0, 0), axis=(0, 0, 1), ke=-1.0)
     with pytest.raises(ValueError, match="child must be a body index"):
         b.add_joint_fixed(-1, -1)
+
+
+def test_joined_bodies_do_not_collide(device):
+    # two overlapping boxes joined by a ball joint at rest, no gravity: no contact force pushes them
+    # apart, with either broad phase; a sphere overlapping one of them (not joined) is pushed away
+    b = sk.ModelBuilder(gravity=0.0)
+    a = b.add_body()
+    b.add_shape_box(a, hx=0.1, hy=0.1, hz=0.1)
+    c = b.add_body(pos=(0.15, 0.0, 0.0))
+    b.add_shape_box(c, hx=0.1, hy=0.1, hz=0.1)
+    b.add_joint_ball(a, c, anchor=(0.075, 0.0, 0.0))
+    free = b.add_body(pos=(0.0, 0.0, 0.5))
+    b.add_shape_sphere(free, radius=0.1)
+    b.add_shape_sphere(-1, pos=(0.0, 0.0, 0.62), radius=0.05)   # static, overlapping the free sphere
+    model = b.finalize(device=device, dtype=f64)
+    assert model.body_filter.numpy().tolist() == [1, 0, -1] and model.rigid_pair_count == 5
+    for mode in ("all_pairs", "bvh"):
+        solver = sk.RigidBodySolver(broad_phase=mode)
+        s0, s1 = model.state(), model.state()
+        for _ in range(10):
+            solver.step(model, s0, s1, None, 1.0e-3)
+            s0, s1 = s1, s0
+        qd = s0.body_qd.numpy()
+        np.testing.assert_array_equal(qd[:2], 0.0)
+        assert qd[2, 5] < -0.01                                   # the free sphere is pushed off the static one

@@ -6,7 +6,8 @@
 Each step the shapes' world boxes (grown by ``margin``) are computed on the device, the tree is
 refitted (rebuilt every ``rebuild_every`` calls), and one thread per shape walks the tree for the
 shapes it may touch (each pair once, the box first as ``ModelBuilder`` orders pairs; shapes of one
-body and pairs of static shapes are skipped). The count is read back, so a capacity too small is
+body, of bodies joined by a joint (``model.body_filter``: each body's first joint neighbour) and
+pairs of static shapes are skipped). The count is read back, so a capacity too small is
 grown and the search repeated: never a silently dropped pair. Not differentiable (pairs are
 discrete); the contact kernels that read the pairs are.
 """
@@ -52,15 +53,18 @@ def shape_bounds(body_q: array(dtype=Any), shape_body: array(dtype=int), shape_t
 
 @kernel
 def collect_pairs(bvh: T.uint64, lowers: array(dtype=T.vec3), uppers: array(dtype=T.vec3),
-                  shape_body: array(dtype=int), shape_type: array(dtype=int), capacity: int,
-                  pairs: array(dtype=int), count: array(dtype=int)):
+                  shape_body: array(dtype=int), shape_type: array(dtype=int), body_filter: array(dtype=int),
+                  capacity: int, pairs: array(dtype=int), count: array(dtype=int)):
     a = sk.tid()
     ba = shape_body[a]
     query = sk.bvh_query_aabb(bvh, lowers[a], uppers[a])
     b = int(0)
     while sk.bvh_query_next(query, b):
         bb = shape_body[b]
-        if b > a and ba != bb and (ba >= 0 or bb >= 0):
+        joined = False
+        if ba >= 0 and bb >= 0:
+            joined = body_filter[ba] == bb or body_filter[bb] == ba
+        if b > a and ba != bb and (ba >= 0 or bb >= 0) and not joined:
             first = a
             second = b
             ta = shape_type[a]
@@ -112,7 +116,7 @@ class RigidBroadPhase:
             self.count.zero_()
             launch(collect_pairs, m.rigid_shape_count, device=m.device,
                    inputs=[self.bvh.id, self.lowers, self.uppers, m.rigid_shape_body, m.rigid_shape_type,
-                           self.capacity],
+                           m.body_filter, self.capacity],
                    outputs=[pairs, self.count], record_tape=False)
             n = int(self.count.numpy()[0])
             if n <= self.capacity:

@@ -11,7 +11,7 @@ Example::
     print(model.body_mass.numpy())    # [2.]
 
 A body's mass, centre of mass and inertia are the sums of its shapes' (each a solid of uniform
-``density`` [kg/m^3]); a body whose shapes have no mass is kinematic (it keeps its velocity). Body
+``density`` [kg/m^3]); shapes of bodies joined by a joint do not collide; a body whose shapes have no mass is kinematic (it keeps its velocity). Body
 ``-1`` is the world: its shapes are static colliders for the bodies.
 """
 from __future__ import annotations
@@ -177,12 +177,18 @@ class RigidBuilderMixin:
             second[b] += inertia + m * (np.dot(d, d) * np.eye(3) - np.outer(d, d))
         return mass, com, second
 
+    def _joined_bodies(self) -> set:
+        """Pairs of bodies connected by a joint (their shapes do not collide)."""
+        joints = zip(getattr(self, "joint_parent", []), getattr(self, "joint_child", []))
+        return {(min(p, c), max(p, c)) for p, c in joints if p >= 0}
+
     def _rigid_pairs(self):
-        """Shape pairs that can touch (different bodies, not both static), the box first."""
+        """Shape pairs that can touch (different bodies, not both static, not joined), the box first."""
         pairs = []
+        joined = self._joined_bodies()
         for a, b in itertools.combinations(range(self.rigid_shape_count), 2):
             ba, bb = self.rigid_shape_body[a], self.rigid_shape_body[b]
-            if ba == bb or (ba < 0 and bb < 0):
+            if ba == bb or (ba < 0 and bb < 0) or (min(ba, bb), max(ba, bb)) in joined:
                 continue
             ta, tb = self.rigid_shape_type[a], self.rigid_shape_type[b]
             if (tb == BOX and ta != BOX) or (ta == SPHERE and tb == CAPSULE):
@@ -217,5 +223,11 @@ class RigidBuilderMixin:
         pairs = self._rigid_pairs()
         m.rigid_pair_count = len(pairs)
         m.rigid_pairs = array(np.asarray(pairs, dtype=np.int32).reshape(-1), dtype=T.int32, device=dev)
+        parent = np.full(n, -1, dtype=np.int32)        # a body's first joint parent, for the broad phase
+        for p, c in sorted(self._joined_bodies()):
+            for x, y in ((p, c), (c, p)):
+                if parent[y] < 0:
+                    parent[y] = x
+        m.body_filter = array(parent, dtype=T.int32, device=dev)
         m.rigid_pair_candidates = max((PAIR_CANDIDATES[self.rigid_shape_type[a], self.rigid_shape_type[b]]
                                        for a, b in pairs), default=0)

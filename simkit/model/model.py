@@ -138,6 +138,7 @@ class Model:
         self.body_q = self.body_qd = self.body_mass = self.body_inv_mass = self.body_com = None
         self.body_inertia = self.body_inv_inertia = None
         self.body_angular_damping = 0.0
+        self.body_filter = None        # int32 per body: a body joined to it (its shapes do not collide), or -1
         self.rigid_shape_count = self.rigid_pair_count = self.rigid_pair_candidates = 0
         self.rigid_shape_body = self.rigid_shape_type = self.rigid_shape_xform = self.rigid_shape_size = None
         self.rigid_shape_material = self.rigid_pairs = None
