@@ -9,6 +9,8 @@ Example::
     info.shapes        # {"/World/ground": 0}               prim path -> (mesh) shape index
     info.bodies        # {"/World/ball": 0}                 prim path -> body index
     info.rigid_shapes  # {"/World/ball": 0, "/World/table": 1}  prim path -> rigid shape index
+    info.joints        # {"/World/hinge": 0}                prim path -> joint index
+    info.joint_targets # {"/World/hinge": 0.5}              driven joint -> Control.joint_target [rad]
     info.skipped       # {"/World/box/mesh": "mesh of the dynamic rigid body '/World/box' (not supported)"}
     model = builder.finalize(device="cpu")
 
@@ -32,6 +34,10 @@ What is read (at one time code, every prim in world space):
   their volumes), else per shape its ``physics:mass`` or ``physics:density``, else the body's
   ``physics:density``, else ``body_density``. Kinematic bodies (``physics:kinematicEnabled``) get
   massless shapes: simkit moves them at constant velocity, turning about their frame's origin.
+* ``UsdPhysics.SphericalJoint`` / ``RevoluteJoint`` / ``FixedJoint`` between loaded bodies (or a
+  body and the world) -> ``add_joint_ball`` / ``add_joint_revolute`` / ``add_joint_fixed``, with the
+  revolute joints' ``PhysicsDriveAPI:angular`` drives (details: ``usd_joints``). Other joint types,
+  and joints whose bodies were not loaded, are skipped with a warning.
 * The first ``UsdPhysics.Scene``: gravity -> ``builder.set_gravity`` (its defaults: down the
   stage's up axis, 9.81 m/s^2).
 
@@ -68,8 +74,18 @@ class UsdLoadResult:
     shapes: dict = field(default_factory=dict)       # prim path -> shape index (mesh colliders)
     bodies: dict = field(default_factory=dict)       # prim path -> body index
     rigid_shapes: dict = field(default_factory=dict)  # prim path -> rigid shape index (body's or static)
+    joints: dict = field(default_factory=dict)       # prim path -> joint index
+    joint_targets: dict = field(default_factory=dict)  # driven revolute joint's prim path -> target [rad]
     skipped: dict = field(default_factory=dict)      # prim path -> reason
     gravity: tuple | None = None                     # [m/s^2] set on the builder; None: not set
+
+    def joint_target_array(self, joint_count: int) -> np.ndarray:
+        """``joint_targets`` as values for ``Control.joint_target`` (zeros for the other joints):
+        ``control.joint_target.assign(info.joint_target_array(model.joint_count))``."""
+        out = np.zeros(int(joint_count))
+        for name, target in self.joint_targets.items():
+            out[self.joints[name]] = target
+        return out
 
 
 def _open_stage(source):
@@ -124,9 +140,10 @@ def _triangulate(counts: np.ndarray, indices: np.ndarray, flip: bool) -> np.ndar
 
 def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, particle_radius=None,
              collider_ke=None, collider_kd=None, collider_kf=None, collider_mu=None,
-             gravity: bool = True, body_density: float = 1000.0) -> UsdLoadResult:
-    """Add the meshes (static colliders), points (particles), rigid bodies and physics-scene gravity
-    of a USD stage to ``builder``; returns a :class:`UsdLoadResult`.
+             gravity: bool = True, body_density: float = 1000.0, joint_ke: float = 1.0e4, joint_kd: float = 1.0e2,
+             joint_angular_ke: float = 1.0e2, joint_angular_kd: float = 1.0) -> UsdLoadResult:
+    """Add the meshes (static colliders), points (particles), rigid bodies, joints and physics-scene
+    gravity of a USD stage to ``builder``; returns a :class:`UsdLoadResult`.
 
     ``source``: a path (``.usd``, ``.usda``, ``.usdc``, ``.usdz``) or a ``pxr.Usd.Stage``.
     ``scale``: extra factor on all lengths (points, widths, velocities) after ``metersPerUnit``.
@@ -137,11 +154,14 @@ def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, parti
     ``collider_ke`` [N/m], ``collider_kd`` [N s/m], ``collider_kf`` [N s/m], ``collider_mu``: mesh
     contact (default: the builder's ``soft_contact_*``). ``gravity``: read the ``PhysicsScene``'s.
     ``body_density`` [kg/m^3]: of rigid-body shapes without ``PhysicsMassAPI`` mass or density (rigid
-    contact parameters: the builder's ``rigid_contact_*``).
+    contact parameters: the builder's ``rigid_contact_*``). ``joint_ke`` [N/m], ``joint_kd`` [N s/m],
+    ``joint_angular_ke`` [N m/rad], ``joint_angular_kd`` [N m s/rad]: the penalty springs that hold
+    every loaded joint (``add_joint_*``'s ``ke``, ``kd``, ``angular_ke``, ``angular_kd``).
 
     Raises ``FileNotFoundError`` (no such file), ``ValueError`` (not a USD file, points without a
     mass, inconsistent attribute sizes, collision shapes that simkit's cannot represent: a
-    non-uniformly scaled sphere, a sheared shape) and ``ImportError`` (usd-core is not installed).
+    non-uniformly scaled sphere, a sheared shape; negative joint or drive gains) and ``ImportError``
+    (usd-core is not installed).
     """
     stage, path = _open_stage(source)
     from pxr import Usd, UsdGeom, UsdPhysics
@@ -149,6 +169,10 @@ def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, parti
     body_density = float(body_density)
     if not (body_density >= 0.0 and math.isfinite(body_density)):
         raise ValueError(f"body_density must be a finite number >= 0 [kg/m^3], got {body_density}")
+    gains = tuple(float(g) for g in (joint_ke, joint_kd, joint_angular_ke, joint_angular_kd))
+    if not all(g >= 0.0 and math.isfinite(g) for g in gains):
+        raise ValueError(f"joint_ke, joint_kd, joint_angular_ke and joint_angular_kd must be finite numbers >= 0, "
+                         f"got {gains}")
 
     if time is None:
         time = Usd.TimeCode(stage.GetStartTimeCode()) if stage.HasAuthoredTimeCodeRange() \
@@ -169,10 +193,13 @@ def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, parti
     cache = UsdGeom.XformCache(time)
     material = {"ke": collider_ke, "kd": collider_kd, "kf": collider_kf, "mu": collider_mu}
 
-    body_prims, colliders = [], []                          # rigid bodies, non-mesh collision geometry
+    body_prims, colliders, joint_prims = [], [], []        # rigid bodies, non-mesh collision geometry, joints
     for prim in stage.Traverse(Usd.TraverseInstanceProxies()):
         if prim.HasAPI(UsdPhysics.RigidBodyAPI):
             body_prims.append(prim)
+        if prim.IsA(UsdPhysics.Joint):
+            joint_prims.append(prim)
+            continue
         if not (prim.IsA(UsdGeom.Mesh) or prim.IsA(UsdGeom.Points)):
             if prim.IsA(UsdGeom.Gprim) and prim.HasAPI(UsdPhysics.CollisionAPI):
                 colliders.append(prim)
@@ -222,6 +249,11 @@ def load_usd(source, builder, *, scale=1.0, time=None, particle_mass=None, parti
 
     _add_rigid_bodies(builder, body_prims, colliders, result, cache=cache, conv=conv, mpu=mpu, kpu=kpu, time=time,
                       body_density=body_density)
+    if joint_prims:
+        from .usd_joints import add_joints
+
+        add_joints(builder, stage, joint_prims, result, cache=cache, conv=conv, mpu=mpu, kpu=kpu, time=time,
+                   gains=gains)
     if gravity:
         scenes = [p for p in stage.Traverse() if p.IsA(UsdPhysics.Scene)]
         if scenes:
