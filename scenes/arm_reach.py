@@ -105,23 +105,13 @@ def optimize(iters: int = 60, plot: str | None = None, device: str = "cpu", prog
     params = sk.zeros((SEGMENTS, 3), dtype=float, device=device, requires_grad=True)
     opt = sk.optim.Adam([params], lr=lr, betas=(0.5, 0.9))
     loss = sk.zeros(1, dtype=float, device=device, requires_grad=True)
-    distances = []
-    for it in range(iters):
-        tape = sk.Tape()
-        with tape:
-            final = rollout(model, params, solver)
-            sk.launch(tip_loss, 1, inputs=[final.body_q, final.body_qd, sk.vec3(*TARGET)], outputs=[loss],
-                      device=device)
-        distances.append(tip_distance(final))
-        if progress:
-            progress(it + 1, iters)
-        if distances[-1] < tol:
-            break
-        tape.backward(loss)
-        opt.step()
-        tape.zero()
-    if progress and len(distances) < iters:
-        progress(iters, iters)
+
+    def forward():
+        final = rollout(model, params, solver)
+        sk.launch(tip_loss, 1, inputs=[final.body_q, final.body_qd, sk.vec3(*TARGET)], outputs=[loss], device=device)
+        return loss, tip_distance(final)
+
+    distances = sk.optim.minimize(forward, opt, iters, tol=tol, progress=progress)
     if plot:
         sk.io.plot_curves({"tip distance to target [m]": distances}, plot, xlabel="iteration", ylabel="distance [m]",
                           title="arm reach: Adam on the joint targets", logy=True)
@@ -135,15 +125,13 @@ def export_usd(path: str, targets, fps: float = 50.0, device: str = "cpu") -> No
     frames = []
     with sk.Tape():
         rollout(model, params, sk.RigidBodySolver(), frames)
-    state = model.state()
     every = max(int(round(1.0 / (fps * DT))), 1)
     with sk.io.UsdExporter(path, fps=fps) as usd:
         usd.render_rigid_shapes(model)
         usd.render_points("target", np.asarray(TARGET).reshape(1, 3), radius=0.01)
         for k, q in enumerate(frames[::every]):
-            state.body_q.assign(q)
             usd.begin_frame(k / fps)
-            usd.render_bodies(state)
+            usd.render_bodies(q)
             usd.end_frame()
 
 

@@ -116,22 +116,13 @@ def optimize(iters: int = 100, plot: str | None = None, device: str = "cpu", pro
     opt = (sk.optim.SGD([velocity], lr=lr, momentum=momentum) if optimizer == "sgd"
            else sk.optim.Adam([velocity], lr=lr))
     loss = sk.zeros(1, dtype=float, device=device, requires_grad=True)
-    distances = []
-    for it in range(iters):
-        tape = sk.Tape()
-        with tape:
-            final = simulate(model, start, solver, STEPS, checkpoint_every)
-            sk.launch(distance_sq, 1, inputs=[final.particle_q, sk.vec3(*target)], outputs=[loss], device=device)
-        distances.append(float(np.sqrt(loss.numpy()[0])))
-        if progress:
-            progress(it + 1, iters)
-        if distances[-1] < tol:
-            break
-        tape.backward(loss)
-        opt.step()
-        tape.zero()
-    if progress and len(distances) < iters:
-        progress(iters, iters)
+
+    def forward():
+        final = simulate(model, start, solver, STEPS, checkpoint_every)
+        sk.launch(distance_sq, 1, inputs=[final.particle_q, sk.vec3(*target)], outputs=[loss], device=device)
+        return loss, np.sqrt(loss.numpy()[0])
+
+    distances = sk.optim.minimize(forward, opt, iters, tol=tol, progress=progress)
     v = velocity.numpy()[0].copy()
     if plot:
         sk.io.plot_curves({"distance to target [m]": distances}, plot, xlabel="iteration", ylabel="distance [m]",

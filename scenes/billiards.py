@@ -98,22 +98,13 @@ def optimize(iters: int = 60, plot: str | None = None, device: str = "cpu", prog
                         device=device, requires_grad=True)
     opt = sk.optim.Adam([velocity], lr=lr, betas=(0.5, 0.9))   # less momentum: default betas zig-zag here
     loss = sk.zeros(1, dtype=float, device=device, requires_grad=True)
-    distances = []
-    for it in range(iters):
-        tape = sk.Tape()
-        with tape:
-            final = shoot(model, velocity, solver)
-            sk.launch(distance_sq, 1, inputs=[final.body_q, sk.vec3(*target)], outputs=[loss], device=device)
-        distances.append(float(np.sqrt(loss.numpy()[0])))
-        if progress:
-            progress(it + 1, iters)
-        if distances[-1] < tol:
-            break
-        tape.backward(loss)
-        opt.step()
-        tape.zero()
-    if progress and len(distances) < iters:
-        progress(iters, iters)
+
+    def forward():
+        final = shoot(model, velocity, solver)
+        sk.launch(distance_sq, 1, inputs=[final.body_q, sk.vec3(*target)], outputs=[loss], device=device)
+        return loss, np.sqrt(loss.numpy()[0])
+
+    distances = sk.optim.minimize(forward, opt, iters, tol=tol, progress=progress)
     if plot:
         sk.io.plot_curves({"distance to target [m]": distances}, plot, xlabel="iteration", ylabel="distance [m]",
                           title="billiards: Adam on the cue ball's velocity", logy=True)
@@ -128,14 +119,12 @@ def export_usd(path: str, velocity, target, fps: float = 50.0, device: str = "cp
     with sk.Tape():
         shoot(model, v, sk.RigidBodySolver(), frames=frames)
     every = max(int(round(1.0 / (fps * DT))), 1)
-    state = model.state()
     with sk.io.UsdExporter(path, fps=fps) as usd:
         usd.render_rigid_shapes(model)
         usd.render_points("target", np.asarray(target).reshape(1, 3), radius=0.01)
         for k, q in enumerate(frames[::every]):
-            state.body_q.assign(q)
             usd.begin_frame(k / fps)
-            usd.render_bodies(state)
+            usd.render_bodies(q)
             usd.end_frame()
 
 

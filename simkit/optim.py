@@ -22,6 +22,7 @@ from .kernels.decorators import kernel
 from .kernels.types import Any
 from .runtime.array import array, zeros
 from .runtime.launch import launch
+from .runtime.tape import Tape
 
 
 @kernel
@@ -120,3 +121,33 @@ class Adam(Optimizer):
                                                   s(c1), s(c2)], device=x.device, record_tape=False)
             self._bump(p)
 
+
+
+def minimize(forward, optimizer, iters: int, *, tol: float | None = None, progress=None) -> list:
+    """Gradient descent: up to ``iters`` times, call ``forward()`` under a new ``Tape`` — it returns
+    ``(loss, metric)``, the scalar loss array to differentiate and a float to record — and, unless
+    ``metric < tol``, run ``backward``, ``optimizer.step()`` and zero the gradients. ``progress(i,
+    iters)`` is called after each evaluation. Returns the recorded metrics (their last is the one
+    of the final parameters when ``tol`` was reached).
+
+    Example::
+
+        distances = sk.optim.minimize(lambda: shoot(velocity), sk.optim.Adam([velocity], lr=0.05),
+                                      iters=60, tol=0.005)
+    """
+    metrics = []
+    for it in range(iters):
+        tape = Tape()
+        with tape:
+            loss, metric = forward()
+        metrics.append(float(metric))
+        if progress:
+            progress(it + 1, iters)
+        if tol is not None and metrics[-1] < tol:
+            break
+        tape.backward(loss)
+        optimizer.step()
+        tape.zero()
+    if progress and len(metrics) < iters:
+        progress(iters, iters)
+    return metrics

@@ -212,10 +212,12 @@ class UsdExporter:
             parent = f"{name}/body{body}" if body >= 0 else f"{name}/static"
             self.render_mesh(f"{parent}/shape{s}", points, indices, pos=xf[:3], rot=xf[3:], color=color)
 
-    def render_bodies(self, state, name: str = "bodies") -> None:
-        """The rigid bodies' frames of ``state`` (``body_q``) as the transforms of ``name/body<i>``
-        (time samples inside a frame), which move the meshes of ``render_rigid_shapes``."""
-        for b, q in enumerate(state.body_q.numpy()):
+    def render_bodies(self, body_q, name: str = "bodies") -> None:
+        """Rigid body frames as the transforms of ``name/body<i>`` (time samples inside a frame),
+        which move the meshes of ``render_rigid_shapes``. ``body_q``: a ``State``, its ``body_q``
+        array, or a numpy array (bodies, 7)."""
+        body_q = getattr(body_q, "body_q", body_q)
+        for b, q in enumerate(body_q.numpy() if hasattr(body_q, "numpy") else np.asarray(body_q)):
             self.render_transform(f"{name}/body{b}", pos=q[:3], rot=q[3:])
 
     # ------------------------------------------------------------------ output
