@@ -65,3 +65,23 @@ def test_optimizer_matches_reference_and_converges(device, name):
 def test_optimizer_rejects_arrays_without_gradients(device):
     with pytest.raises(ValueError, match="requires_grad"):
         sk.optim.SGD([sk.zeros(3, device=device)])
+
+
+def test_minimize_runs_gradient_descent_until_the_tolerance():
+    # SGD at lr 0.25 on |p - t|^2 halves the error every step: the distance goes 1, 1/2, 1/4, ...
+    target = sk.array(np.array([[1.0, 2.0, 3.0]]), dtype=sk.vec3)
+    p = sk.array(np.array([[1.0, 2.0, 2.0]]), dtype=sk.vec3, requires_grad=True)
+    loss = sk.zeros(1, requires_grad=True)
+    calls = []
+
+    def forward():
+        loss.zero_()
+        sk.launch(quadratic, 1, inputs=[p, target], outputs=[loss])
+        return loss, np.sqrt(loss.numpy()[0])
+
+    metrics = sk.optim.minimize(forward, sk.optim.SGD([p], lr=0.25), 50, tol=1e-3,
+                                progress=lambda i, n: calls.append((i, n)))
+    np.testing.assert_allclose(metrics, 0.5 ** np.arange(len(metrics)), rtol=1e-5)
+    assert metrics[-1] < 1e-3 <= metrics[-2] and len(metrics) == 11
+    np.testing.assert_allclose(p.numpy(), target.numpy(), atol=1e-3)
+    assert calls[-1] == (50, 50) and calls[0] == (1, 50)
