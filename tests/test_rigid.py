@@ -403,3 +403,29 @@ def test_bvh_and_all_pairs_step_alike(device):
             for mode in ("all_pairs", "bvh")]
     np.testing.assert_allclose(ends[1], ends[0], atol=1e-9)     # only the force summation order differs
     assert not np.allclose(ends[0], model.body_q.numpy(), atol=1e-3)   # they moved
+
+
+def test_graph_capture_of_rigid_steps_falls_back_to_all_pairs(cuda_device):
+    # past the auto threshold the Bvh broad phase would read the pair count back: inside a capture the
+    # solver tests all pairs instead, and the replay matches uncaptured steps; "bvh" says why it cannot
+    model = pile(cuda_device, n=40)
+    assert model.rigid_pair_count > 512
+    solver = sk.RigidBodySolver()
+    states = [model.state() for _ in range(4)]
+
+    def steps():
+        for i in range(3):
+            solver.step(model, states[i], states[i + 1], None, 5.0e-4)
+
+    steps()
+    expected = states[-1].body_q.numpy()
+    sk.synchronize()
+    with sk.ScopedCapture(cuda_device) as cap:
+        steps()
+    states[-1].body_q.zero_()
+    sk.capture_launch(cap.graph)
+    sk.synchronize()
+    np.testing.assert_allclose(states[-1].body_q.numpy(), expected, atol=1e-12)
+    with pytest.raises(RuntimeError, match="broad_phase='all_pairs'"):
+        with sk.ScopedCapture(cuda_device):
+            sk.RigidBodySolver(broad_phase="bvh").step(model, states[0], states[1], None, 5.0e-4)

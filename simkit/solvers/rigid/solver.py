@@ -34,7 +34,7 @@ import numpy as np
 from ...collision.rigid_broadphase import RigidBroadPhase
 from ...kernels import types as T
 from ...model import Control, Model, State
-from ...runtime import launch, zeros_like
+from ...runtime import is_capturing, launch, zeros_like
 from ..solver import Solver
 from .kernels import eval_rigid_ground_contacts, eval_rigid_mesh_contacts, eval_rigid_pair_contacts, integrate_bodies
 from .kernels_coupling import eval_particle_body_contacts
@@ -50,7 +50,8 @@ class RigidBodySolver(Solver):
     ``broad_phase``: "all_pairs" tests every pair of shapes that may touch (``model.rigid_pairs``)
     each step; "bvh" first finds the pairs whose bounding boxes overlap (``RigidBroadPhase``: a
     Bvh refitted every step, one read-back of the pair count); "auto" (default) uses the Bvh past
-    512 possible pairs (~32 shapes), where it starts to pay (``benchmarks/rigid.py``).
+    512 possible pairs (~32 shapes), where it starts to pay (``benchmarks/rigid.py``), except inside
+    a CUDA graph capture (no read-back there: all pairs).
     """
 
     def __init__(self, *, broad_phase: str = "auto"):
@@ -129,7 +130,11 @@ def begin_body_step(solver: Solver, model: Model, state_in: State, control: Cont
                   model.rigid_shape_material]
     pairs, pair_count = model.rigid_pairs, model.rigid_pair_count
     mode = getattr(solver, "broad_phase", "auto")
-    if pair_count and (mode == "bvh" or (mode == "auto" and pair_count > BROAD_PHASE_PAIRS)):
+    capturing = not dev.is_cpu and is_capturing(dev)
+    if capturing and mode == "bvh":
+        raise RuntimeError("the Bvh broad phase reads its pair count back to the host, which a CUDA graph "
+                           "capture cannot do: use RigidBodySolver(broad_phase='all_pairs') in captured steps")
+    if pair_count and not capturing and (mode == "bvh" or (mode == "auto" and pair_count > BROAD_PHASE_PAIRS)):
         cache = solver.__dict__.setdefault("_broad_phases", {})
         bp = cache.get(id(model))
         if bp is None or bp.model is not model:
