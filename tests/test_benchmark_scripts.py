@@ -52,3 +52,24 @@ def test_nbody_check_rejects_wrong_accelerations():
     acc[3, 1] += 1.0
     with pytest.raises(AssertionError, match="n-body"):
         gpu.check_nbody(p, acc)
+
+
+def test_sph_benchmark_checks_agree_and_reports_finite_rates(tmp_path):
+    """benchmarks/sph.py on a 4^3 column: every agreement check passes (SPHSolver against the
+    same-source kernels and numpy) and every timed rate is finite. Without warp-lang, whose cold
+    compile would double the test's time; the benchmark itself checks simkit against it."""
+    import json
+
+    sph = _load("sph")
+    out = tmp_path / "sph.json"
+    assert sph.main(["--quick", "--block", "4", "--no-warp", "--json", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["checks"] and all(c["passed"] for c in data["checks"]), data["checks"]
+    names = {r["implementation"] for r in data["results"]}
+    assert {"simkit SPHSolver", "simkit, same-source kernels"} <= names
+    for r in data["results"]:
+        rates = [r["forward_median"], r["forward_best"]] + ([] if r["fwd_bwd_median"] is None else
+                                                             [r["fwd_bwd_median"], r["fwd_bwd_best"]])
+        assert all(math.isfinite(v) and v > 0 for v in rates), r
+    assert data["breakdown_ms"] and all(math.isfinite(float(v)) for row in data["breakdown_ms"]
+                                        for k, v in row.items() if k not in ("implementation", "threads"))
