@@ -38,31 +38,55 @@ def poly6_sum(xi: wp.vec3, y: wp.vec3, h2: float, poly6: float):
 
 @wp.func
 def near_walls(xi: wp.vec3, plane_n: wp.array(dtype=wp.vec3), plane_d: wp.array(dtype=float), h: float):
-    # bit k set when xi is closer than h to wall k
-    mask = int(0)
+    # the (at most three) walls closer than h to xi, in increasing order, and their count; -1 for none
+    w0 = int(-1)
+    w1 = int(-1)
+    w2 = int(-1)
     for k in range(plane_n.shape[0]):
         if wp.dot(xi, plane_n[k]) - plane_d[k] < h:
-            mask = mask | (1 << k)
-    return mask
+            if w0 < 0:
+                w0 = k
+            elif w1 < 0:
+                w1 = k
+            else:
+                w2 = k
+    count = int(0)
+    if w2 >= 0:
+        count = 3
+    elif w1 >= 0:
+        count = 2
+    elif w0 >= 0:
+        count = 1
+    return count, w0, w1, w2
 
 
 @wp.func
-def mirrored_density(xi: wp.vec3, xj: wp.vec3, near: int, plane_n: wp.array(dtype=wp.vec3),
-                     plane_d: wp.array(dtype=float), h2: float, poly6: float):
-    # W summed over xj's images in the walls of mask near (behind one, two, three walls)
+def image(m: int, x: wp.vec3, v: wp.vec3, w0: int, w1: int, w2: int, plane_n: wp.array(dtype=wp.vec3),
+          plane_d: wp.array(dtype=float)):
+    # x and v reflected in the near walls whose bits are set in m (bit 0: w0, 1: w1, 2: w2)
+    y = x
+    u = v
+    if m & 1 != 0:
+        y = mirror_point(y, plane_n[w0], plane_d[w0])
+        u = mirror_vector(u, plane_n[w0])
+    if m & 2 != 0:
+        y = mirror_point(y, plane_n[w1], plane_d[w1])
+        u = mirror_vector(u, plane_n[w1])
+    if m & 4 != 0:
+        y = mirror_point(y, plane_n[w2], plane_d[w2])
+        u = mirror_vector(u, plane_n[w2])
+    return y, u
+
+
+@wp.func
+def mirrored_density(xi: wp.vec3, xj: wp.vec3, count: int, w0: int, w1: int, w2: int,
+                     plane_n: wp.array(dtype=wp.vec3), plane_d: wp.array(dtype=float), h2: float, poly6: float):
+    # W summed over xj's images in the near walls; the loop over the 7 images is static (unrolled)
     acc = float(0.0)
-    walls = plane_n.shape[0]
-    for k in range(walls):
-        if near & (1 << k) != 0:
-            y1 = mirror_point(xj, plane_n[k], plane_d[k])
-            acc = acc + poly6_sum(xi, y1, h2, poly6)
-            for l in range(k + 1, walls):
-                if near & (1 << l) != 0:
-                    y2 = mirror_point(y1, plane_n[l], plane_d[l])
-                    acc = acc + poly6_sum(xi, y2, h2, poly6)
-                    for m in range(l + 1, walls):
-                        if near & (1 << m) != 0:
-                            acc = acc + poly6_sum(xi, mirror_point(y2, plane_n[m], plane_d[m]), h2, poly6)
+    for m in range(1, 8):
+        if m < (1 << count):
+            y, u = image(m, xj, xj, w0, w1, w2, plane_n, plane_d)
+            acc = acc + poly6_sum(xi, y, h2, poly6)
     return acc
 
 
@@ -80,24 +104,13 @@ def pair_force(xi: wp.vec3, vi: wp.vec3, y: wp.vec3, vy: wp.vec3, h: float, cp: 
 
 
 @wp.func
-def mirrored_force(xi: wp.vec3, vi: wp.vec3, xj: wp.vec3, vj: wp.vec3, near: int, plane_n: wp.array(dtype=wp.vec3),
-                   plane_d: wp.array(dtype=float), h: float, cp: float, cv: float):
+def mirrored_force(xi: wp.vec3, vi: wp.vec3, xj: wp.vec3, vj: wp.vec3, count: int, w0: int, w1: int, w2: int,
+                   plane_n: wp.array(dtype=wp.vec3), plane_d: wp.array(dtype=float), h: float, cp: float, cv: float):
     f = wp.vec3()
-    walls = plane_n.shape[0]
-    for k in range(walls):
-        if near & (1 << k) != 0:
-            y1 = mirror_point(xj, plane_n[k], plane_d[k])
-            v1 = mirror_vector(vj, plane_n[k])
-            f = f + pair_force(xi, vi, y1, v1, h, cp, cv)
-            for l in range(k + 1, walls):
-                if near & (1 << l) != 0:
-                    y2 = mirror_point(y1, plane_n[l], plane_d[l])
-                    v2 = mirror_vector(v1, plane_n[l])
-                    f = f + pair_force(xi, vi, y2, v2, h, cp, cv)
-                    for m in range(l + 1, walls):
-                        if near & (1 << m) != 0:
-                            f = f + pair_force(xi, vi, mirror_point(y2, plane_n[m], plane_d[m]),
-                                               mirror_vector(v2, plane_n[m]), h, cp, cv)
+    for m in range(1, 8):
+        if m < (1 << count):
+            y, u = image(m, xj, vj, w0, w1, w2, plane_n, plane_d)
+            f = f + pair_force(xi, vi, y, u, h, cp, cv)
     return f
 
 
@@ -117,7 +130,7 @@ def eval_density(grid: wp.uint64, x: wp.array(dtype=wp.vec3), mass: wp.array(dty
     tid = wp.tid()
     i = wp.hash_grid_point_id(grid, tid)
     xi = x[i]
-    near = near_walls(xi, plane_n, plane_d, h)
+    count, w0, w1, w2 = near_walls(xi, plane_n, plane_d, h)
     h2 = h * h
     d = float(0.0)
     query = wp.hash_grid_query(grid, xi, h)
@@ -125,8 +138,8 @@ def eval_density(grid: wp.uint64, x: wp.array(dtype=wp.vec3), mass: wp.array(dty
     while wp.hash_grid_query_next(query, j):
         xj = x[j]
         w = poly6_sum(xi, xj, h2, poly6)
-        if near != 0:
-            w = w + mirrored_density(xi, xj, near, plane_n, plane_d, h2, poly6)
+        if count > 0:
+            w = w + mirrored_density(xi, xj, count, w0, w1, w2, plane_n, plane_d, h2, poly6)
         d = d + mass[j] * w
     rho[i] = d
 
@@ -157,7 +170,7 @@ def eval_forces(grid: wp.uint64, x: wp.array(dtype=wp.vec3), v: wp.array(dtype=w
     rhoi = rho[i]
     pi_rho2 = p[i] / (rhoi * rhoi)
     fi = wp.vec3()
-    near = near_walls(xi, plane_n, plane_d, h)
+    count, w0, w1, w2 = near_walls(xi, plane_n, plane_d, h)
     for k in range(plane_n.shape[0]):
         c = wp.dot(xi, plane_n[k]) - plane_d[k] - radius[i]
         if c < 0.0:
@@ -171,8 +184,8 @@ def eval_forces(grid: wp.uint64, x: wp.array(dtype=wp.vec3), v: wp.array(dtype=w
         cv = mij * viscosity / (rhoi * rhoj)
         if j != i:
             fi = fi + pair_force(xi, vi, x[j], v[j], h, cp, cv)
-        if near != 0:
-            fi = fi + mirrored_force(xi, vi, x[j], v[j], near, plane_n, plane_d, h, cp, cv)
+        if count > 0:
+            fi = fi + mirrored_force(xi, vi, x[j], v[j], count, w0, w1, w2, plane_n, plane_d, h, cp, cv)
     f[i] = fi
 
 

@@ -116,7 +116,7 @@ def test_density_pressure_and_forces_match_numpy(device, bounds):
 def test_still_water_in_a_closed_box_stays_at_rest(device):
     # a lattice that fills the box: the mirrors make the walls invisible, every particle (faces, edges,
     # corners alike) has the density of the infinite lattice and feels no force
-    n = (4, 3, 5)
+    n = (4, 4, 5)
     s = H_SPACING
     model = fluid(device, dims=n, pos=(s / 2, s / 2, s / 2), gravity=0.0, jitter=0.0)
     solver = sk.SPHSolver(bounds=((0.0, 0.0, 0.0), tuple(k * s for k in n)), sound_speed=10.0)
@@ -288,3 +288,14 @@ def test_springs_and_radius_less_particles_are_rejected():
         sk.SPHSolver().support(b.finalize(device="cpu"))
     with pytest.raises(ValueError, match="spacing"):
         sk.ModelBuilder().add_fluid_block(pos=(0, 0, 0), dim_x=1, dim_y=1, dim_z=1, spacing=0.0)
+
+
+def test_walls_closer_than_two_smoothing_lengths_are_rejected():
+    model = fluid("cpu")
+    with pytest.raises(ValueError, match=r"-y face and \+y face are 0.06 m apart"):
+        sk.SPHSolver(bounds=((0.0, 0.0, 0.0), (0.3, 0.06, 0.3))).planes(model)
+    b = sk.ModelBuilder()
+    b.add_fluid_block(pos=(0.0, 0.1, 0.0), dim_x=2, dim_y=2, dim_z=2, spacing=H_SPACING)
+    b.add_ground_plane(height=0.03)
+    with pytest.raises(ValueError, match="-y face and ground"):
+        sk.SPHSolver(bounds=((-1.0, 0.0, -1.0), (1.0, 1.0, 1.0))).planes(b.finalize(device="cpu"))

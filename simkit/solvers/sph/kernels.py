@@ -70,30 +70,57 @@ def poly6_sum(xi: Any, y: Any, h2: Any, poly6: Any):
 
 @func
 def near_walls(xi: Any, plane_n: Any, plane_d: Any, h: Any):
-    """Bit ``k`` set when ``xi`` is closer than ``h`` to wall ``k`` (only those mirror neighbours)."""
-    mask = int(0)
+    """The walls closer than ``h`` to ``xi`` (at most three: ``SPHSolver.planes`` checks that no two
+    parallel walls are closer than ``2 h``), in increasing order, and their count; -1 for none."""
+    w0 = int(-1)
+    w1 = int(-1)
+    w2 = int(-1)
     for k in range(plane_n.shape[0]):
         if sk.dot(xi, plane_n[k]) - plane_d[k] < h:
-            mask = mask | (1 << k)
-    return mask
+            if w0 < 0:
+                w0 = k
+            elif w1 < 0:
+                w1 = k
+            else:
+                w2 = k
+    count = int(0)
+    if w2 >= 0:
+        count = 3
+    elif w1 >= 0:
+        count = 2
+    elif w0 >= 0:
+        count = 1
+    return count, w0, w1, w2
 
 
 @func
-def mirrored_density(xi: Any, xj: Any, near: int, plane_n: Any, plane_d: Any, h2: Any, poly6: Any):
-    """Sum of ``W`` over ``xj``'s images in the walls of mask ``near`` (behind one, two, three walls)."""
+def image(m: int, x: Any, v: Any, w0: int, w1: int, w2: int, plane_n: Any, plane_d: Any):
+    """``x`` and ``v`` reflected in the near walls whose bits are set in ``m`` (bit 0: ``w0``, 1:
+    ``w1``, 2: ``w2``, in that order); ``m`` < 2^count."""
+    y = x
+    u = v
+    if m & 1 != 0:
+        y = mirror_point(y, plane_n[w0], plane_d[w0])
+        u = mirror_vector(u, plane_n[w0])
+    if m & 2 != 0:
+        y = mirror_point(y, plane_n[w1], plane_d[w1])
+        u = mirror_vector(u, plane_n[w1])
+    if m & 4 != 0:
+        y = mirror_point(y, plane_n[w2], plane_d[w2])
+        u = mirror_vector(u, plane_n[w2])
+    return y, u
+
+
+@func
+def mirrored_density(xi: Any, xj: Any, count: int, w0: int, w1: int, w2: int, plane_n: Any, plane_d: Any,
+                     h2: Any, poly6: Any):
+    """Sum of ``W`` over ``xj``'s images in the near walls (behind one, two, three walls). The loop
+    over the 7 images is static (unrolled): no loop for the adjoint to replay."""
     acc = h2 * 0.0
-    walls = plane_n.shape[0]
-    for k in range(walls):
-        if near & (1 << k) != 0:
-            y1 = mirror_point(xj, plane_n[k], plane_d[k])
-            acc = acc + poly6_sum(xi, y1, h2, poly6)
-            for l in range(k + 1, walls):
-                if near & (1 << l) != 0:
-                    y2 = mirror_point(y1, plane_n[l], plane_d[l])
-                    acc = acc + poly6_sum(xi, y2, h2, poly6)
-                    for m in range(l + 1, walls):
-                        if near & (1 << m) != 0:
-                            acc = acc + poly6_sum(xi, mirror_point(y2, plane_n[m], plane_d[m]), h2, poly6)
+    for m in range(1, 8):
+        if m < (1 << count):
+            y, u = image(m, xj, xj, w0, w1, w2, plane_n, plane_d)
+            acc = acc + poly6_sum(xi, y, h2, poly6)
     return acc
 
 
@@ -112,25 +139,14 @@ def pair_force(xi: Any, vi: Any, y: Any, vy: Any, h: Any, cp: Any, cv: Any):
 
 
 @func
-def mirrored_force(xi: Any, vi: Any, xj: Any, vj: Any, near: int, plane_n: Any, plane_d: Any, h: Any, cp: Any,
-                   cv: Any):
-    """Sum of ``pair_force`` over ``xj``'s images in the walls of mask ``near``."""
+def mirrored_force(xi: Any, vi: Any, xj: Any, vj: Any, count: int, w0: int, w1: int, w2: int, plane_n: Any,
+                   plane_d: Any, h: Any, cp: Any, cv: Any):
+    """Sum of ``pair_force`` over ``xj``'s images in the near walls (static loop, as above)."""
     f = xi * (h * 0.0)
-    walls = plane_n.shape[0]
-    for k in range(walls):
-        if near & (1 << k) != 0:
-            y1 = mirror_point(xj, plane_n[k], plane_d[k])
-            v1 = mirror_vector(vj, plane_n[k])
-            f = f + pair_force(xi, vi, y1, v1, h, cp, cv)
-            for l in range(k + 1, walls):
-                if near & (1 << l) != 0:
-                    y2 = mirror_point(y1, plane_n[l], plane_d[l])
-                    v2 = mirror_vector(v1, plane_n[l])
-                    f = f + pair_force(xi, vi, y2, v2, h, cp, cv)
-                    for m in range(l + 1, walls):
-                        if near & (1 << m) != 0:
-                            f = f + pair_force(xi, vi, mirror_point(y2, plane_n[m], plane_d[m]),
-                                               mirror_vector(v2, plane_n[m]), h, cp, cv)
+    for m in range(1, 8):
+        if m < (1 << count):
+            y, u = image(m, xj, vj, w0, w1, w2, plane_n, plane_d)
+            f = f + pair_force(xi, vi, y, u, h, cp, cv)
     return f
 
 
@@ -141,7 +157,7 @@ def eval_density(grid: T.uint64, x: array(dtype=Any), mass: array(dtype=Any), pl
     tid = sk.tid()
     i = sk.hash_grid_point_id(grid, tid)
     xi = x[i]
-    near = near_walls(xi, plane_n, plane_d, h)
+    count, w0, w1, w2 = near_walls(xi, plane_n, plane_d, h)
     h2 = h * h
     d = h * 0.0
     query = sk.hash_grid_query(grid, xi, h)
@@ -149,8 +165,8 @@ def eval_density(grid: T.uint64, x: array(dtype=Any), mass: array(dtype=Any), pl
     while sk.hash_grid_query_next(query, j):
         xj = x[j]
         w = poly6_sum(xi, xj, h2, poly6)
-        if near != 0:
-            w = w + mirrored_density(xi, xj, near, plane_n, plane_d, h2, poly6)
+        if count > 0:
+            w = w + mirrored_density(xi, xj, count, w0, w1, w2, plane_n, plane_d, h2, poly6)
         d = d + mass[j] * w
     rho[i] = d
 
@@ -183,7 +199,7 @@ def eval_sph_forces(grid: T.uint64, x: array(dtype=Any), v: array(dtype=Any), ma
     rhoi = rho[i]
     pi_rho2 = p[i] / (rhoi * rhoi)
     fi = xi * (h * 0.0)
-    near = near_walls(xi, plane_n, plane_d, h)
+    count, w0, w1, w2 = near_walls(xi, plane_n, plane_d, h)
     for k in range(plane_n.shape[0]):
         c = sk.dot(xi, plane_n[k]) - plane_d[k] - radius[i]
         if c < 0.0:
@@ -197,6 +213,6 @@ def eval_sph_forces(grid: T.uint64, x: array(dtype=Any), v: array(dtype=Any), ma
         cv = mij * viscosity / (rhoi * rhoj)
         if j != i:
             fi = fi + pair_force(xi, vi, x[j], v[j], h, cp, cv)
-        if near != 0:
-            fi = fi + mirrored_force(xi, vi, x[j], v[j], near, plane_n, plane_d, h, cp, cv)
+        if count > 0:
+            fi = fi + mirrored_force(xi, vi, x[j], v[j], count, w0, w1, w2, plane_n, plane_d, h, cp, cv)
     sk.atomic_add(f, i, fi)

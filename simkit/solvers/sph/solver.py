@@ -91,7 +91,8 @@ class SPHSolver(Solver):
     def planes(self, model: Model) -> tuple:
         """The walls as (inward unit normals, offsets) arrays: a particle at ``x`` is
         ``dot(x, n) - offset`` [m] inside. The six faces of ``bounds``, then the model's ground."""
-        key = (self.bounds, model.ground, model.ground_height, model.up_vector)
+        h = self.support(model)
+        key = (self.bounds, model.ground, model.ground_height, model.up_vector, h)
         cached = self._plane_cache.get(id(model))
         if cached is not None and cached[0] == key:
             return cached[1]
@@ -106,6 +107,16 @@ class SPHSolver(Solver):
             if not any(np.allclose(n, up) and abs(o - model.ground_height) < 1e-9 for n, o in zip(normals, offsets)):
                 normals.append(up)
                 offsets.append(model.ground_height)
+        names = ["-x face", "+x face", "-y face", "+y face", "-z face", "+z face"][:len(normals)] + ["ground"]
+        for i in range(len(normals)):   # a particle sees at most three walls: no two parallel ones within 2 h
+            for j in range(i + 1, len(normals)):
+                c = float(np.dot(normals[i], normals[j]))
+                if abs(abs(c) - 1.0) < 1e-9:
+                    gap = abs(offsets[i] - offsets[j]) if c > 0 else abs(offsets[i] + offsets[j])
+                    if gap < 2.0 * h:
+                        raise ValueError(f"SPHSolver: the walls {names[i]} and {names[j]} are {gap:.4g} m apart, "
+                                         f"less than twice the smoothing length ({2 * h:.4g} m): widen bounds or "
+                                         f"use a smaller smoothing_length")
         arrays = (array(np.asarray(normals, dtype=model.np_dtype).reshape(-1, 3), dtype=model.vec_type,
                         device=model.device),
                   array(np.asarray(offsets, dtype=model.np_dtype), dtype=model.dtype, device=model.device))
