@@ -1,5 +1,7 @@
 """Particle solvers against analytic solutions and finite differences: free fall, spring frequency,
 ground and particle contact, cloth on a sphere mesh, XPBD convergence, step gradients (float64)."""
+import math
+
 import numpy as np
 import pytest
 
@@ -497,3 +499,25 @@ def test_graph_capture_of_a_rollout_and_its_backward_pass(cuda_device, name, ste
         assert loss.numpy()[0] == pytest.approx(l_ref, rel=1e-12)
         np.testing.assert_allclose(states[0].particle_q.grad.numpy(), g_ref, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(model.spring_stiffness.grad.numpy(), gk_ref, rtol=1e-10)
+
+
+def test_euler_max_time_step_is_a_stable_step_with_margin():
+    # a 1 kg particle on a stiff spring to a fixed one, no gravity: semi-implicit Euler is stable for
+    # w dt < 2; max_time_step gives 0.3 / w (the spring and the strongest contact, summed), so the
+    # motion stays bounded at that step and at 5x it, and blows up at 8x
+    b = sk.ModelBuilder(gravity=0.0)
+    b.add_particle((0.0, 0.0, 0.0), (0.0, 0.0, 0.0), 0.0, radius=0.01)       # fixed
+    b.add_particle((0.6, 0.0, 0.0), (1.0, 0.0, 0.0), 1.0, radius=0.01)       # oscillates by v / w = 5 mm
+    b.add_spring(0, 1, 4.0e4, 0.0)
+    b.particle_kd = b.particle_kf = 0.0
+    model = b.finalize(device="cpu", dtype=f64)
+    solver = sk.SemiImplicitEulerSolver()
+    dt = solver.max_time_step(model)
+    k = 4.0e4 + model.particle_ke
+    assert dt == pytest.approx(0.3 * math.sqrt(1.0 / k))
+    for factor, stable in ((1.0, True), (5.0, True), (8.0, False)):
+        end = simulate(model, solver, 400, dt * factor)
+        assert (np.abs(end.particle_q.numpy()[1, 0] - 0.6) < 0.02) == stable, factor
+    b.ground = True                                   # a contact with viscous friction lowers it
+    b.ground_material = (1.0e3, 10.0, 1.0e4, 0.5)
+    assert solver.max_time_step(b.finalize(device="cpu")) == pytest.approx(0.3 * 1.0 / (10.0 + 1.0e4))

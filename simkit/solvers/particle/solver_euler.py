@@ -14,12 +14,14 @@ force array, so give each step its own ``state_out``.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from ...model import Control, Model, State
 from ...runtime import launch
 from ..solver import Solver
 from .kernels_contact import eval_ground_contacts, eval_mesh_contacts, eval_particle_contacts
 from .kernels_forces import eval_springs, eval_triangles, integrate_particles
-from ..rigid.solver import begin_body_step, end_body_step, launch_particle_body_contacts
+from ..rigid.solver import begin_body_step, body_time_step, end_body_step, launch_particle_body_contacts
 
 
 def launch_shape_contacts(model: Model, q, qd, f, *, ground: bool = True) -> None:
@@ -46,6 +48,45 @@ class SemiImplicitEulerSolver(Solver):
     ground, other particles (through ``model.particle_grid``, rebuilt every step) and static meshes.
     The model's rigid bodies, if any, are stepped alongside (as ``RigidBodySolver`` does), with
     penalty contacts between particles and rigid shapes acting on both."""
+
+    def max_time_step(self, model: Model) -> float:
+        """A stable explicit ``dt`` [s]: per particle ``0.3 sqrt(m / k)`` and ``0.3 m / c``, with ``k``
+        the sum of the stiffnesses acting on it (its springs, its triangles' ``ke + ka``, the
+        strongest contact: particles, ground, meshes) and ``c`` of the dampings (spring and triangle
+        ``kd``, a contact's ``kd`` plus its viscous friction ``kf``, which flips the sliding direction
+        every step when ``kf dt / m`` passes 1); the rigid bodies' bound too."""
+        bound = body_time_step(model)
+        n = model.particle_count
+        if n == 0:
+            return bound
+        mass = model.particle_mass.numpy().astype(np.float64)
+        k, c = np.zeros(n), np.zeros(n)
+        if model.spring_count:
+            ij = model.spring_indices.numpy().reshape(-1, 2)
+            for col in (0, 1):
+                np.add.at(k, ij[:, col], model.spring_stiffness.numpy())
+                np.add.at(c, ij[:, col], model.spring_damping.numpy())
+        if model.tri_count:
+            tri, mat = model.tri_indices.numpy(), model.tri_materials.numpy()
+            for col in range(3):
+                np.add.at(k, tri[:, col], mat[:, 0] + mat[:, 1])
+                np.add.at(c, tri[:, col], mat[:, 2])
+        contacts = []
+        if self.particle_contact_enabled(model):
+            contacts.append((model.particle_ke, model.particle_kd + model.particle_kf))
+        if model.ground:
+            contacts.append((model.ground_ke, model.ground_kd + model.ground_kf))
+        if model.shape_count:
+            contacts.append((model.shape_ke.numpy().max(), (model.shape_kd.numpy() + model.shape_kf.numpy()).max()))
+        if model.rigid_shape_count:
+            mat = model.rigid_shape_material.numpy()
+            contacts.append((mat[:, 0].max(), (mat[:, 1] + mat[:, 2]).max()))
+        k += max((kc for kc, _ in contacts), default=0.0)
+        c += max((cc for _, cc in contacts), default=0.0)
+        dyn = mass > 0.0
+        with np.errstate(divide="ignore"):
+            bounds = [0.3 * np.sqrt(mass[dyn & (k > 0)] / k[dyn & (k > 0)]), 0.3 * mass[dyn & (c > 0)] / c[dyn & (c > 0)]]
+        return float(min([bound] + [b.min() for b in bounds if b.size]))
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         n = model.particle_count

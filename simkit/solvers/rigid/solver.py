@@ -61,48 +61,8 @@ class RigidBodySolver(Solver):
         self.broad_phase = broad_phase
 
     def max_time_step(self, model: Model) -> float:
-        """A stable explicit ``dt`` [s]: the smallest ``0.3 sqrt(m / k)`` and ``0.3 m / c`` over
-        contacts (the lightest body against the stiffest material; ``c`` = normal damping + viscous
-        friction) and joints (each against its bodies: ``ke``, ``kd`` against their masses,
-        ``angular_ke``, ``angular_kd`` against their smallest principal inertias, a drive's gains
-        against their inertias about the joint axis)."""
-        if not model.body_count:
-            return math.inf
-        mass = model.body_mass.numpy()
-        dynamic = mass > 0.0
-        if not dynamic.any():
-            return math.inf
-        m = float(mass[dynamic].min())
-        linear = []
-        if model.rigid_shape_count:   # damping: normal (kd) and viscous friction (kf)
-            mat = model.rigid_shape_material.numpy()
-            linear.append((mat[:, 0].max(), (mat[:, 1] + mat[:, 2]).max()))
-        if model.shape_count and model.rigid_shape_count:
-            linear.append((model.shape_ke.numpy().max(), (model.shape_kd.numpy() + model.shape_kf.numpy()).max()))
-        bounds = [math.inf]
-
-        def add(inert, k, c):
-            if k > 0.0:
-                bounds.append(0.3 * math.sqrt(inert / k))
-            if c > 0.0:
-                bounds.append(0.3 * inert / c)
-
-        for k, c in linear:
-            add(m, k, c)
-        if model.joint_count:   # per joint, against its own bodies; a drive against the inertia about its axis
-            inertias = model.body_inertia.numpy()
-            gains = [getattr(model, f"joint_{g}").numpy() for g in ("ke", "kd", "angular_ke", "angular_kd",
-                                                                    "target_ke", "target_kd")]
-            axes = (model.joint_axis_parent.numpy(), model.joint_axis_child.numpy())
-            for j, bodies in enumerate(zip(model.joint_parent.numpy(), model.joint_child.numpy())):
-                for side, b in enumerate(bodies):
-                    if b < 0 or mass[b] <= 0.0:
-                        continue
-                    add(float(mass[b]), gains[0][j], gains[1][j])
-                    add(float(np.linalg.eigvalsh(inertias[b]).min()), gains[2][j], gains[3][j])
-                    a = axes[side][j]
-                    add(float(a @ inertias[b] @ a), gains[4][j], gains[5][j])
-        return min(bounds)
+        """A stable explicit ``dt`` [s] for the model's bodies (``body_time_step``)."""
+        return body_time_step(model)
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         if model.particle_count:
@@ -111,6 +71,51 @@ class RigidBodySolver(Solver):
         f = begin_body_step(self, model, state_in, control)
         if f is not None:
             end_body_step(model, state_in, state_out, f, dt)
+
+
+def body_time_step(model: Model) -> float:
+    """A stable explicit ``dt`` [s]: the smallest ``0.3 sqrt(m / k)`` and ``0.3 m / c`` over
+    contacts (the lightest body against the stiffest material; ``c`` = normal damping + viscous
+    friction) and joints (each against its bodies: ``ke``, ``kd`` against their masses,
+    ``angular_ke``, ``angular_kd`` against their smallest principal inertias, a drive's gains
+    against their inertias about the joint axis)."""
+    if not model.body_count:
+        return math.inf
+    mass = model.body_mass.numpy()
+    dynamic = mass > 0.0
+    if not dynamic.any():
+        return math.inf
+    m = float(mass[dynamic].min())
+    linear = []
+    if model.rigid_shape_count:   # damping: normal (kd) and viscous friction (kf)
+        mat = model.rigid_shape_material.numpy()
+        linear.append((mat[:, 0].max(), (mat[:, 1] + mat[:, 2]).max()))
+    if model.shape_count and model.rigid_shape_count:
+        linear.append((model.shape_ke.numpy().max(), (model.shape_kd.numpy() + model.shape_kf.numpy()).max()))
+    bounds = [math.inf]
+
+    def add(inert, k, c):
+        if k > 0.0:
+            bounds.append(0.3 * math.sqrt(inert / k))
+        if c > 0.0:
+            bounds.append(0.3 * inert / c)
+
+    for k, c in linear:
+        add(m, k, c)
+    if model.joint_count:   # per joint, against its own bodies; a drive against the inertia about its axis
+        inertias = model.body_inertia.numpy()
+        gains = [getattr(model, f"joint_{g}").numpy() for g in ("ke", "kd", "angular_ke", "angular_kd",
+                                                                "target_ke", "target_kd")]
+        axes = (model.joint_axis_parent.numpy(), model.joint_axis_child.numpy())
+        for j, bodies in enumerate(zip(model.joint_parent.numpy(), model.joint_child.numpy())):
+            for side, b in enumerate(bodies):
+                if b < 0 or mass[b] <= 0.0:
+                    continue
+                add(float(mass[b]), gains[0][j], gains[1][j])
+                add(float(np.linalg.eigvalsh(inertias[b]).min()), gains[2][j], gains[3][j])
+                a = axes[side][j]
+                add(float(a @ inertias[b] @ a), gains[4][j], gains[5][j])
+    return min(bounds)
 
 
 def begin_body_step(solver: Solver, model: Model, state_in: State, control: Control | None):
