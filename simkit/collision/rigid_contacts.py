@@ -104,33 +104,34 @@ def box_sphere(xa: Any, ha: Any, c: Any, r: Any):
         n = -d / dist
         p = (q + local + n * r) * 0.5
     else:  # the centre is inside: out through the nearest face
-        axis = int(0)
-        gap = ha[0] - sk.abs(local[0])
-        for i in range(1, 3):
-            g = ha[i] - sk.abs(local[i])
-            if g < gap:
-                gap = g
-                axis = i
-        n[axis] = -sk.sign(local[axis])          # sign(0) = 1
+        gap, out = nearest_face(local, ha)
+        n = -out
         depth = r + gap
         p = local
     return depth, sk.transform_vector(xa, n), sk.transform_point(xa, p)
 
 
 @func
-def point_in_box(xb: Any, hb: Any, c: Any):
-    """(depth, normal, point) of a point ``c`` inside a box (frame ``xb``, half extents ``hb``): the
-    depth below the nearest face (<= 0: outside) and that face's outward normal."""
-    local = sk.transform_point(sk.transform_inverse(xb), c)
+def nearest_face(local: Any, half: Any):
+    """(depth below it, outward normal) of the face of a box (half extents ``half``) nearest to
+    ``local`` (box coordinates; a negative depth: outside that face)."""
     axis = int(0)
-    gap = hb[0] - sk.abs(local[0])
+    gap = half[0] - sk.abs(local[0])
     for i in range(1, 3):
-        g = hb[i] - sk.abs(local[i])
+        g = half[i] - sk.abs(local[i])
         if g < gap:
             gap = g
             axis = i
     n = local * 0.0
     n[axis] = sk.sign(local[axis])              # sign(0) = 1
+    return gap, n
+
+
+@func
+def point_in_box(xb: Any, hb: Any, c: Any):
+    """(depth, normal, point) of a point ``c`` inside a box (frame ``xb``, half extents ``hb``): the
+    depth below the nearest face (<= 0: outside) and that face's outward normal."""
+    gap, n = nearest_face(sk.transform_point(sk.transform_inverse(xb), c), hb)
     return gap, sk.transform_vector(xb, n), c
 
 
