@@ -1,7 +1,7 @@
 """Broad phase for rigid shapes: the pairs whose bounding boxes overlap, found through a ``Bvh``.
 
-    pairs = RigidBroadPhase(model)
-    pair_array, count = pairs.find(body_q, fresh=False)   # int32 [2 * capacity]: (a, b) per pair
+    broad = RigidBroadPhase(model)
+    pair_array, count = broad.find(body_q)   # int32 [2 * capacity]: (a, b) per pair
 
 Each step the shapes' world boxes (grown by ``margin``) are computed on the device, the tree is
 refitted (rebuilt every ``rebuild_every`` calls), and one thread per shape walks the tree for the
@@ -89,6 +89,7 @@ class RigidBroadPhase:
         self.capacity = max(4 * n, 16)
         self.count = zeros(1, dtype=T.int32, device=model.device)
         self.bvh = None
+        self.buffer = None
         self.calls = 0
 
     def _bounds(self, body_q):
@@ -105,14 +106,17 @@ class RigidBroadPhase:
             self.bvh.refit()
         self.calls += 1
 
-    def find(self, body_q, pairs: array | None = None):
-        """(pairs, count): ``count`` overlapping pairs in ``pairs`` (a new array unless one of
-        sufficient capacity is given)."""
+    def find(self, body_q, reuse: bool = True):
+        """(pairs, count): the ``count`` overlapping pairs of the frames ``body_q``, in a pair array
+        kept between calls when ``reuse``, else a new one (a Tape needs every step's own)."""
         m = self.model
         self._bounds(body_q)
+        pairs = self.buffer if reuse else None
         while True:
             if pairs is None or pairs.shape[0] < 2 * self.capacity:
                 pairs = empty(2 * self.capacity, dtype=T.int32, device=m.device)
+                if reuse:
+                    self.buffer = pairs
             self.count.zero_()
             launch(collect_pairs, m.rigid_shape_count, device=m.device,
                    inputs=[self.bvh.id, self.lowers, self.uppers, m.rigid_shape_body, m.rigid_shape_type,

@@ -14,16 +14,15 @@ Example::
         s0, s1 = s1, s0
     print(s0.body_q.numpy())     # the box at rest on the ground
 
-Per step: contact wrenches of every shape pair that may touch (``model.rigid_pairs``: shapes of
-different bodies, or a body's and a static one) and of every body shape against the ground plane
-and the static triangle meshes (``add_shape_mesh``) (``collision/rigid_contacts.py``; penalty forces ``contact_force``: normal stiffness ``ke``,
-damping ``kd`` while approaching, friction ``min(kf |v_t|, mu f_n)``, the shapes' materials, a
-pair using the mean of its two; past ~32 shapes a Bvh broad phase finds the pairs whose boxes
-overlap first), the joints' wrenches (``kernels_joints.py``), then semi-implicit Euler with an explicit gyroscopic term.
-Explicit: ``dt`` must resolve the stiffest contact or joint, ``dt < ~0.3 sqrt(m / ke)`` for the
-lightest body (``max_time_step``; joints' angular gains against the smallest inertia). Differentiable through the Tape (every step writes new arrays when
-gradients are wanted). The pair list is all pairs (O(shapes^2)): for scenes of up to a few
-hundred shapes.
+Per step: the contact wrenches of the shape pairs that may touch (shapes of different bodies not
+joined by a joint, or a body's and a static one: ``model.rigid_pairs``, or past ~32 shapes the
+pairs whose bounding boxes overlap, from a Bvh broad phase) and of every body shape against the
+ground plane and the static triangle meshes (``collision/rigid_contacts.py``; penalty forces
+``contact_force``: normal stiffness ``ke``, damping ``kd`` while approaching, friction ``min(kf
+|v_t|, mu f_n)``, a pair using the mean of its shapes' materials), the joints' wrenches
+(``kernels_joints.py``), then semi-implicit Euler with an explicit gyroscopic term. Explicit: ``dt``
+must resolve the stiffest contact or joint (``max_time_step``). Differentiable through the Tape
+(every step writes new arrays when gradients are wanted).
 """
 from __future__ import annotations
 
@@ -140,13 +139,11 @@ def begin_body_step(solver: Solver, model: Model, state_in: State, control: Cont
         raise RuntimeError("the Bvh broad phase reads its pair count back to the host, which a CUDA graph "
                            "capture cannot do: use RigidBodySolver(broad_phase='all_pairs') in captured steps")
     if pair_count and not capturing and (mode == "bvh" or (mode == "auto" and pair_count > BROAD_PHASE_PAIRS)):
-        cache = solver.__dict__.setdefault("_broad_phases", {})
+        cache = solver.__dict__.setdefault("_broad_phases", {})   # per model, like the scratch arrays
         bp = cache.get(id(model))
         if bp is None or bp.model is not model:
             bp = cache[id(model)] = RigidBroadPhase(model)
-        pairs, pair_count = bp.find(state_in.body_q, None if fresh else solver.__dict__.get("_pair_buffer"))
-        if not fresh:
-            solver._pair_buffer = pairs
+        pairs, pair_count = bp.find(state_in.body_q, reuse=not fresh)
     if pair_count:
         launch(eval_rigid_pair_contacts, (pair_count, model.rigid_pair_candidates), device=dev,
                inputs=shape_args + [pairs], outputs=[f])
