@@ -22,7 +22,8 @@ images of their neighbours). Measured:
 Forward: ``steps`` steps per sample, two states ping-ponged. Forward + backward: a rollout of
 ``k`` steps recorded on a Tape (every step writes new arrays), a scalar loss of the final
 positions, ``backward()``; steps/s = k / (forward + backward time); the HashGrid is rebuilt from
-the recorded positions during the backward pass (``Tape.record_func``). Samples of all the
+the recorded positions during the backward pass (simkit's Tape records ``HashGrid.build`` itself;
+for warp-lang, ``Tape.record_func``). Samples of all the
 contenders are interleaved (``common.bench_interleaved``). Before timing, the implementations are
 checked against each other (densities, positions after 5 steps, gradients of a 3-step rollout).
 A second table splits the same-source forward step into its launches, and times the density and
@@ -180,7 +181,8 @@ class SameSource:
             fn()
             if clock is not None:
                 clock[name] = clock.get(name, 0.0) + time.perf_counter() - t0
-            if name == "forces" and tape is not None:  # the adjoints above query the grid of x
+            # the adjoints above query the grid of x (simkit's Tape restores it by itself)
+            if name == "forces" and tape is not None and L.__name__ != "simkit":
                 tape.record_func(lambda grid=self.grid: grid.build(x, h), arrays=[x])
 
     def forward(self, steps: int):

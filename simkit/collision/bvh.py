@@ -33,6 +33,7 @@ from ..kernels import types as T
 from ..runtime import array, empty, launch
 from ..runtime.device import get_device
 from . import bvh_build as B
+from ..runtime import handles
 from .descriptor import Descriptor
 
 _BVH_T = _struct.Struct("<QQQQQii")  # sk::bvh_t (48 bytes)
@@ -91,6 +92,7 @@ class Bvh:
         self.lowers, self.uppers = lowers, uppers
         self.constructor, self.leaf_size = constructor, int(leaf_size)
         self._desc = Descriptor(_BVH_T.size, self.device)
+        handles.register(self, self.id)
         self.rebuild()
 
     @property
@@ -123,6 +125,7 @@ class Bvh:
     def refit(self):
         """Recompute every box of the tree from ``lowers``/``uppers`` (the tree itself is kept)."""
         n = self.num_items
+        self._tape_state = handles.state_of([self.lowers, self.uppers])  # (see runtime/handles.py)
         if n == 0:
             return
         launch(B._gather_boxes, n, inputs=[self._tree.prims, self.lowers, self.uppers, self._item_lo,

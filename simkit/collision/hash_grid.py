@@ -44,7 +44,9 @@ from ..kernels import kernel
 from ..kernels import lang as sk
 from ..kernels import types as T
 from ..runtime import array, empty, launch, zeros
+from ..runtime import handles
 from ..runtime.device import get_device
+from ..runtime.tape import active_tape
 from . import builtins_hash_grid as hgb
 from . import descriptor
 
@@ -265,6 +267,8 @@ class HashGrid:
         self._cells = self._ids = self._tmp_cells = self._tmp_ids = self._ranks = None
         self._bad = zeros(1, dtype=int, device=dev)
         self._sync_desc()
+        self._tape_state = self._previous = handles.EMPTY  # what the grid was last built from (see runtime/handles.py)
+        handles.register(self, self.id)
 
     @property
     def dim_x(self) -> int:
@@ -297,9 +301,18 @@ class HashGrid:
     def build(self, points: array, radius: float) -> None:
         """Bucket ``points`` (an array of vec3, or vec3d for a float64 grid) into cells of width ``radius``.
 
-        Call again whenever the points move. Raises ValueError for a non-positive radius or a
-        point that is not finite, TypeError for points of another type or device.
+        Call again whenever the points move. Inside a ``Tape`` the build is recorded: ``backward()``
+        rebuilds the grid from the previous build's points before it runs the adjoints of the launches
+        that queried that earlier grid. Raises ValueError for a non-positive radius or a point that is
+        not finite, TypeError for points of another type or device.
         """
+        self._build(points, radius)
+        tape = active_tape()
+        if tape is not None and self._previous.sources:
+            prev = self._previous
+            tape.record_func(lambda: self._build(prev.sources[0], prev.extra[0]), arrays=prev.sources)
+
+    def _build(self, points: array, radius: float) -> None:
         if not isinstance(points, array) or points.is_type:
             raise TypeError(f"HashGrid.build: points must be a simkit array of {T.type_name(self.vec_type)}, "
                             f"got {type(points).__name__}")
@@ -314,6 +327,7 @@ class HashGrid:
             raise TypeError(f"HashGrid.build: radius must be a number, got {radius!r}") from None
         if not (radius > 0.0 and math.isfinite(radius)):
             raise ValueError(f"HashGrid.build: radius (the cell width) must be positive and finite, got {radius}")
+        source = points
         if points.ndim != 1:
             points = points.contiguous().flatten()
         n = points.shape[0]
@@ -339,6 +353,7 @@ class HashGrid:
         self.radius = radius
         self._sync_desc()
         self.reserved = True
+        self._previous, self._tape_state = self._tape_state, handles.state_of([source], radius)
 
     # ------------------------------------------------------------------ internals
 

@@ -32,6 +32,7 @@ from ..runtime import array, empty, launch
 from ..runtime.device import get_device
 from . import bvh_build as B
 from .bvh import build, check_constructor, check_finite, check_vec3_array
+from ..runtime import handles
 from .descriptor import Descriptor
 
 _MESH_T = _struct.Struct("<QQQQQii" "QQQQQQ" "fiii")  # sk::mesh_t (112 bytes)
@@ -118,6 +119,7 @@ class Mesh:
         self._wn = (empty((self._tree.num_nodes, 16), dtype=T.float32, device=self.device)
                     if self.support_winding_number else None)
         self._desc = Descriptor(_MESH_T.size, self.device)
+        handles.register(self, self.id)
         self.refit()
 
     @property
@@ -132,6 +134,7 @@ class Mesh:
     def refit(self):
         """Recompute the face data and every box of the tree from the current ``points`` (same topology)."""
         tree, dev = self._tree, self.device
+        self._tape_state = handles.state_of([self.points, self.velocities])  # (see runtime/handles.py)
         launch(B._gather_faces, self._leaves.shape[0], inputs=[self._leaves, self._vids, self.points, self._tris,
                                                               self._item_lo, self._item_hi, tree.boxes],
                device=dev, record_tape=False)

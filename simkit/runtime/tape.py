@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import analysis
+from . import handles
 
 _active: list = []
 
@@ -46,8 +47,20 @@ class _Launch:
             a = analysis.resolve(path, by_name)
             if a is not None:
                 self.stores.append((".".join(path), a, a._wversion))
+        # HashGrid / Bvh / Mesh ids among the arguments: kept alive, and checked at backward time
+        self.structures = [(s, s._tape_state) for s in map(handles.lookup, args) if s is not None]
+
+    def _structure_error(self, s, what):
+        return TapeError(
+            f"{type(s).__name__} {s.id:#x} queried by kernel '{self.kernel.key}' ({_where(self.kernel)}) {what} "
+            f"after that launch was recorded; its gradient would be wrong. Give each step its own point arrays "
+            f"(a HashGrid built inside the Tape is rebuilt automatically for backward).")
 
     def check(self):
+        for s, st in self.structures:
+            k = handles.stale_source(st)
+            if k is not None:
+                raise self._structure_error(s, f"was built from an array (source {k}) that was modified")
         for name, a, version in self.reads:
             if a._version != version:
                 raise TapeError(
@@ -63,6 +76,9 @@ class _Launch:
 
     def backward(self):
         self.check()
+        for s, st in self.structures:
+            if not handles.same(s._tape_state, st):
+                raise self._structure_error(s, "was rebuilt or refit from other data (outside the Tape)")
         from .launch import launch_backward
 
         launch_backward(self.kernel, self.spec, self.dims, self.args, self.device)

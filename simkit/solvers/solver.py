@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from ..model import Control, Model, State
 from ..runtime import array, zeros
-from ..runtime import active_tape
 
 
 class Solver:
@@ -56,13 +55,7 @@ class Solver:
 
     @staticmethod
     def build_particle_grid(model: Model, points: array, cell_width: float):
-        """Bucket ``points`` into ``model.particle_grid``. Call ``rebuild_on_backward`` after the
-        launches that query it, so the Tape runs their adjoints against this same grid."""
+        """Bucket ``points`` into ``model.particle_grid`` (inside a Tape, ``backward()`` restores this
+        grid before the adjoints of the launches that query it; see ``HashGrid.build``)."""
         model.particle_grid.build(points, cell_width)
         return model.particle_grid
-
-    @staticmethod
-    def rebuild_on_backward(grid, points: array, cell_width: float) -> None:
-        tape = active_tape()
-        if tape is not None:
-            tape.record_func(lambda: grid.build(points, cell_width), arrays=[points])

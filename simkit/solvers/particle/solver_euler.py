@@ -118,7 +118,6 @@ class SemiImplicitEulerSolver(Solver):
                            s(model.particle_max_radius), s(model.particle_ke), s(model.particle_kd),
                            s(model.particle_kf), s(model.particle_mu), s(model.particle_cohesion)],
                    outputs=[f])
-            self.rebuild_on_backward(grid, q, width)
         launch_shape_contacts(model, q, qd, f)
         if fb is not None:
             launch_particle_body_contacts(model, state_in, q, qd, f, fb)

@@ -116,8 +116,6 @@ class XPBDSolver(Solver):
                 launch(apply_deltas, n, device=dev, inputs=[x, delta, count], outputs=[x_next])
                 x = x_next
 
-        if grid is not None:
-            self.rebuild_on_backward(grid, x_pred, width)
         launch(update_velocities, n, device=dev, inputs=[x0, x, s(dt)],
                outputs=[state_out.particle_q, state_out.particle_qd])
 

@@ -190,7 +190,6 @@ class SPHSolver(Solver):
                        plane_n, plane_d, s(h), s(spiky), s(self.viscosity), s(self.wall_ke),
                        s(self.wall_kd), s(self.wall_kf), s(self.wall_mu)],
                outputs=[f])
-        self.rebuild_on_backward(grid, q, h)
         launch_shape_contacts(model, q, qd, f, ground=False)
         if fb is not None:
             launch_particle_body_contacts(model, state_in, q, qd, f, fb)
