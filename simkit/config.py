@@ -28,6 +28,10 @@ verify_cuda_archs: tuple = ("sm_80", "sm_90")
 #: Static `for i in range(N)` loops with at most this many iterations are unrolled.
 max_unroll: int = 16
 
+#: Adjoints run order-free sum loops once, saving nothing (docs/autodiff.md). False: every dynamic loop
+#: keeps the per-iteration stack (for A/B measurements, or to rule the optimisation out when debugging).
+adjoint_sum_loops: bool = True
+
 #: Optimisation flags for the CPU compiler, split like a shell command line (e.g. "-O3 -g" to profile).
 cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")
 

@@ -17,8 +17,8 @@ values of every iteration (e.g. 8 bytes per iteration for ``prod *= x[i]``);
 time: a loop at nesting depth d replays its body d + 1 times. This gives exact
 gradients for loop-carried state, where Warp's replay is documented wrong.
 Loops whose carried values are only sums, unread after the loop (a neighbour
-loop summing forces into an atomic add), skip all this: see
-``AdjointEmitter.order_free``.
+loop summing forces into an atomic add, a func returning such a sum, a sum over
+images of such a loop), skip all this: see ``AdjointEmitter.order_free``.
 """
 from __future__ import annotations
 
@@ -69,10 +69,10 @@ def _value_read_in_reverse(body, v) -> bool:
     """Does the reverse pass of a loop with this body read the value of carried variable ``v``, or of
     anything computed from it? No only when every value derived from ``v`` flows through copies and
     builtins whose adjoints read no values (+, -) -- into the carried variables, say, as in a sum
-    ``f = f + g(j)``. Conservative: a body with nested loops, break or return says yes."""
-    if any(isinstance(s, (ir.For, ir.While, ir.Break, ir.Return)) for s in ir.walk(body)):
+    ``f = f + g(j)``, also through nested loops that sum it. Conservative: break or return says yes."""
+    if any(isinstance(s, (ir.Break, ir.Return)) for s in ir.walk(body)):
         return True
-    return not _values_unread_after(body, [v.name], sinks=frozenset())
+    return not _values_unread_after(body, [v.name], sinks=frozenset(), loop=True)
 
 
 # Builtins whose adjoint reads nothing of the value they store or add: the value's adjoint is the
@@ -80,25 +80,39 @@ def _value_read_in_reverse(body, v) -> bool:
 _VALUE_FREE_SINKS = frozenset({"store", "atomic_add", "atomic_sub"})
 
 
-def _values_unread_after(rest, names, sinks=_VALUE_FREE_SINKS) -> bool:
+def _values_unread_after(rest, names, sinks=_VALUE_FREE_SINKS, loop=False) -> bool:
     """Are the values of the variables ``names`` after a loop, and everything computed from them,
     unread by the statements ``rest`` that follow it (their replay and their reverse)? Yes when they
-    only flow through copies, +, - and into stores or atomic adds, as a sum of forces into
-    ``atomic_add(f, i, fi)``. Conservative: any other use, a condition or a later loop says no."""
+    only flow through copies, +, - and into stores, atomic adds or a function's return value (all
+    adjoints that read no value), as a sum of forces into ``atomic_add(f, i, fi)``; also through
+    later loops whose headers and conditions they do not reach. ``loop``: ``rest`` is a loop body
+    (a value derived late in it reaches its start again). Conservative: any other use says no."""
     tainted = set(names)
 
     def derived(x) -> bool:
         return x is not None and getattr(x, "name", None) in tainted
 
+    def visit_loop(s, blocks) -> bool:
+        for _ in range(2):  # twice: what an iteration derives reaches the next one
+            if not all(visit(b) for b in blocks):
+                return False
+        return not any(derived(x) for x in _stmt_reads(s))
+
     def visit(stmts) -> bool:
         for s in stmts:
-            if isinstance(s, (ir.For, ir.While)):
-                if any(derived(x) for t in ir.walk([s]) for x in _stmt_reads(t)):
+            if isinstance(s, ir.For):
+                if not visit_loop(s, [s.body]):
+                    return False
+                continue
+            if isinstance(s, ir.While):
+                if not visit_loop(s, [s.cond_block, s.body]):
                     return False
                 continue
             if isinstance(s, ir.Copy):
                 if derived(s.src):
                     tainted.add(s.out.name)
+                continue
+            if isinstance(s, ir.Return) and sinks:
                 continue
             if isinstance(s, ir.Call) and s.kind == "builtin" and s.builtin is not None and not s.outs:
                 key = s.builtin.key
@@ -115,20 +129,20 @@ def _values_unread_after(rest, names, sinks=_VALUE_FREE_SINKS) -> bool:
                 return False
         return True
 
-    return visit(rest)
+    return visit(rest) and (not loop or visit(rest))
 
 
 def _path_to(block, s):
-    """[(block, index)] from the function body down to loop ``s`` through if/else blocks only (None when
-    ``s`` is not reached that way, e.g. inside another loop)."""
+    """[(block, index)] from the function body down to loop ``s`` through if/else blocks and loop
+    bodies (None when ``s`` is not in ``block``)."""
     for k, x in enumerate(block):
         if x is s:
             return [(block, k)]
-        if isinstance(x, ir.If):
-            for sub in (x.body, x.orelse):
-                p = _path_to(sub, s)
-                if p is not None:
-                    return [(block, k)] + p
+        subs = (x.body, x.orelse) if isinstance(x, ir.If) else (x.body,) if isinstance(x, (ir.For, ir.While)) else ()
+        for sub in subs:
+            p = _path_to(sub, s)
+            if p is not None:
+                return [(block, k)] + p
     return None
 
 
@@ -137,6 +151,7 @@ class AdjointEmitter(Emitter):
         super().__init__(fn, options)
         self.loop_ids: dict = {}
         self.loop_vars: list = []  # (decl) for loop counters and snapshots
+        self.sum_loops = options.get("sum_loops", True)
 
     # ------------------------------------------------------------------ declarations
 
@@ -172,38 +187,49 @@ class AdjointEmitter(Emitter):
 
     def order_free(self, s) -> bool:
         """A loop whose reverse pass may run its iterations in forward order, with no replay before it and
-        nothing saved: a top-level loop of a kernel over an iterator (a neighbour query) or a range,
-        whose carried values are all sums whose values after the loop nobody reads (see
-        :func:`_values_unread_after`), with no nested loop, break or return, and a body that changes
-        nothing the iteration depends on. A sum's adjoint is the same for every iteration, so the order
-        does not matter; the loop then runs once in the adjoint instead of twice, and its indices are
-        not pushed. Its values as the loop started are kept in locals for the statements before it.
-        "Top-level": not inside another loop (if/else blocks around it are fine, as after an early
-        ``if inv_mass[i] == 0.0: return``)."""
+        nothing saved: a loop over an iterator (a neighbour query) or a range whose carried values are
+        all sums whose values after the loop nobody reads (see :func:`_values_unread_after`), with no
+        break or return, and a body that changes nothing the iteration depends on. A sum's adjoint is
+        the same for every iteration, so the order does not matter; the loop then runs once in the
+        adjoint instead of twice, and its indices are not pushed. Its values as the loop started are
+        kept in locals for the statements before it. Nested loops decide together: a nest (a loop
+        outside any other, and the loops in it) is order-free when every loop in it is, e.g. a sum over
+        mirror images of a sum over neighbours. Kernels and @funcs alike (a func's ``return`` of a sum
+        reads no value in reverse). If/else blocks around a loop are fine, as after an early
+        ``if inv_mass[i] == 0.0: return``."""
         memo = self.__dict__.setdefault("_order_free_memo", {})
         if id(s) not in memo:
-            memo[id(s)] = self._order_free(s)
+            path = _path_to(self.fn.body, s)
+            outer = next((b[k] for b, k in path if isinstance(b[k], (ir.For, ir.While))), s) if path else None
+            nest = [] if outer is None else [outer] + [t for t in ir.walk(outer.body)
+                                                       if isinstance(t, (ir.For, ir.While))]
+            free = self.sum_loops and bool(nest) and all(self._order_free_alone(x) for x in nest)
+            for x in nest or [s]:
+                memo[id(x)] = free
         return memo[id(s)]
 
-    def _order_free(self, s) -> bool:
-        fn = self.fn
-        path = _path_to(fn.body, s) if fn.is_kernel else None
-        if path is None:  # not a kernel, or the loop is inside another loop
-            return False
+    def _order_free_alone(self, s) -> bool:
+        """``order_free`` for loop ``s`` by itself (its nest decides together)."""
+        path = _path_to(self.fn.body, s)
         body = list(ir.walk(s.body))
-        if any(isinstance(t, (ir.For, ir.While, ir.Break, ir.Return)) for t in body):
+        if any(isinstance(t, (ir.Break, ir.Return)) for t in body):
             return False
-        if any(isinstance(t, ir.Call) and t.builtin is not None and t.builtin.inout for t in body):
+        advance = {id(t) for w in body if isinstance(w, ir.While) and iterator_call(w) is not None
+                   for t in ir.walk(w.cond_block)}  # nested iterator loops advance their own queries
+        if any(isinstance(t, ir.Call) and t.builtin is not None and t.builtin.inout and id(t) not in advance
+               for t in body):
             return False
         if isinstance(s, ir.While):
             c = iterator_call(s)
             if c is None or _reads(s.body, c.args[0]):
                 return False
             drivers = [a for a in c.args if not a.is_const]
+            moved = drivers  # what the loop itself advances
         else:
             if s.stop or not s.step.is_const:
                 return False
             drivers = [a for a in (s.start, s.end, s.var) if not a.is_const]
+            moved = [s.var]
         written = {o.name for t in body for o in ([t.out] if getattr(t, "out", None) is not None else [])
                    + list(getattr(t, "outs", None) or [])}
         if any(a.name in written for a in drivers):
@@ -213,7 +239,22 @@ class AdjointEmitter(Emitter):
         if any(v not in sums and v.name not in driver_names for v in s.carried):
             return False
         rest = [x for block, k in reversed(path) for x in block[k + 1:]]  # what runs after the loop, in order
-        return _values_unread_after(rest, [v.name for v in s.carried] + sorted(driver_names))
+        return _values_unread_after(rest, [v.name for v in s.carried] + sorted({a.name for a in moved}))
+
+    def result_unread(self, s: ir.Call) -> bool:
+        """A func call whose results nothing after it reads, in the replay or in the reverse pass
+        (``f[i] = force(...)``: the adjoints of a store and of the call itself read no result): the
+        forward replay skips it. Statements of the enclosing loops count as after it (the next
+        iteration). Not for calls without results (their replay is already empty)."""
+        memo = self.__dict__.setdefault("_unread_memo", {})
+        if id(s) not in memo:
+            outs = ([s.out] if s.out is not None else []) + list(s.outs)
+            path = _path_to(self.fn.body, s)
+            rest = []
+            for block, k in reversed(path or []):
+                rest += ([block[k]] if isinstance(block[k], (ir.For, ir.While)) else []) + block[k + 1:]
+            memo[id(s)] = bool(outs) and path is not None and _values_unread_after(rest, [o.name for o in outs])
+        return memo[id(s)]
 
     def snapshot(self, s) -> list:
         """(variable, local) pairs: an order-free loop's carried values as the loop started."""
@@ -232,6 +273,8 @@ class AdjointEmitter(Emitter):
                 continue
             if isinstance(s, ir.Return):
                 continue
+            if isinstance(s, ir.Call) and s.kind == "func" and self.result_unread(s):
+                continue  # nothing in the replay or the reverse pass reads what it returns
             if isinstance(s, ir.Call) and s.kind == "func" and s.func.replay_ir is not None:
                 self.comment(s.line, depth)
                 call = f"{s.func.replay_ir.name}<SKC>({', '.join(ref(a) for a in s.args)})"
@@ -341,7 +384,7 @@ class AdjointEmitter(Emitter):
                 self.w(f"{v.name} = {name};", depth)
 
             def body(d):
-                self.fwd(s.body, d, False)  # this iteration's values
+                self.fwd(s.body, d, True)  # this iteration's values (its nested loops keep their start)
                 self.rev(s.body, d)
 
             if isinstance(s, ir.While):

@@ -51,7 +51,7 @@ SK_INLINE void face_tri(const mesh_t& m, int32 f, v3<float>& a, v3<float>& b, v3
     c = ld(m.points[m.indices[3 * f + 2]]);
 }
 SK_INLINE void add_vertex_grad(const mesh_t& m, int32 f, int k, const v3<float>& g) {
-    if (m.points_grad) atomic_accumulate(m.points_grad + m.indices[3 * f + k], st(g));
+    if (m.points_grad) grad_accumulate(m.points_grad + m.indices[3 * f + k], st(g));
 }
 SK_INLINE void add_face_grads(const mesh_t& m, int32 f, const v3<float>& ga, const v3<float>& gb, const v3<float>& gc) {
     add_vertex_grad(m, f, 0, ga);

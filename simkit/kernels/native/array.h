@@ -102,23 +102,36 @@ SK_INLINE T load(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l) { return *address<
 template <bool C, typename T, typename... I>
 SK_INLINE T load_checked(int line, const array_t<T>& a, I... idx) { return *checked_address<C>(line, a, idx...); }
 
+// Gradient accumulation where other threads may add to the same element: atomic, except on a CPU
+// thread that runs the whole launch alone (core.h, cpu_serial).
+template <typename T>
+SK_INLINE void grad_accumulate(T* g, const T& v) {
+#if !SK_CUDA
+    if (cpu_serial) {
+        *g += v;
+        return;
+    }
+#endif
+    atomic_accumulate(g, v);
+}
+
 // adj_load(a, i..., adj_a, adj_i..., adj_ret): the index adjoints are ignored.
 template <bool C, typename T, typename I0>
 SK_INLINE void adj_load(const array_t<T>& a, I0 i, array_t<T>&, I0&, const T& adj_ret) {
-    if (a.grad) atomic_accumulate(grad_address<C>(a, i), adj_ret);
+    if (a.grad) grad_accumulate(grad_address<C>(a, i), adj_ret);
 }
 template <bool C, typename T, typename I0, typename I1>
 SK_INLINE void adj_load(const array_t<T>& a, I0 i, I1 j, array_t<T>&, I0&, I1&, const T& adj_ret) {
-    if (a.grad) atomic_accumulate(grad_address<C>(a, i, j), adj_ret);
+    if (a.grad) grad_accumulate(grad_address<C>(a, i, j), adj_ret);
 }
 template <bool C, typename T, typename I0, typename I1, typename I2>
 SK_INLINE void adj_load(const array_t<T>& a, I0 i, I1 j, I2 k, array_t<T>&, I0&, I1&, I2&, const T& adj_ret) {
-    if (a.grad) atomic_accumulate(grad_address<C>(a, i, j, k), adj_ret);
+    if (a.grad) grad_accumulate(grad_address<C>(a, i, j, k), adj_ret);
 }
 template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
 SK_INLINE void adj_load(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, array_t<T>&, I0&, I1&, I2&, I3&,
                         const T& adj_ret) {
-    if (a.grad) atomic_accumulate(grad_address<C>(a, i, j, k, l), adj_ret);
+    if (a.grad) grad_accumulate(grad_address<C>(a, i, j, k, l), adj_ret);
 }
 
 template <bool C, typename T, typename I0>
@@ -239,7 +252,7 @@ SK_INLINE void accumulate_grad(bool unique, T* g, const T& v) {
     if (unique)
         *g += v;
     else
-        atomic_accumulate(g, v);
+        grad_accumulate(g, v);
 }
 template <bool C, typename T, typename I0>
 SK_INLINE void adj_load_unique(bool unique, const array_t<T>& a, I0 i, array_t<T>&, I0&, const T& adj_ret) {

@@ -213,6 +213,12 @@ struct launch_bounds_t {
 #define SK_BOUNDS_NO_ALIAS 1
 #define SK_BOUNDS_SERIAL 2  // one CPU thread runs the whole launch: gradient accumulation needs no atomics
 
+#if !SK_CUDA
+// Set by the CPU launch loop while this thread runs a whole launch alone (SK_BOUNDS_SERIAL): code
+// without the launch bounds at hand (@func adjoints) then accumulates gradients with plain adds.
+inline thread_local bool cpu_serial = false;
+#endif
+
 // `i = tid()`: the index along the first launch dimension (the linear index for 1D launches).
 SK_INLINE int32 tid_first(const launch_bounds_t& b, int64 index) {
     return b.ndim == 1 ? int32(index) : int32(index / (b.size / b.shape[0]));

@@ -1,0 +1,207 @@
+"""Order-free sum loops in the adjoint beyond a kernel's top level: nests of sum loops (a sum over
+mirror images of a sum over neighbours) and loops in @funcs run once in the adjoint, saving nothing;
+counter-cases (a sum read non-linearly after its loop) keep the per-iteration stack. Every case is
+checked against central finite differences (float64)."""
+import numpy as np
+import pytest
+
+import simkit as sk
+from simkit.kernels import codegen
+from simkit.kernels import module as kmodule
+
+f64 = sk.float64
+
+
+@sk.func
+def pair_term(xi: f64, xj: f64, k: int):
+    return sk.sin(xi * f64(k + 1)) * xj
+
+
+@sk.kernel
+def nested_sums(x: sk.array(dtype=f64), n: int, reps: sk.array(dtype=int), out: sk.array(dtype=f64)):
+    # s sums over (m, k); t is a per-m partial sum added linearly: the whole nest is order-free
+    i = sk.tid()
+    xi = x[i]
+    s = xi * xi
+    for m in range(reps[i]):
+        t = f64(0.0)
+        for k in range(n):
+            t = t + pair_term(xi, x[(i + k + m) % n], k) * f64(m + 1)
+        s = s + t + x[(i + m) % n]
+    out[i] = s
+
+
+@sk.kernel
+def nested_sums_squared(x: sk.array(dtype=f64), n: int, reps: sk.array(dtype=int), out: sk.array(dtype=f64)):
+    # the per-m partial sum is squared after its loop: the nest keeps the stack
+    i = sk.tid()
+    xi = x[i]
+    s = xi * xi
+    for m in range(reps[i]):
+        t = f64(0.0)
+        for k in range(n):
+            t = t + pair_term(xi, x[(i + k + m) % n], k) * f64(m + 1)
+        s = s + t * t
+    out[i] = s
+
+
+@sk.func
+def neighbour_sum(x: sk.array(dtype=f64), i: int, n: int):
+    s = f64(0.0)
+    for k in range(n):
+        s = s + pair_term(x[i], x[(i + k) % n], k)
+    return s
+
+
+@sk.func
+def neighbour_sum_squared(x: sk.array(dtype=f64), i: int, n: int):
+    s = f64(0.0)
+    for k in range(n):
+        s = s + pair_term(x[i], x[(i + k) % n], k)
+    return s * s
+
+
+@sk.kernel
+def func_sums(x: sk.array(dtype=f64), n: int, out: sk.array(dtype=f64)):
+    i = sk.tid()
+    out[i] = neighbour_sum(x, i, n) * x[i] + neighbour_sum_squared(x, i, n)
+
+
+@sk.kernel
+def grid_images(grid: sk.uint64, x: sk.array(dtype=sk.vec3d), shifts: sk.array(dtype=sk.vec3d), ns: int,
+                r: f64, out: sk.array(dtype=f64)):
+    # a sum over periodic images (a dynamic loop) of a sum over hash-grid neighbours
+    i = sk.tid()
+    e = f64(0.0)
+    for m in range(ns):
+        p = x[i] + shifts[m]
+        q = sk.hash_grid_query(grid, p, r)
+        j = int(0)
+        while sk.hash_grid_query_next(q, j):
+            d2 = sk.length_sq(x[j] - p)
+            if d2 < r * r and d2 > f64(1.0e-12):
+                w = r * r - d2
+                e = e + w * w
+    sk.atomic_add(out, 0, e)
+
+
+def adjoints(kernel) -> dict:
+    """{name: generated adjoint body} for the kernel and each @func it calls."""
+    options = dict(kmodule.compile_options())
+    spec = kernel.specs[None]
+    spec.build_ir(options)
+    funcs, structs = kmodule.collect([spec])
+    src = codegen.gen_module("t", [spec.ir], funcs, structs, options, sk.__version__, adjoint=True)
+    starts = {kernel.key: f"void {spec.ir.name}_bwd("}
+    starts.update({f.name.rsplit("_", 1)[0]: f"void adj_{f.name}(" for f in funcs})
+    out = {}
+    for key, start in starts.items():
+        body = src[src.index(start):]
+        out[key] = body[:body.index("\n}\n")]
+    return out
+
+
+def arr(v, device, dtype=f64, grad=True):
+    return sk.array(np.asarray(v), dtype=dtype, requires_grad=grad, device=device)
+
+
+@pytest.mark.parametrize("kernel, free", [(nested_sums, True), (nested_sums_squared, False)])
+def test_nested_sum_loops(device, kernel, free):
+    body = adjoints(kernel)[kernel.key]
+    assert ("sk::push(" not in body) == free
+    rng = np.random.default_rng(2)
+    n = 5
+    x = arr(rng.normal(size=n), device)
+    reps = arr([0, 1, 2, 3, 2], device, dtype=int, grad=False)
+    assert sk.autograd.gradcheck(kernel, n, [x, n, reps], [arr(np.zeros(n), device)], eps=1e-6, atol=1e-7,
+                                 rtol=1e-6, device=device)
+
+
+def test_loops_in_funcs(device):
+    src = adjoints(func_sums)
+    free, kept = src["neighbour_sum"], src["neighbour_sum_squared"]
+    assert "sk::push(" not in free and free.count("for (") == 1  # one pass, nothing saved
+    assert "sk::push(" in kept
+    rng = np.random.default_rng(3)
+    n = 6
+    x = arr(rng.normal(size=n), device)
+    assert sk.autograd.gradcheck(func_sums, n, [x, n], [arr(np.zeros(n), device)], eps=1e-6, atol=1e-7,
+                                 rtol=1e-6, device=device)
+
+
+def test_images_of_grid_neighbours(device):
+    body = adjoints(grid_images)["grid_images"]
+    assert "sk::push(" not in body
+    rng = np.random.default_rng(4)
+    pts = rng.random((40, 3))
+    r = 0.35
+    shifts = np.array([[0, 0, 0], [1, 0, 0], [-1, 0, 0], [0, 0, 1]], dtype=np.float64)
+    x = arr(pts, device, dtype=sk.vec3d)
+    grid = sk.HashGrid(8, 8, 8, device=device, dtype=sk.float64)
+    grid.build(x, r)
+    out = arr(np.zeros(1), device)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(grid_images, 40, inputs=[grid.id, x, arr(shifts, device, dtype=sk.vec3d, grad=False), 4, r],
+                  outputs=[out], device=device)
+
+    def energy(p):
+        e = 0.0
+        for s in shifts:
+            d = p[None, :, :] - (p[:, None, :] + s)
+            d2 = (d * d).sum(-1)
+            w = np.where((d2 < r * r) & (d2 > 1e-12), r * r - d2, 0.0)
+            e += (w * w).sum()
+        return e
+
+    np.testing.assert_allclose(out.numpy()[0], energy(pts), rtol=1e-12)
+    tape.backward(out)
+    h, g = 1e-6, x.grad.numpy()
+    for k in (0, 17, 33):
+        for c in range(3):
+            xp, xm = pts.copy(), pts.copy()
+            xp[k, c] += h
+            xm[k, c] -= h
+            np.testing.assert_allclose(g[k, c], (energy(xp) - energy(xm)) / (2 * h), rtol=1e-6, atol=1e-9)
+
+
+def test_switched_off_every_loop_keeps_the_stack(monkeypatch):
+    # config.adjoint_sum_loops = False (A/B measurements, debugging): the generated adjoints push
+    # (those are the adjoints every loop had before; tests/test_autodiff.py checks their gradients)
+    assert "sk::push(" not in adjoints(func_sums)["neighbour_sum"]
+    monkeypatch.setattr(sk.config, "adjoint_sum_loops", False)
+    bodies = adjoints(func_sums)
+    assert "sk::push(" in bodies["neighbour_sum"] and "sk::push(" in bodies["neighbour_sum_squared"]
+
+
+@sk.func
+def gathered(x: sk.array(dtype=f64), i: int, n: int):
+    s = f64(0.0)
+    for k in range(n):
+        s = s + x[(i + k) % 4] * f64(k + 1)
+    return s
+
+
+@sk.kernel
+def gather_many(x: sk.array(dtype=f64), n: int, out: sk.array(dtype=f64)):
+    i = sk.tid()
+    out[i] = gathered(x, i, n)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_func_gradients_from_many_threads_into_few_elements(threads, monkeypatch):
+    # every thread adds into the same 4 gradient elements from inside a func: atomics when threads
+    # share the launch, plain adds when one thread runs it all (sk::cpu_serial)
+    monkeypatch.setattr(sk.config, "cpu_threads", threads)
+    m, k = 20000, 7
+    x = arr(np.array([0.5, -1.0, 2.0, 0.25]), "cpu")
+    out = arr(np.zeros(m), "cpu")
+    tape = sk.Tape()
+    with tape:
+        sk.launch(gather_many, m, inputs=[x, k], outputs=[out], device="cpu")
+    seed = np.random.default_rng(0).normal(size=m)
+    tape.backward(grads={out: seed})
+    expected = np.zeros(4)
+    for j in range(k):
+        np.add.at(expected, (np.arange(m) + j) % 4, seed * (j + 1))
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-10)
