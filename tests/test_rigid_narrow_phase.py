@@ -1,0 +1,262 @@
+"""The rigid narrow phase's edge candidates against analytic geometry: box edge across box edge
+(separating-axis test), a capsule across a box edge or face (its deepest point, the stretch over a
+face), no extra contact for faces lying on faces, none for separated shapes; their depths'
+gradients against central finite differences; and bodies that rest on such contacts instead of
+sinking through."""
+import math
+
+import numpy as np
+import pytest
+from fd_helpers import central_differences
+
+import simkit as sk
+from simkit.collision.rigid_contacts import pair_candidate
+
+f64 = sk.float64
+BOX, CAPSULE = 1, 2
+EDGE = 16                      # the box-box edge candidate (0-15: corners)
+
+
+def about(axis, angle):
+    """Quaternion (x, y, z, w) of a rotation by ``angle`` about the unit vector ``axis``."""
+    return tuple(np.sin(angle / 2) * np.asarray(axis, dtype=float)) + (math.cos(angle / 2),)
+
+
+def rotate(q, v):
+    """``v`` rotated by the unit quaternion ``q`` (x, y, z, w)."""
+    u, w = np.asarray(q[:3]), q[3]
+    return v + 2.0 * w * np.cross(u, v) + 2.0 * np.cross(u, np.cross(u, v))
+
+
+X_TO_Y = about((0, 0, 1), -math.pi / 2)       # a capsule's axis (y) turned to lie along x
+
+
+@sk.kernel
+def candidates_kernel(ta: int, xa: sk.array(dtype=sk.transformd), sa: sk.vec3d, tb: int,
+                      xb: sk.array(dtype=sk.transformd), sb: sk.vec3d, out: sk.array(dtype=sk.float64, ndim=2)):
+    k = sk.tid()
+    depth, n, p = pair_candidate(ta, xa[0], sa, tb, xb[0], sb, k)
+    out[k, 0] = depth
+    for c in range(3):
+        out[k, 1 + c] = n[c]
+        out[k, 4 + c] = p[c]
+
+
+@sk.kernel
+def depth_kernel(ta: int, xa: sk.array(dtype=sk.transformd), sa: sk.vec3d, tb: int,
+                 xb: sk.array(dtype=sk.transformd), sb: sk.vec3d, k: int, out: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    depth, n, p = pair_candidate(ta, xa[i], sa, tb, xb[i], sb, k)
+    out[i] = depth
+
+
+def candidates(device, ta, xa, sa, tb, xb, sb):
+    """(depth, normal, point) of every candidate of a pair: arrays [k], [k, 3], [k, 3]."""
+    count = {(BOX, BOX): 17, (BOX, CAPSULE): 2}[ta, tb]
+    out = sk.zeros((count, 7), dtype=f64, device=device)
+    frames = [sk.array(np.array([x], dtype=np.float64), dtype=sk.transformd, device=device) for x in (xa, xb)]
+    sk.launch(candidates_kernel, count, inputs=[ta, frames[0], sk.vec3d(*sa), tb, frames[1], sk.vec3d(*sb)],
+              outputs=[out], device=device)
+    o = out.numpy()
+    return o[:, 0], o[:, 1:4], o[:, 4:]
+
+
+# ----------------------------------------------------------------------------- box - box
+
+H = 0.1                         # cubes of half extent H: turned 45 degrees, an edge sticks out by H sqrt 2
+
+
+@pytest.mark.parametrize("a_above", [True, False])
+def test_crossing_box_edges_touch_at_their_crossing_by_the_overlap(device, a_above):
+    # a turned 45 deg about z (an edge along z at its bottom), b 45 deg about x (an edge along x on
+    # top), a's edge 4 mm into b's; a is off-centre, so the edges cross at (0.03, ., 0)
+    top = H * math.sqrt(2)
+    xa = (0.03, 2 * top - 0.004, -0.02) + about((0, 0, 1), math.pi / 4)
+    xb = (0.0, 0.0, 0.0) + about((1, 0, 0), math.pi / 4)
+    if a_above:
+        depth, n, p = candidates(device, BOX, xa, (H, H, H), BOX, xb, (H, H, H))
+    else:
+        depth, n, p = candidates(device, BOX, xb, (H, H, H), BOX, xa, (H, H, H))
+    assert np.all(depth[:EDGE] < 0.0)                  # no corner is inside the other box
+    assert depth[EDGE] == pytest.approx(0.004, abs=1e-12)
+    np.testing.assert_allclose(n[EDGE], [0.0, 1.0 if a_above else -1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(p[EDGE], [0.03, top - 0.002, 0.0], atol=1e-12)   # mid-overlap
+
+
+def test_tilted_crossing_edges_match_the_distance_of_the_edge_lines(device):
+    # b's top edge along x, a's bottom edge turned 60 deg off z about y: the overlap is the distance
+    # between the two (infinite) edge lines, pushed along their common normal (world y)
+    top = H * math.sqrt(2)
+    rot = about((0, 1, 0), math.pi / 3)
+    qa = about((0, 0, 1), math.pi / 4)
+    x, y, z, w = rot                                      # rot * qa, a turned about y after
+    a, b, c, d = qa
+    q = (w * a + x * d + y * c - z * b, w * b - x * c + y * d + z * a, w * c + x * b - y * a + z * d,
+         w * d - x * a - y * b - z * c)
+    depth, n, p = candidates(device, BOX, (0.0, 2 * top - 0.003, 0.01) + q, (H, H, H), BOX,
+                             (0.0, 0.0, 0.0) + about((1, 0, 0), math.pi / 4), (H, H, H))
+    assert depth[EDGE] == pytest.approx(0.003, abs=1e-12)
+    np.testing.assert_allclose(n[EDGE], [0.0, 1.0, 0.0], atol=1e-12)
+    # a's edge: through (0, ., 0.01) along (sin 60, 0, cos 60); it crosses b's (z = 0) at x = -0.01 tan 60
+    np.testing.assert_allclose(p[EDGE], [-0.01 * math.tan(math.pi / 3), top - 0.0015, 0.0], atol=1e-12)
+
+
+@pytest.mark.parametrize("turn", [0.0, math.radians(15.0), math.radians(45.0)])
+def test_a_box_lying_on_a_box_has_corner_contacts_only(device, turn):
+    # a flat box on a larger one, turned about y: its 4 bottom corners 1 mm deep, the edge candidate
+    # silent (the least overlap is along b's face normal, and edge axes that are parallel to it tie)
+    depth, n, p = candidates(device, BOX, (0.03, 0.159, -0.02) + about((0, 1, 0), turn), (0.1, 0.06, 0.1), BOX,
+                             (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), (0.2, 0.1, 0.2))
+    assert np.sum(depth[:8] > 0) == 4
+    np.testing.assert_allclose(depth[:8][depth[:8] > 0], 0.001, atol=1e-12)
+    assert np.all(depth[8:16] <= 0.0)
+    assert depth[EDGE] <= 0.0
+
+
+def test_separated_boxes_report_no_contact(device):
+    top = H * math.sqrt(2)
+    for lift in (0.001, 0.05):
+        depth, _, _ = candidates(device, BOX, (0.03, 2 * top + lift, -0.02) + about((0, 0, 1), math.pi / 4),
+                                 (H, H, H), BOX, (0.0, 0.0, 0.0) + about((1, 0, 0), math.pi / 4), (H, H, H))
+        assert np.all(depth <= 0.0)
+        assert depth[EDGE] < 0.0
+
+
+# ----------------------------------------------------------------------------- box - capsule
+
+@pytest.mark.parametrize("turn", [math.radians(45.0), math.radians(30.0)])
+def test_a_capsule_across_a_box_edge_touches_its_deepest_point(device, turn):
+    # a box turned about z: its highest edge (corner (h, h) of its cross-section) along z at
+    # x = h (cos - sin), y = h (sin + cos); a capsule along x lies across it 6 mm deep
+    h, r = 0.1, 0.05
+    ex, ey = h * (math.cos(turn) - math.sin(turn)), h * (math.sin(turn) + math.cos(turn))
+    depth, n, p = candidates(device, BOX, (0.0, 0.0, 0.0) + about((0, 0, 1), turn), (h, h, h), CAPSULE,
+                             (0.05, ey + r - 0.006, 0.02) + X_TO_Y, (r, 0.5, 0.0))
+    touching = depth > 0.0
+    assert touching.sum() == 1                          # the other end of the stretch is far above the box
+    assert depth[touching][0] == pytest.approx(0.006, abs=1e-9)
+    np.testing.assert_allclose(n[touching][0], [0.0, -1.0, 0.0], atol=1e-7)     # pushes the box down
+    np.testing.assert_allclose(p[touching][0], [ex, ey - 0.003, 0.02], atol=1e-7)
+
+
+def test_a_capsule_across_a_box_face_touches_above_the_faces_edges(device):
+    # lying across the top face (ends hanging), tilted by 1 degree: the point above the face's
+    # higher edge (x = h), as deep as the capsule is there, and the deepest point, just past the lower
+    # edge (x = -h), as deep as the capsule's distance from that edge; the ends themselves are far off
+    h, r, hh = 0.1, 0.05, 0.5
+    tilt = math.radians(1.0)
+    y0 = h + r - 0.002
+    depth, n, p = candidates(device, BOX, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), (h, h, h), CAPSULE,
+                             (0.0, y0, 0.0) + about((0, 0, 1), -math.pi / 2 + tilt), (r, hh, 0.0))
+    axis_y = y0 + h * math.tan(tilt)                    # the segment's height above x = h
+    assert depth[1] == pytest.approx(h + r - axis_y, abs=1e-12)
+    np.testing.assert_allclose(n[1], [0.0, -1.0, 0.0], atol=1e-12)
+    np.testing.assert_allclose(p[1], [h, (h + axis_y - r) / 2, 0.0], atol=1e-12)
+    u = np.array([-math.sin(tilt), math.cos(tilt), 0.0])       # the segment's normal
+    dist = (y0 - h) * math.cos(tilt) - h * math.sin(tilt)       # of the edge (-h, h) from the segment
+    assert depth[0] == pytest.approx(r - dist, abs=1e-12)
+    assert depth[0] > 0.002 > depth[1]                 # the lower side is the deeper
+    np.testing.assert_allclose(n[0], -u, atol=1e-7)
+    np.testing.assert_allclose(p[0], np.array([-h, h, 0.0]) + u * (dist - r) / 2, atol=1e-7)
+
+
+def test_a_capsule_lying_on_a_box_face_touches_at_its_end_spheres_only(device):
+    # the whole capsule above a large face: its two end spheres, as before (no third contact)
+    h, r, hh = 0.1, 0.05, 0.3
+    depth, n, p = candidates(device, BOX, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), (1.0, h, 1.0), CAPSULE,
+                             (0.1, h + r - 0.002, 0.2) + X_TO_Y, (r, hh, 0.0))
+    np.testing.assert_allclose(depth, [0.002, 0.002], atol=1e-12)
+    np.testing.assert_allclose(p[:, 0], [0.1 - hh, 0.1 + hh], atol=1e-12)
+    np.testing.assert_allclose(n, [[0.0, -1.0, 0.0]] * 2, atol=1e-12)
+
+
+def test_a_separated_capsule_reports_no_contact(device):
+    h, r = 0.1, 0.05
+    for where in ((0.05, h * math.sqrt(2) + r + 0.001, 0.02), (0.3, -0.2, 0.0), (0.0, 0.0, h + r + 0.01)):
+        depth, _, _ = candidates(device, BOX, (0.0, 0.0, 0.0) + about((0, 0, 1), math.pi / 4), (h, h, h), CAPSULE,
+                                 where + X_TO_Y, (r, 0.5, 0.0))
+        assert np.all(depth <= 0.0)
+
+
+# ----------------------------------------------------------------------------- gradients
+
+@pytest.mark.parametrize("case", ["edge_edge", "capsule_edge"])
+def test_edge_candidate_depths_match_finite_differences(case):
+    # d depth / d (both frames, all 7 components), generic poses away from feature changes; the
+    # capsule's candidate is its searched deepest point, against an edge of the box (the normal is
+    # along none of the box's axes), whose own gradient is nil: the depth is stationary there
+    if case == "edge_edge":
+        ta, sa, tb, sb, k = BOX, (0.1, 0.12, 0.09), BOX, (0.11, 0.1, 0.13), EDGE
+        xa = (0.02, 0.31, -0.01) + about(np.array([0.1, 0.2, 1.0]) / np.linalg.norm([0.1, 0.2, 1.0]), 0.8)
+        xb = (0.0, 0.0, 0.01) + about(np.array([1.0, 0.1, -0.2]) / np.linalg.norm([1.0, 0.1, -0.2]), 0.7)
+    else:
+        ta, sa, tb, sb, k = BOX, (0.1, 0.08, 0.12), CAPSULE, (0.05, 0.4, 0.0), 1
+        xa = (0.0, 0.0, 0.0) + about(np.array([0.1, 0.0, 1.0]) / np.linalg.norm([0.1, 0.0, 1.0]), 0.6)
+        xb = (0.07, 0.16, 0.03) + about(np.array([0.2, 0.1, 1.0]) / np.linalg.norm([0.2, 0.1, 1.0]), -1.4)
+
+    def depth(x, requires_grad=False):
+        xs = [sk.array(x[key][0], dtype=sk.transformd, requires_grad=requires_grad) for key in ("xa", "xb")]
+        out = sk.zeros(len(x["xa"][0]), dtype=f64, requires_grad=requires_grad)
+        tape = sk.Tape()
+        with tape:
+            sk.launch(depth_kernel, len(x["xa"][0]), inputs=[ta, xs[0], sk.vec3d(*sa), tb, xs[1], sk.vec3d(*sb), k],
+                      outputs=[out])
+        return out, xs, tape
+
+    x = {"xa": np.array([[xa]], dtype=np.float64), "xb": np.array([[xb]], dtype=np.float64)}
+    out, xs, tape = depth(x, requires_grad=True)
+    assert 0.0 < out.numpy()[0] < 0.05                  # touching, through the candidate under test
+    normal = candidates("cpu", ta, xa, sa, tb, xb, sb)[1][k]
+    axes = np.array([rotate(x[3:], e) for x in (xa, xb) for e in np.eye(3)])
+    assert np.abs(axes @ normal).max() < 0.99
+    tape.backward(grads={out: sk.ones(1, dtype=f64)})
+    fds = central_differences(x, ["xa", "xb"], lambda y: depth(y)[0].numpy()[None, :])
+    for arr, fd in zip(xs, fds):
+        np.testing.assert_allclose(arr.grad.numpy(), fd[0], rtol=1e-6, atol=1e-8)
+        assert np.abs(fd).max() > 0.1
+
+
+# ----------------------------------------------------------------------------- dynamics
+
+def simulate(model, steps, dt):
+    solver = sk.RigidBodySolver()
+    s0, s1 = model.state(), model.state()
+    for _ in range(steps):
+        solver.step(model, s0, s1, None, dt)
+        s0, s1 = s1, s0
+    return s0
+
+
+def test_a_box_dropped_edge_first_rests_on_a_box_edge(device):
+    # a cube turned 45 deg about z falls 1 cm onto a static cube turned 45 deg about x, edge across
+    # edge: it stops one penalty depth (m g / ke) below touching, where corners alone would have let it
+    # sink by H (its corners reach the lower cube only there)
+    top = H * math.sqrt(2)
+    b = sk.ModelBuilder()
+    b.add_shape_box(-1, hx=H, hy=H, hz=H, rot=about((1, 0, 0), math.pi / 4), ke=1e4, kd=100.0)
+    body = b.add_body(pos=(0.0, 2 * top + 0.01, 0.0), rot=about((0, 0, 1), math.pi / 4))
+    b.add_shape_box(body, hx=H, hy=H, hz=H, density=100.0, ke=1e4, kd=100.0)
+    model = b.finalize(device=device, dtype=f64)
+    end = simulate(model, 1200, 5.0e-4)
+    m = model.body_mass.numpy()[0]
+    np.testing.assert_allclose(end.body_q.numpy()[0, :3], [0.0, 2 * top - m * 9.81 / 1e4, 0.0], atol=1e-5)
+    np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)
+
+
+@pytest.mark.parametrize("turn", [math.radians(45.0), 0.0])
+def test_a_capsule_dropped_across_a_box_rests_on_it(device, turn):
+    # a long capsule falls 1 cm across a small static box: on its top edge (box turned 45 deg, one
+    # contact) or across its top face (two contacts, above the face's edges); its end spheres never
+    # reach the box, so it rests only through the new candidates, m g / (n ke) deep
+    h, r = 0.1, 0.05
+    top, contacts = (h * math.sqrt(2), 1) if turn else (h, 2)
+    b = sk.ModelBuilder()
+    b.add_shape_box(-1, hx=h, hy=h, hz=h, rot=about((0, 0, 1), turn), ke=1e4, kd=100.0)
+    body = b.add_body(pos=(0.0, top + r + 0.01, 0.02))
+    b.add_shape_capsule(body, radius=r, half_height=0.4, rot=X_TO_Y, density=100.0, ke=1e4, kd=100.0)
+    model = b.finalize(device=device, dtype=f64)
+    end = simulate(model, 1200, 5.0e-4)
+    m = model.body_mass.numpy()[0]
+    np.testing.assert_allclose(end.body_q.numpy()[0, :3], [0.0, top + r - m * 9.81 / (contacts * 1e4), 0.02],
+                               atol=1e-5)
+    np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)
