@@ -1,5 +1,5 @@
-"""simkit.io.load_usd: UsdPhysics joints (spherical, revolute with drives, fixed) into simkit joints, in
-numbers: anchors and axes against numpy and UsdPhysics' own parser, a loaded pendulum's period
+"""simkit.io.load_usd: UsdPhysics joints (spherical, revolute and prismatic with drives and limits, fixed)
+into simkit joints, in numbers: anchors and axes against numpy and UsdPhysics' own parser, a loaded pendulum's period
 against the compound pendulum's, drives reaching their USD targets, units and skipped joints."""
 import math
 
@@ -85,8 +85,8 @@ def _joint(stage, path, kind, body0=None, body1=None, pos0=(0.0, 0.0, 0.0), pos1
     return j.GetPrim()
 
 
-def _drive(joint, stiffness=0.0, damping=0.0, target=None, kind=None):
-    d = UsdPhysics.DriveAPI.Apply(joint, "angular")
+def _drive(joint, stiffness=0.0, damping=0.0, target=None, kind=None, dof="angular"):
+    d = UsdPhysics.DriveAPI.Apply(joint, dof)
     d.CreateStiffnessAttr(stiffness)
     d.CreateDampingAttr(damping)
     if target is not None:
@@ -298,6 +298,91 @@ def test_acceleration_drive_is_scaled_by_the_moment_of_inertia():
     assert info.joint_targets["/World/hinge"] == pytest.approx(-math.pi / 4)
 
 
+# ----------------------------------------------------------------------------- prismatic joints, limits
+
+def test_prismatic_joints_with_limits_and_a_linear_drive():
+    # a centimetre, gram stage, Y up: two 10 cm cubes (1 kg) on vertical rails (the joint frames
+    # turn X onto y). "a": body1, its anchor 3 cm above body0's (USD's position starts at 3 cm),
+    # limits [-7, 20] cm -> simkit [-0.1, 0.17] m, driven to 13 cm -> 0.1 m (settles m g / ke
+    # lower). "b": body0, body1 the world 3 cm above (swapped: simkit's position is 3 cm minus
+    # USD's), limits [-20, 7] cm -> [-0.04, 0.23] m: it falls onto its lower limit
+    stage = _stage(mpu=0.01)
+    UsdPhysics.SetStageKilogramsPerUnit(stage, 0.001)
+    up = ((0.0, 0.0, 1.0), math.pi / 2)
+    _body(stage, "/World/a", pos=(10.0, 50.0, 0.0), size=10.0)
+    _body(stage, "/World/b", pos=(40.0, 50.0, 0.0), size=10.0)
+    a = _joint(stage, "/World/a_rail", "prismatic", body1="/World/a", pos0=(10.0, 47.0, 0.0), rot0=up, rot1=up,
+               axis="X")
+    b = _joint(stage, "/World/b_rail", "prismatic", body0="/World/b", pos1=(40.0, 53.0, 0.0), rot0=up, rot1=up,
+               axis="X")
+    for j, (lower, upper) in ((a, (-7.0, 20.0)), (b, (-20.0, 7.0))):
+        j.GetAttribute("physics:lowerLimit").Set(lower)
+        j.GetAttribute("physics:upperLimit").Set(upper)
+    _drive(a, stiffness=5.0e5, damping=2.0e4, target=13.0, dof="linear")   # [g / s^2] = 1e-3 N/m per unit
+    builder = sk.ModelBuilder()
+    info = sk.io.load_usd(stage, builder, joint_ke=1.0e5, joint_kd=300.0)
+    assert info.joints == {"/World/a_rail": 0, "/World/b_rail": 1} and info.skipped == {}
+    assert info.joint_targets == {"/World/a_rail": pytest.approx(0.1, abs=1e-7)}
+    model = builder.finalize(device="cpu", dtype=f64)
+    assert model.joint_type.numpy().tolist() == [3, 3]
+    assert model.joint_parent.numpy().tolist() == [-1, -1] and model.joint_child.numpy().tolist() == [0, 1]
+    np.testing.assert_allclose(model.joint_axis_parent.numpy(), [[0.0, 1.0, 0.0]] * 2, atol=1e-7)
+    np.testing.assert_allclose(model.joint_anchor_parent.numpy(), [[0.1, 0.47, 0.0], [0.4, 0.5, 0.0]], atol=1e-7)
+    np.testing.assert_allclose(model.joint_anchor_child.numpy(), [[0.0, -0.03, 0.0], [0.0, 0.0, 0.0]], atol=1e-7)
+    np.testing.assert_allclose(model.joint_limit_lower.numpy(), [-0.1, -0.04], atol=1e-7)
+    np.testing.assert_allclose(model.joint_limit_upper.numpy(), [0.17, 0.23], atol=1e-7)
+    np.testing.assert_allclose(model.joint_limit_ke.numpy(), [1.0e5] * 2)           # the joint's own springs
+    np.testing.assert_allclose(model.joint_limit_kd.numpy(), [300.0] * 2)
+    np.testing.assert_allclose(model.joint_target_ke.numpy(), [500.0, 0.0], rtol=1e-9)
+    np.testing.assert_allclose(model.joint_target_kd.numpy(), [20.0, 0.0], rtol=1e-9)
+    control = model.control()
+    control.joint_target.assign(info.joint_target_array(model.joint_count))
+    dt = 2.5e-4
+    assert sk.RigidBodySolver().max_time_step(model) > dt
+    frames = []
+    _run(model, 1.5, dt, control, record=frames)
+    q = np.array(frames)
+    m = model.body_mass.numpy()
+    assert m == pytest.approx([1.0, 1.0])
+    x = q[:, :, 1] - 0.5                                                         # along the rails
+    assert x[-1, 0] == pytest.approx(0.1 - m[0] * 9.81 / 500.0, abs=1e-5)
+    assert x[-1, 1] == pytest.approx(-0.04 - m[1] * 9.81 / 1.0e5, abs=1e-6)
+    assert -0.04 - 0.01 < x[:, 1].min() < -0.04                                  # hit at 0.9 m/s, ~3 mm in
+    np.testing.assert_allclose(q[-1, :, [0, 2]], [[0.1, 0.4], [0.0, 0.0]], atol=1e-9)   # on the rails
+
+
+def test_revolute_limits_are_converted_and_stop_a_pendulum():
+    # a thick rod (20 kg) hung from the world about z, released 0.3 rad from hanging (USD's angle:
+    # the rod's turn, 0.3 rad); limits [0.1 rad, 60 degrees] -> simkit [-0.2, 60 deg - 0.3] rad; it
+    # swings down onto the lower limit and rests tau_g / angular_ke beyond it
+    stage = _stage()
+    angle0, half = 0.3, 0.25
+    R0 = _axis_angle((0.0, 0.0, 1.0), angle0)
+    _body(stage, "/World/rod", pos=R0 @ [0.0, -half, 0.0], axis=(0.0, 0.0, 1.0), angle=angle0,
+          scale=(0.2, 2 * half, 0.2), size=1.0)
+    j = _joint(stage, "/World/hinge", "revolute", body1="/World/rod", pos1=(0.0, 0.5, 0.0), axis="Z")
+    j.GetAttribute("physics:lowerLimit").Set(math.degrees(0.1))
+    j.GetAttribute("physics:upperLimit").Set(60.0)
+    builder = sk.ModelBuilder()
+    info = sk.io.load_usd(stage, builder, joint_ke=1.0e6, joint_kd=300.0, joint_angular_ke=1.0e4,
+                          joint_angular_kd=100.0)
+    assert info.joints == {"/World/hinge": 0} and info.joint_targets == {}
+    model = builder.finalize(device="cpu", dtype=f64)
+    np.testing.assert_allclose(model.joint_limit_lower.numpy(), [0.1 - angle0], atol=1e-6)
+    np.testing.assert_allclose(model.joint_limit_upper.numpy(), [math.radians(60.0) - angle0], atol=1e-6)
+    np.testing.assert_allclose(model.joint_limit_ke.numpy(), [1.0e4])
+    dt = 2.5e-4
+    assert sk.RigidBodySolver().max_time_step(model) > dt
+    frames = []
+    _run(model, 2.0, dt, record=frames)
+    r = np.array(frames)[:, 0, 3:]
+    angle = 2.0 * np.arctan2(r[:, 2], r[:, 3]) - angle0                         # simkit's joint angle
+    m = model.body_mass.numpy()[0]
+    tau = m * 9.81 * half * math.sin(0.1)
+    assert -0.2 - 0.03 < angle.min() < -0.2 - 1e-3
+    assert angle[-1] == pytest.approx(-0.2 - tau / 1.0e4, abs=1e-5)
+
+
 # ----------------------------------------------------------------------------- units
 
 def test_centimetre_z_up_stage_into_y_up_builder():
@@ -373,7 +458,7 @@ def test_unsupported_and_broken_joints_are_skipped_with_warnings():
     _body(stage, "/World/a", pos=(0.0, 1.0, 0.0), size=0.2)
     _body(stage, "/World/b", pos=(0.5, 1.0, 0.0), size=0.2)
     UsdPhysics.RigidBodyAPI.Apply(UsdGeom.Xform.Define(stage, "/World/ghost").GetPrim())   # no colliders: skipped
-    for kind in ("prismatic", "distance", "d6"):
+    for kind in ("distance", "d6"):
         _joint(stage, f"/World/{kind}", kind, body0="/World/a", body1="/World/b", pos0=(0.25, 0.0, 0.0),
                pos1=(-0.25, 0.0, 0.0))
     _joint(stage, "/World/missing", "spherical", body0="/World/a", body1="/World/nowhere")
@@ -383,12 +468,12 @@ def test_unsupported_and_broken_joints_are_skipped_with_warnings():
     off = _joint(stage, "/World/off", "spherical", body0="/World/a", body1="/World/b", pos0=(0.25, 0.0, 0.0),
                  pos1=(-0.25, 0.0, 0.0))
     off.GetAttribute("physics:jointEnabled").Set(False)                     # skipped, silently
-    off = _joint(stage, "/World/off_slider", "prismatic", body0="/World/a", body1="/World/b")
+    off = _joint(stage, "/World/off_rope", "distance", body0="/World/a", body1="/World/b")
     off.GetAttribute("physics:jointEnabled").Set(False)                     # even an unsupported type
     limited = _joint(stage, "/World/limited", "revolute", body1="/World/a", pos0=(0.0, 1.1, 0.0),
                      pos1=(0.0, 0.1, 0.0), axis="Z")
-    limited.GetAttribute("physics:lowerLimit").Set(-30.0)
-    limited.GetAttribute("physics:upperLimit").Set(45.0)
+    limited.GetAttribute("physics:lowerLimit").Set(45.0)                    # empty: ignored
+    limited.GetAttribute("physics:upperLimit").Set(-30.0)
     cone = _joint(stage, "/World/cone", "spherical", body0="/World/a", body1="/World/b", pos0=(0.25, 0.0, 0.0),
                   pos1=(-0.25, 0.0, 0.0))
     cone.GetAttribute("physics:coneAngle0Limit").Set(20.0)
@@ -400,6 +485,7 @@ def test_unsupported_and_broken_joints_are_skipped_with_warnings():
     d = _drive(spin, stiffness=1.0, target=10.0)
     d.CreateTargetVelocityAttr(5.0)
     d.CreateMaxForceAttr(3.0)
+    _drive(spin, stiffness=1.0, kind=None, dof="linear")                     # a linear drive on a hinge: ignored
     _joint(stage, "/World/tilted", "revolute", body0="/World/a", body1="/World/b", pos0=(0.25, 0.0, 0.0),
            pos1=(-0.25, 0.0, 0.0), rot1=((0.0, 0.0, 1.0), 0.2), axis="X")   # body1's copy of X: 0.2 rad off
     _joint(stage, "/World/welded", "fixed", body0="/World/a", body1="/World/b", pos0=(0.25, 0.0, 0.0),
@@ -408,20 +494,20 @@ def test_unsupported_and_broken_joints_are_skipped_with_warnings():
     with pytest.warns(UserWarning) as record:
         info = sk.io.load_usd(stage, builder)
     messages = "\n".join(str(w.message) for w in record)
-    for expected in ("skipping the joint '/World/prismatic' (PhysicsPrismaticJoint)",
-                     "skipping the joint '/World/distance' (PhysicsDistanceJoint)",
+    for expected in ("skipping the joint '/World/distance' (PhysicsDistanceJoint)",
                      "skipping the joint '/World/d6' (PhysicsJoint)",
                      "skipping the joint '/World/missing': its body1 '/World/nowhere' does not exist",
                      ("skipping the joint '/World/to_ghost': its body0 '/World/ghost' belongs to the rigid body "
                       "'/World/ghost', which was not loaded"),
                      "skipping the joint '/World/nothing': its body0 '/World/bracket' does not exist",
                      "skipping the joint '/World/self': it connects the rigid body 0 to itself",
-                     "joint '/World/limited': its limits [-30.0, 45.0] degrees are not supported",
+                     "joint '/World/limited': its limits [45.0, -30.0] are empty (ignored: the joint is unlimited)",
                      "joint '/World/cone': its cone limits [20.0, -1.0] degrees are not supported",
                      "joint '/World/cone': its drive(s) ['angular'] are not supported on a ball joint",
                      "joint '/World/apart': localPos0 (in body0's frame) and localPos1 (in body1's) are 0.5 m apart",
                      "joint '/World/spin': its drive's targetVelocity (5.0 degrees/s) is not supported",
                      "joint '/World/spin': its drive's maxForce (3.0) is not supported",
+                     "joint '/World/spin': its drive(s) ['linear'] are not supported on a revolute joint",
                      ("joint '/World/tilted': its axis in body0's frame (localRot0) and in body1's (localRot1) are "
                       "11.5 degrees apart; using body0's"),
                      ("joint '/World/welded': its frames in body0 (localRot0) and body1 (localRot1) are turned 5.73 "
@@ -432,10 +518,9 @@ def test_unsupported_and_broken_joints_are_skipped_with_warnings():
                            "/World/tilted": 4, "/World/welded": 5}
     assert len(record) == 16                   # the above and the rigid body /World/ghost without colliders
     assert info.skipped["/World/off"] == "joint disabled"
-    assert info.skipped["/World/prismatic"] == "PhysicsPrismaticJoint (not supported)"
-    assert set(info.skipped) == {"/World/ghost", "/World/prismatic", "/World/distance", "/World/d6", "/World/missing",
-                                 "/World/to_ghost", "/World/nothing", "/World/self", "/World/off",
-                                 "/World/off_slider"}
+    assert info.skipped["/World/distance"] == "PhysicsDistanceJoint (not supported)"
+    assert set(info.skipped) == {"/World/ghost", "/World/distance", "/World/d6", "/World/missing", "/World/to_ghost",
+                                 "/World/nothing", "/World/self", "/World/off", "/World/off_rope"}
     assert builder.joint_count == 6
 
 

@@ -10,7 +10,7 @@ Example::
     info.bodies        # {"/World/ball": 0}                 prim path -> body index
     info.rigid_shapes  # {"/World/ball": 0, "/World/table": 1}  prim path -> rigid shape index
     info.joints        # {"/World/hinge": 0}                prim path -> joint index
-    info.joint_targets # {"/World/hinge": 0.5}              driven joint -> Control.joint_target [rad]
+    info.joint_targets # {"/World/hinge": 0.5}              driven joint -> Control.joint_target [rad or m]
     info.skipped       # {"/World/box/mesh": "mesh of the dynamic rigid body '/World/box' (not supported)"}
     model = builder.finalize(device="cpu")
 
@@ -34,9 +34,10 @@ What is read (at one time code, every prim in world space):
   their volumes), else per shape its ``physics:mass`` or ``physics:density``, else the body's
   ``physics:density``, else ``body_density``. Kinematic bodies (``physics:kinematicEnabled``) get
   massless shapes: simkit moves them at constant velocity, turning about their frame's origin.
-* ``UsdPhysics.SphericalJoint`` / ``RevoluteJoint`` / ``FixedJoint`` between loaded bodies (or a
-  body and the world) -> ``add_joint_ball`` / ``add_joint_revolute`` / ``add_joint_fixed``, with the
-  revolute joints' ``PhysicsDriveAPI:angular`` drives (details: ``usd_joints``). Other joint types,
+* ``UsdPhysics.SphericalJoint`` / ``RevoluteJoint`` / ``PrismaticJoint`` / ``FixedJoint`` between
+  loaded bodies (or a body and the world) -> ``add_joint_ball`` / ``add_joint_revolute`` /
+  ``add_joint_prismatic`` / ``add_joint_fixed``, with their limits and the ``PhysicsDriveAPI:angular``
+  (revolute) and ``:linear`` (prismatic) drives (details: ``usd_joints``). Other joint types,
   and joints whose bodies were not loaded, are skipped with a warning.
 * The first ``UsdPhysics.Scene``: gravity -> ``builder.set_gravity`` (its defaults: down the
   stage's up axis, 9.81 m/s^2).
@@ -75,7 +76,7 @@ class UsdLoadResult:
     bodies: dict = field(default_factory=dict)       # prim path -> body index
     rigid_shapes: dict = field(default_factory=dict)  # prim path -> rigid shape index (body's or static)
     joints: dict = field(default_factory=dict)       # prim path -> joint index
-    joint_targets: dict = field(default_factory=dict)  # driven revolute joint's prim path -> target [rad]
+    joint_targets: dict = field(default_factory=dict)  # driven joint's prim path -> target [rad or m]
     skipped: dict = field(default_factory=dict)      # prim path -> reason
     gravity: tuple | None = None                     # [m/s^2] set on the builder; None: not set
 

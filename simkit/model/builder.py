@@ -69,7 +69,7 @@ def _nonneg(value, name) -> float:
 class ModelBuilder(RigidBuilderMixin, JointBuilderMixin):
     """Collects a model in Python lists; ``finalize()`` turns it into a ``Model``. Rigid bodies and
     their shapes: ``add_body``, ``add_shape_sphere``/``box``/``capsule`` (``builder_rigid.py``);
-    joints: ``add_joint_ball``/``revolute``/``fixed`` (``builder_joints.py``).
+    joints: ``add_joint_ball``/``revolute``/``prismatic``/``fixed``, with limits (``builder_joints.py``).
 
     Options (keyword-only): ``up_axis`` ("x", "y" or "z"), ``gravity`` [m/s^2] along the up axis
     (negative pulls down) or a 3-vector.

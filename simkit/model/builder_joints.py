@@ -1,4 +1,4 @@
-"""Joints between rigid bodies (ball, revolute, fixed) for ``ModelBuilder``.
+"""Joints between rigid bodies (ball, revolute, prismatic, fixed) for ``ModelBuilder``.
 
 Example: a pendulum hinged to the world about z at the origin::
 
@@ -11,9 +11,18 @@ A joint is given in world coordinates at the bodies' initial poses (``anchor`` p
 stored in each body's frame. The solver holds it with stiff springs (penalty, like the contacts):
 the two anchor points are pulled together with ``ke`` [N/m] and ``kd`` [N s/m]; a revolute joint
 also keeps the two bodies' copies of its axis aligned, and a fixed joint their relative rotation,
-with ``angular_ke`` [N m/rad] and ``angular_kd`` [N m s/rad]. A revolute joint can be driven to a
-target angle (``Control.joint_target`` [rad], 0 at the initial pose) by a PD torque with
-``target_ke`` [N m/rad] and ``target_kd`` [N m s/rad].
+with ``angular_ke`` [N m/rad] and ``angular_kd`` [N m s/rad]. A prismatic joint (a slider) keeps
+the relative rotation like a fixed joint and pulls the child's anchor onto the line through the
+parent's anchor along ``axis`` with ``ke`` / ``kd``, leaving the slide along the axis free.
+
+A joint's coordinate is 0 at the initial pose: a revolute joint's angle [rad] (the child's turn
+about the axis relative to the parent, within pi of the middle of its limits, or of 0 unless both
+are finite), a prismatic joint's position [m] (the child's anchor from the parent's, along the
+parent's copy of the axis). Both can be driven to
+``Control.joint_target`` by a PD torque / force with ``target_ke`` [N m/rad or N/m] and
+``target_kd`` [N m s/rad or N s/m], and limited to [``limit_lower``, ``limit_upper``] (default
+-inf, inf: unlimited) by a penalty ``limit_ke`` [N m/rad or N/m] times the coordinate's distance
+outside, plus ``limit_kd`` [N m s/rad or N s/m] times its rate while it moves further out.
 """
 from __future__ import annotations
 
@@ -25,8 +34,11 @@ from ..kernels import types as T
 from ..runtime import array
 from .builder_rigid import _rotation, _vec
 
-BALL, REVOLUTE, FIXED = 0, 1, 2
-JOINT_NAMES = {BALL: "ball", REVOLUTE: "revolute", FIXED: "fixed"}
+BALL, REVOLUTE, FIXED, PRISMATIC = 0, 1, 2, 3
+JOINT_NAMES = {BALL: "ball", REVOLUTE: "revolute", FIXED: "fixed", PRISMATIC: "prismatic"}
+GAIN_NAMES = ("ke", "kd", "angular_ke", "angular_kd", "target_ke", "target_kd", "limit_lower", "limit_upper",
+              "limit_ke", "limit_kd")   # the model's per-joint float arrays ``joint_<name>``
+UNLIMITED = (-math.inf, math.inf, 0.0, 0.0)     # (limit_lower, limit_upper, limit_ke, limit_kd)
 
 
 def _quat_mul(a, b):
@@ -46,13 +58,14 @@ class JointBuilderMixin:
     def _init_joints(self):
         self.joint_type, self.joint_parent, self.joint_child = [], [], []
         self.joint_anchor_parent, self.joint_anchor_child, self.joint_axis_parent, self.joint_axis_child = [], [], [], []
-        self.joint_rest_rotation, self.joint_gains = [], []
+        self.joint_rest_rotation, self.joint_gains, self.joint_limits = [], [], []
 
     @property
     def joint_count(self) -> int:
         return len(self.joint_type)
 
-    def _add_joint(self, kind, parent, child, anchor, axis, ke, kd, angular_ke, angular_kd, target_ke, target_kd):
+    def _add_joint(self, kind, parent, child, anchor, axis, ke, kd, angular_ke, angular_kd, target_ke, target_kd,
+                   limits=UNLIMITED):
         name = f"add_joint_{JOINT_NAMES[kind]}"
         n = self.body_count
         if not (isinstance(parent, (int, np.integer)) and -1 <= parent < n):
@@ -62,6 +75,12 @@ class JointBuilderMixin:
         gains = tuple(float(g) for g in (ke, kd, angular_ke, angular_kd, target_ke, target_kd))
         if not all(g >= 0.0 and math.isfinite(g) for g in gains):
             raise ValueError(f"{name}: stiffnesses and dampings must be finite numbers >= 0, got {gains}")
+        lower, upper, limit_ke, limit_kd = (float(v) for v in limits)
+        if not (lower <= upper and lower < math.inf and upper > -math.inf):
+            raise ValueError(f"{name}: limit_lower must be <= limit_upper (-inf and inf: unlimited), got "
+                             f"[{lower}, {upper}]")
+        if not all(g >= 0.0 and math.isfinite(g) for g in (limit_ke, limit_kd)):
+            raise ValueError(f"{name}: limit_ke and limit_kd must be finite numbers >= 0, got {(limit_ke, limit_kd)}")
         anchor = np.asarray(_vec(anchor, f"{name}: anchor"))
         axis = np.asarray(_vec(axis, f"{name}: axis"))
         if np.linalg.norm(axis) < 1e-9:
@@ -84,6 +103,7 @@ class JointBuilderMixin:
         self.joint_axis_child.append(tuple(Rc.T @ axis))
         self.joint_rest_rotation.append(_quat_mul(_quat_inv(qp), qc))     # child relative to parent
         self.joint_gains.append(gains)
+        self.joint_limits.append((lower, upper, limit_ke, limit_kd))
         return self.joint_count - 1
 
     def add_joint_ball(self, parent: int, child: int, *, anchor, ke: float = 1.0e4, kd: float = 1.0e2) -> int:
@@ -93,11 +113,34 @@ class JointBuilderMixin:
 
     def add_joint_revolute(self, parent: int, child: int, *, anchor, axis, ke: float = 1.0e4, kd: float = 1.0e2,
                            angular_ke: float = 1.0e2, angular_kd: float = 1.0, target_ke: float = 0.0,
-                           target_kd: float = 0.0) -> int:
+                           target_kd: float = 0.0, limit_lower: float = -math.inf, limit_upper: float = math.inf,
+                           limit_ke: float = 1.0e2, limit_kd: float = 1.0) -> int:
         """A hinge about ``axis`` (world direction) through ``anchor`` [m]; ``target_ke`` > 0 drives
-        its angle to ``Control.joint_target``. Returns the joint index."""
+        its angle to ``Control.joint_target`` [rad]; ``limit_lower`` / ``limit_upper`` [rad] (default
+        unlimited; a range narrower than 2 pi, a one-sided limit within (-pi, pi)) bound the angle
+        with ``limit_ke`` [N m/rad], ``limit_kd`` [N m s/rad]. Returns the joint index."""
         return self._add_joint(REVOLUTE, parent, child, anchor, axis, ke, kd, angular_ke, angular_kd, target_ke,
-                               target_kd)
+                               target_kd, (limit_lower, limit_upper, limit_ke, limit_kd))
+
+    def add_joint_prismatic(self, parent: int, child: int, *, anchor, axis, ke: float = 1.0e4, kd: float = 1.0e2,
+                            angular_ke: float = 1.0e2, angular_kd: float = 1.0, target_ke: float = 0.0,
+                            target_kd: float = 0.0, limit_lower: float = -math.inf, limit_upper: float = math.inf,
+                            limit_ke: float = 1.0e4, limit_kd: float = 1.0e2) -> int:
+        """A slider along ``axis`` (world direction) through ``anchor`` [m]: the child keeps its
+        rotation relative to ``parent`` and only translates along the axis; ``target_ke`` [N/m] > 0
+        drives its position to ``Control.joint_target`` [m]; ``limit_lower`` / ``limit_upper`` [m]
+        (default unlimited) bound it with ``limit_ke`` [N/m], ``limit_kd`` [N s/m]. Returns the joint
+        index.
+
+        Example: a block on a vertical rail, hanging on the drive's spring::
+
+            slider = b.add_body(pos=(0.0, 1.0, 0.0))
+            b.add_shape_box(slider, hx=0.05, hy=0.05, hz=0.05)
+            b.add_joint_prismatic(-1, slider, anchor=(0.0, 1.0, 0.0), axis=(0.0, 1.0, 0.0), target_ke=500.0,
+                                  limit_lower=-0.2, limit_upper=0.2)
+        """
+        return self._add_joint(PRISMATIC, parent, child, anchor, axis, ke, kd, angular_ke, angular_kd, target_ke,
+                               target_kd, (limit_lower, limit_upper, limit_ke, limit_kd))
 
     def add_joint_fixed(self, parent: int, child: int, *, anchor=None, ke: float = 1.0e4, kd: float = 1.0e2,
                         angular_ke: float = 1.0e2, angular_kd: float = 1.0) -> int:
@@ -123,6 +166,8 @@ class JointBuilderMixin:
         m.joint_axis_parent, m.joint_axis_child = vecs(self.joint_axis_parent), vecs(self.joint_axis_child)
         m.joint_rest_rotation = array(np.asarray(self.joint_rest_rotation, dtype=npf).reshape(n, 4), dtype=quat_t,
                                       device=dev)
-        gains = np.asarray(self.joint_gains, dtype=npf).reshape(n, 6)
-        m.joint_ke, m.joint_kd, m.joint_angular_ke, m.joint_angular_kd, m.joint_target_ke, m.joint_target_kd = (
-            array(np.ascontiguousarray(gains[:, c]), dtype=m.dtype, device=dev, requires_grad=rg) for c in range(6))
+        columns = np.hstack([np.asarray(self.joint_gains, dtype=npf).reshape(n, 6),
+                             np.asarray(self.joint_limits, dtype=npf).reshape(n, 4)])
+        for name, column in zip(GAIN_NAMES, columns.T):
+            column = np.ascontiguousarray(column)
+            setattr(m, f"joint_{name}", array(column, dtype=m.dtype, device=dev, requires_grad=rg))

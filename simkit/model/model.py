@@ -87,11 +87,14 @@ class Model:
             ``rigid_pair_candidates``: the most contact points any pair tests.
 
     Joints (``joint_count``; ``ModelBuilder.add_joint_*``): joint_type (0 ball, 1 revolute, 2
-        fixed), joint_parent (-1: the world), joint_child, int32; joint_anchor_parent /
+        fixed, 3 prismatic), joint_parent (-1: the world), joint_child, int32; joint_anchor_parent /
         joint_anchor_child [m] and joint_axis_parent / joint_axis_child (unit) in each body's frame,
         vec3; joint_rest_rotation (child relative to parent at rest), quat; joint_ke [N/m],
         joint_kd [N s/m], joint_angular_ke [N m/rad], joint_angular_kd [N m s/rad],
-        joint_target_ke [N m/rad], joint_target_kd [N m s/rad], float (differentiable).
+        joint_target_ke [N m/rad; prismatic N/m], joint_target_kd [N m s/rad; N s/m],
+        joint_limit_lower / joint_limit_upper (the coordinate's bounds [rad; prismatic m], -inf /
+        inf: unlimited), joint_limit_ke [N m/rad; N/m], joint_limit_kd [N m s/rad; N s/m], each
+        shape [joint_count], float (differentiable).
 
     Scalars: ``gravity`` (3 floats) [m/s^2]; ``up_vector``; ``particle_ke`` [N/m],
     ``particle_kd`` [N s/m], ``particle_kf`` [N s/m], ``particle_mu``, ``particle_cohesion`` [m]
@@ -148,6 +151,7 @@ class Model:
         self.joint_anchor_parent = self.joint_anchor_child = self.joint_axis_parent = self.joint_axis_child = None
         self.joint_rest_rotation = self.joint_ke = self.joint_kd = self.joint_angular_ke = None
         self.joint_angular_kd = self.joint_target_ke = self.joint_target_kd = None
+        self.joint_limit_lower = self.joint_limit_upper = self.joint_limit_ke = self.joint_limit_kd = None
 
         self.ground = False
         self.ground_height = 0.0

@@ -63,7 +63,7 @@ class Control:
         spring_activation: spring activations [dimensionless], shape [spring_count], float: a spring's
             rest length is ``spring_rest_length * (1 + activation)`` (0 is passive, -0.1 contracts it by
             10%). Differentiable: make it ``requires_grad`` to optimise actuation.
-        joint_target: target angles of the revolute joints' drives [rad] (0: the initial pose),
+        joint_target: targets of the joints' drives: revolute angles [rad], prismatic slides [m] (0: the initial pose),
             shape [joint_count], float (other joints ignore theirs). Differentiable.
     """
 

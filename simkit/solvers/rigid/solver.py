@@ -76,8 +76,9 @@ def body_time_step(model: Model) -> float:
     """A stable explicit ``dt`` [s]: the smallest ``0.3 sqrt(m / k)`` and ``0.3 m / c`` over
     contacts (the lightest body against the stiffest material; ``c`` = normal damping + viscous
     friction) and joints (each against its bodies: ``ke``, ``kd`` against their masses,
-    ``angular_ke``, ``angular_kd`` against their smallest principal inertias, a drive's gains
-    against their inertias about the joint axis)."""
+    ``angular_ke``, ``angular_kd`` against their smallest principal inertias, a drive's gains plus
+    a limit's (when it has a finite bound) against their inertias about the joint axis, or their
+    masses for a prismatic joint)."""
     if not model.body_count:
         return math.inf
     mass = model.body_mass.numpy()
@@ -101,19 +102,24 @@ def body_time_step(model: Model) -> float:
 
     for k, c in linear:
         add(m, k, c)
-    if model.joint_count:   # per joint, against its own bodies; a drive against the inertia about its axis
+    if model.joint_count:   # per joint, against its own bodies; a drive and limit along / about its axis
         inertias = model.body_inertia.numpy()
-        gains = [getattr(model, f"joint_{g}").numpy() for g in ("ke", "kd", "angular_ke", "angular_kd",
-                                                                "target_ke", "target_kd")]
-        axes = (model.joint_axis_parent.numpy(), model.joint_axis_child.numpy())
+        g = {k: getattr(model, f"joint_{k}").numpy() for k in ("ke", "kd", "angular_ke", "angular_kd", "target_ke",
+                                                               "target_kd", "limit_lower", "limit_upper",
+                                                               "limit_ke", "limit_kd")}
+        limited = np.isfinite(g["limit_lower"]) | np.isfinite(g["limit_upper"])
+        axial = (g["target_ke"] + np.where(limited, g["limit_ke"], 0.0),
+                 g["target_kd"] + np.where(limited, g["limit_kd"], 0.0))
+        axes, kinds = (model.joint_axis_parent.numpy(), model.joint_axis_child.numpy()), model.joint_type.numpy()
         for j, bodies in enumerate(zip(model.joint_parent.numpy(), model.joint_child.numpy())):
             for side, b in enumerate(bodies):
                 if b < 0 or mass[b] <= 0.0:
                     continue
-                add(float(mass[b]), gains[0][j], gains[1][j])
-                add(float(np.linalg.eigvalsh(inertias[b]).min()), gains[2][j], gains[3][j])
+                add(float(mass[b]), g["ke"][j], g["kd"][j])
+                add(float(np.linalg.eigvalsh(inertias[b]).min()), g["angular_ke"][j], g["angular_kd"][j])
                 a = axes[side][j]
-                add(float(a @ inertias[b] @ a), gains[4][j], gains[5][j])
+                slide = kinds[j] == 3                              # prismatic: a force, against the mass
+                add(float(mass[b]) if slide else float(a @ inertias[b] @ a), axial[0][j], axial[1][j])
     return min(bounds)
 
 
@@ -165,7 +171,8 @@ def begin_body_step(solver: Solver, model: Model, state_in: State, control: Cont
                        model.joint_child, model.joint_anchor_parent, model.joint_anchor_child,
                        model.joint_axis_parent, model.joint_axis_child, model.joint_rest_rotation, model.joint_ke,
                        model.joint_kd, model.joint_angular_ke, model.joint_angular_kd, model.joint_target_ke,
-                       model.joint_target_kd, control.joint_target],
+                       model.joint_target_kd, control.joint_target, model.joint_limit_lower,
+                       model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd],
                outputs=[f])
     return f
 
