@@ -95,11 +95,11 @@ class Case:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="fewer points and rounds")
-    ap.add_argument("--n", type=int, default=32768, help="points in the unit box")
+    ap.add_argument("--n", type=int, help="points in the unit box (default 32768; 4096 with --quick)")
     ap.add_argument("--no-warp", action="store_true", help="skip warp-lang")
     ap.add_argument("--markdown", help="also write the table as markdown here")
     args = ap.parse_args(argv)
-    n = 4096 if args.quick else args.n
+    n = args.n or (4096 if args.quick else 32768)
     rounds = 3 if args.quick else 9
     r = float(0.9 * (20.0 / n) ** (1.0 / 3.0))  # about 15 neighbours within r
     pts = np.random.default_rng(0).random((n, 3)).astype(np.float32)
@@ -117,6 +117,7 @@ def main(argv=None) -> int:
     table = common.Table(f"Adjoints of nested and in-func sum loops, {n} points, ~15 neighbours, 1 thread",
                          ["kernel", "implementation", "forward (median)", "fwd+bwd (median)", "backward cost",
                           "fwd+bwd vs simkit", "max gradient difference"])
+    worst = 0.0
     for which, label in (("images", f"sum over {len(SHIFTS)} images of a neighbour sum"),
                          ("func", "neighbour sum in a @func")):
         common.progress(f"{which}: compiling and comparing gradients")
@@ -126,6 +127,7 @@ def main(argv=None) -> int:
         fb = common.bench_interleaved({k: c.forward_backward(which) for k, c in cases.items()}, rounds=rounds)
         for k in cases:
             diff = np.abs(grads[k] - grads["simkit"]).max() / scale
+            worst = max(worst, diff)
             table.add(label, k, common.fmt_time(fwd[k].median), common.fmt_time(fb[k].median),
                       f"{fb[k].median / fwd[k].median:.1f}x", f"{fb[k].median / fb['simkit'].median:.2f}x",
                       f"{diff:.1e}")
@@ -135,6 +137,9 @@ def main(argv=None) -> int:
     if args.markdown:
         with open(args.markdown, "w") as fh:
             fh.write(common.kv_markdown(info) + "\n\n" + table.markdown() + "\n")
+    if not worst < 1e-5:
+        print(f"FAILED: the gradients disagree by {worst:.1e} of the largest entry", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -73,3 +73,18 @@ def test_sph_benchmark_checks_agree_and_reports_finite_rates(tmp_path):
         assert all(math.isfinite(v) and v > 0 for v in rates), r
     assert data["breakdown_ms"] and all(math.isfinite(float(v)) for row in data["breakdown_ms"]
                                         for k, v in row.items() if k not in ("implementation", "threads"))
+
+
+def test_adjoint_loops_benchmark_gradients_agree(tmp_path):
+    """benchmarks/adjoint_loops.py on 2048 points: simkit's order-free adjoints and the stack's give
+    the same gradients (the script fails otherwise) and the table is written."""
+    bench = _load("adjoint_loops")
+    out = tmp_path / "adjl.md"
+    threads = sk.config.cpu_threads  # (the benchmark runs on one thread)
+    try:
+        assert bench.main(["--quick", "--n", "2048", "--no-warp", "--markdown", str(out)]) == 0
+    finally:
+        sk.config.cpu_threads = threads
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| sum over") or
+            line.startswith("| neighbour sum")]
+    assert len(rows) == 4

@@ -489,11 +489,12 @@ class AdjointEmitter(Emitter):
         else:
             callee = adjoint_name(s.callee)
             call_args += [adj(o) for o in outs]  # several results: one adjoint argument each
-            if b.key == "load" and self.fn.is_kernel:
-                # plain adds where no other thread can touch the element, atomics otherwise
-                serial = "(_bounds.flags & SK_BOUNDS_SERIAL)"
+            if b.key == "load":
+                # plain adds where no other thread can touch the element, atomics otherwise (a func
+                # knows only whether one CPU thread runs the whole launch: _serial)
+                serial = "(_bounds.flags & SK_BOUNDS_SERIAL)" if self.fn.is_kernel else "_serial"
                 cond = serial
-                if args[0].name in self.unique_arrays() and self.tid_indexed(args[1:]):
+                if self.fn.is_kernel and args[0].name in self.unique_arrays() and self.tid_indexed(args[1:]):
                     cond = f"({serial} || (_bounds.ndim == {len(args) - 1} && (_bounds.flags & SK_BOUNDS_NO_ALIAS)))"
                 callee = "sk::adj_load_unique<SKC>"
                 call_args.insert(0, cond)
@@ -518,6 +519,8 @@ def gen_adj_func(fn: ir.Function, options: dict) -> str:
     e.adj_declarations(1)
     if body.loop_ids:
         e.w("auto&& _stk = sk::tape_stack();", 1)
+    if any("_serial" in line for line in body.lines):
+        e.w("const bool _serial = sk::serial_launch();", 1)
     params = [f"{ctype(p.type)} {p.name}" for p in fn.params]
     params += [f"{ctype(p.type)}& {adj(p)}" for p in fn.params]
     if fn.return_types:

@@ -252,7 +252,7 @@ SK_INLINE void accumulate_grad(bool unique, T* g, const T& v) {
     if (unique)
         *g += v;
     else
-        grad_accumulate(g, v);
+        atomic_accumulate(g, v);
 }
 template <bool C, typename T, typename I0>
 SK_INLINE void adj_load_unique(bool unique, const array_t<T>& a, I0 i, array_t<T>&, I0&, const T& adj_ret) {

@@ -218,6 +218,14 @@ struct launch_bounds_t {
 // without the launch bounds at hand (@func adjoints) then accumulates gradients with plain adds.
 inline thread_local bool cpu_serial = false;
 #endif
+// Read once at the top of a @func adjoint: its array-read adjoints then add without atomics.
+SK_INLINE bool serial_launch() {
+#if SK_CUDA
+    return false;
+#else
+    return cpu_serial;
+#endif
+}
 
 // `i = tid()`: the index along the first launch dimension (the linear index for 1D launches).
 SK_INLINE int32 tid_first(const launch_bounds_t& b, int64 index) {
