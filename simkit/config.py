@@ -28,8 +28,9 @@ verify_cuda_archs: tuple = ("sm_80", "sm_90")
 #: Static `for i in range(N)` loops with at most this many iterations are unrolled.
 max_unroll: int = 16
 
-#: Adjoints run order-free sum loops once, saving nothing (docs/autodiff.md). False: every dynamic loop
-#: keeps the per-iteration stack (for A/B measurements, or to rule the optimisation out when debugging).
+#: Adjoints run order-free sum loops once and skip the reverse of loops that define no active value,
+#: saving nothing for either (docs/autodiff.md). False: every dynamic loop keeps the per-iteration
+#: stack (for A/B measurements, or to rule these optimisations out when debugging).
 adjoint_sum_loops: bool = True
 
 #: Optimisation flags for the CPU compiler, split like a shell command line (e.g. "-O3 -g" to profile).

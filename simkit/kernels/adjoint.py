@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from . import ir
 from . import types as T
+from .activity import Activity
 from .codegen import Emitter, ctype, iterator_call, ref, return_ctype
 from .registry import adjoint_name
 
@@ -185,6 +186,16 @@ class AdjointEmitter(Emitter):
         for the statements before the loop (their adjoints may read the value the loop started from)."""
         return [v for v in s.carried if not _opaque(v) and not _value_read_in_reverse(s.body, v)]
 
+    def inactive(self, s) -> bool:
+        """A loop that defines no value whose adjoint can reach anything (see ``activity``): the replay
+        runs it plainly, the reverse pass skips it."""
+        if not self.sum_loops:
+            return False
+        act = self.__dict__.get("_activity")
+        if act is None:
+            act = self._activity = Activity(self.fn)
+        return act.inactive_loop(s)
+
     def order_free(self, s) -> bool:
         """A loop whose reverse pass may run its iterations in forward order, with no replay before it and
         nothing saved: a loop over an iterator (a neighbour query) or a range whose carried values are
@@ -210,6 +221,8 @@ class AdjointEmitter(Emitter):
 
     def _order_free_alone(self, s) -> bool:
         """``order_free`` for loop ``s`` by itself (its nest decides together)."""
+        if self.inactive(s):  # recomputed wherever its nest's body is replayed
+            return True
         path = _path_to(self.fn.body, s)
         body = list(ir.walk(s.body))
         if any(isinstance(t, (ir.Break, ir.Return)) for t in body):
@@ -295,6 +308,8 @@ class AdjointEmitter(Emitter):
 
     def fwd_loop(self, s, depth: int, record: bool):
         self.comment(s.line, depth)
+        if self.inactive(s):
+            record = False  # nothing of it is reversed: just run it
         if record and self.order_free(s):  # it runs in the reverse pass only
             for v, name in self.snapshot(s):
                 self.w(f"{name} = {v.name};", depth)
@@ -378,6 +393,8 @@ class AdjointEmitter(Emitter):
                         self.w(f"sk::accum({adj(v)}, adj_ret.r{k});", depth)
 
     def rev_loop(self, s, depth: int):
+        if self.inactive(s):
+            return
         if self.order_free(s):
             snap = self.snapshot(s)
             for v, name in snap:

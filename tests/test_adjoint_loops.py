@@ -1,7 +1,8 @@
-"""Order-free sum loops in the adjoint beyond a kernel's top level: nests of sum loops (a sum over
-mirror images of a sum over neighbours) and loops in @funcs run once in the adjoint, saving nothing;
-counter-cases (a sum read non-linearly after its loop) keep the per-iteration stack. Every case is
-checked against central finite differences (float64)."""
+"""Loop shortcuts of the adjoint, checked on the generated code and against central finite
+differences (float64). Order-free sum loops beyond a kernel's top level: nests of sum loops (a sum
+over mirror images of a sum over neighbours) and loops in @funcs run once, saving nothing. Loops
+that define no active value (a binary search, a golden-section search) are only replayed.
+Counter-cases (a sum read non-linearly after its loop, an active iterate) keep the stack."""
 import numpy as np
 import pytest
 
@@ -205,3 +206,122 @@ def test_func_gradients_from_many_threads_into_few_elements(threads, monkeypatch
     for j in range(k):
         np.add.at(expected, (np.arange(m) + j) % 4, seed * (j + 1))
     np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# loops that define no active value: run in the replay, skipped in the reverse pass
+
+
+@sk.kernel
+def table_lookup(xs: sk.array(dtype=f64), ys: sk.array(dtype=f64), q: sk.array(dtype=f64), m: int,
+                 out: sk.array(dtype=f64)):
+    # piecewise-linear interpolation; the segment is found by a binary search (int carried values,
+    # the table only compared): nothing of the search is reversed
+    i = sk.tid()
+    v = q[i]
+    lo = int(0)
+    hi = m - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if xs[mid] <= v:
+            lo = mid
+        else:
+            hi = mid
+    t = (v - xs[lo]) / (xs[hi] - xs[lo])
+    out[i] = ys[lo] * (f64(1.0) - t) + ys[hi] * t
+
+
+@sk.func
+def nearest_on_curve(p: sk.vec3d):
+    # squared distance of p to the curve c(s) = (s, s^2, 0), s in [-2, 2], at the s found by a
+    # golden-section search (lo, hi carry no gradient: the distance is stationary there)
+    lo = f64(-2.0)
+    hi = f64(2.0)
+    for _ in range(60):
+        m1 = lo + (hi - lo) * f64(0.381966)
+        m2 = lo + (hi - lo) * f64(0.618034)
+        if sk.length_sq(p - sk.vec3d(m1, m1 * m1, f64(0.0))) <= sk.length_sq(p - sk.vec3d(m2, m2 * m2, f64(0.0))):
+            hi = m2
+        else:
+            lo = m1
+    s = (lo + hi) * f64(0.5)
+    return sk.length_sq(p - sk.vec3d(s, s * s, f64(0.0)))
+
+
+@sk.kernel
+def curve_distance(p: sk.array(dtype=sk.vec3d), out: sk.array(dtype=f64)):
+    i = sk.tid()
+    out[i] = nearest_on_curve(p[i])
+
+
+@sk.kernel
+def newton_sqrt(a: sk.array(dtype=f64), n: int, out: sk.array(dtype=f64)):
+    # the counter-case: the carried iterate is active (its gradient flows through every step)
+    i = sk.tid()
+    x = a[i]
+    for _ in range(n):
+        x = f64(0.5) * (x + a[i] / x)
+    out[i] = x
+
+
+def test_binary_search_is_not_reversed(device):
+    body = adjoints(table_lookup)["table_lookup"]
+    assert "sk::push(" not in body
+    xs_np = np.array([0.0, 0.5, 1.2, 2.0, 3.5, 4.0])
+    ys_np = np.array([1.0, -0.5, 2.0, 0.3, 0.8, -1.0])
+    q_np = np.array([0.1, 0.7, 1.9, 2.2, 3.9, 0.55])
+    xs, ys, q = arr(xs_np, device, grad=False), arr(ys_np, device), arr(q_np, device)
+    out = arr(np.zeros(6), device)
+    seed = np.array([1.0, -2.0, 0.5, 1.5, -1.0, 0.3])
+    tape = sk.Tape()
+    with tape:
+        sk.launch(table_lookup, 6, inputs=[xs, ys, q, 6], outputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy(), np.interp(q_np, xs_np, ys_np), rtol=1e-12)
+    tape.backward(grads={out: seed})
+    h = 1e-6
+    fd_q = (np.interp(q_np + h, xs_np, ys_np) - np.interp(q_np - h, xs_np, ys_np)) / (2 * h) * seed
+    np.testing.assert_allclose(q.grad.numpy(), fd_q, rtol=1e-7)
+    fd_y = [((np.interp(q_np, xs_np, ys_np + e) - np.interp(q_np, xs_np, ys_np - e)) / (2 * h)) @ seed
+            for e in np.eye(6) * h]
+    np.testing.assert_allclose(ys.grad.numpy(), fd_y, rtol=1e-7, atol=1e-9)
+
+
+def test_golden_section_search_is_not_reversed(device):
+    body = adjoints(curve_distance)["nearest_on_curve"]
+    assert "sk::push(" not in body and body.count("for (") == 1  # run in the replay only
+    pts = np.array([[0.3, 1.0, 0.2], [-1.0, 0.2, -0.3], [1.5, 1.0, 0.0]])
+    p = arr(pts, device, dtype=sk.vec3d)
+    out = arr(np.zeros(3), device)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(curve_distance, 3, inputs=[p], outputs=[out], device=device)
+    tape.backward(grads={out: np.ones(3)})
+
+    def dist(x):
+        s = np.linspace(-2, 2, 400001)
+        return ((x[None, :2] - np.stack([s, s * s], 1)) ** 2).sum(1).min() + x[2] ** 2
+
+    np.testing.assert_allclose(out.numpy(), [dist(x) for x in pts], rtol=1e-8)
+    h = 1e-5
+    for k, x in enumerate(pts):
+        fd = [(dist(x + e) - dist(x - e)) / (2 * h) for e in np.eye(3) * h]
+        np.testing.assert_allclose(p.grad.numpy()[k], fd, rtol=1e-5, atol=1e-7)
+
+
+def test_active_iterations_keep_the_stack(device):
+    assert "sk::push(" in adjoints(newton_sqrt)["newton_sqrt"]
+    a = arr([2.0, 0.5, 9.0], device)
+    out = arr(np.zeros(3), device)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(newton_sqrt, 3, inputs=[a, 6], outputs=[out], device=device)
+    tape.backward(grads={out: np.ones(3)})
+    np.testing.assert_allclose(out.numpy(), np.sqrt([2.0, 0.5, 9.0]), rtol=1e-12)
+    # the 6-step iterate x6(a): its derivative (all steps, not just the converged 1 / (2 sqrt a))
+    def x6(v):
+        x = v
+        for _ in range(6):
+            x = 0.5 * (x + v / x)
+        return x
+    fd = [(x6(v + 1e-6) - x6(v - 1e-6)) / 2e-6 for v in (2.0, 0.5, 9.0)]
+    np.testing.assert_allclose(a.grad.numpy(), fd, rtol=1e-7)

@@ -1,0 +1,114 @@
+"""Activity analysis for the adjoint: which values can carry a gradient to an output.
+
+A value is *varied* when it is computed, through differentiable operations, from a parameter or
+an array element that can carry a gradient; *useful* when it flows, through differentiable
+operations, into an array write or atomic, or into a func's return value. Only a value both
+varied and useful has an adjoint that can reach anything. A loop that defines no such value
+(a binary search over a sorted array, a golden-section search of a distance, an iteration
+count) adds nothing to any adjoint: the adjoint runs it once in the replay, for the values after
+it, and skips its reverse pass (``AdjointEmitter.inactive``) -- nothing is pushed per iteration.
+
+Conservative: a func call counts as writing arrays when its body (or a func it calls) writes
+one, and then everything it receives is useful; int, bool and opaque values never carry a
+gradient.
+"""
+from __future__ import annotations
+
+from . import ir
+from . import types as T
+
+
+def carries_gradient(t) -> bool:
+    """Can a value of type ``t`` have a gradient (floats, vectors, matrices, structs; arrays of them)?"""
+    if isinstance(t, T.ArrayType):
+        return carries_gradient(t.dtype)
+    return not (T.is_int(t) or t is T.bool or T.is_opaque(t))
+
+
+def _outs(s) -> list:
+    out = getattr(s, "out", None)
+    return ([out] if out is not None else []) + list(getattr(s, "outs", None) or [])
+
+
+def _stmts(body):
+    """Every statement of ``body``, nested blocks and while conditions included."""
+    return list(ir.walk(body))
+
+
+def writes_arrays(fn: ir.Function) -> bool:
+    """Does ``fn`` (or a func it calls) write an array, add atomically or print? (Kept on ``fn``.)"""
+    memo = fn.__dict__
+    if "_writes_arrays" not in memo:
+        memo["_writes_arrays"] = True  # (recursion guard: assume the worst)
+        memo["_writes_arrays"] = any(_side_effect(s) for s in _stmts(fn.body))
+    return memo["_writes_arrays"]
+
+
+def _side_effect(s) -> bool:
+    if not isinstance(s, ir.Call):
+        return False
+    if s.kind == "printf":
+        return True
+    if s.kind == "func":
+        return s.func is None or s.func.ir is None or writes_arrays(s.func.ir)
+    return s.kind == "builtin" and s.builtin is not None and not s.builtin.replay
+
+
+def _differentiable(s) -> bool:
+    if isinstance(s, ir.Call):
+        if s.kind == "builtin":
+            return s.builtin is not None and s.builtin.differentiable
+        return s.kind in ("func", "make")
+    return isinstance(s, (ir.Copy, ir.GetField, ir.SetField))
+
+
+def _reads(s) -> list:
+    if isinstance(s, ir.Call):
+        return list(s.args)
+    if isinstance(s, (ir.Copy, ir.GetField)):
+        return [s.src]
+    if isinstance(s, ir.SetField):
+        return [s.src, s.value]
+    return []
+
+
+class Activity:
+    """Varied and useful variable names of one function (fixpoints over its statements)."""
+
+    def __init__(self, fn: ir.Function):
+        stmts = _stmts(fn.body)
+        self.varied = {p.name for p in fn.params if carries_gradient(p.type)}
+        changed = True
+        while changed:  # forward: from the parameters through differentiable operations
+            changed = False
+            for s in stmts:
+                if not _differentiable(s) or not any(a.name in self.varied for a in _reads(s) if a is not None):
+                    continue
+                for o in _outs(s):
+                    if o.name not in self.varied and carries_gradient(o.type):
+                        self.varied.add(o.name)
+                        changed = True
+        self.useful: set = set()
+        for s in stmts:  # the sinks: writes (and what a writing func receives), return values
+            if _side_effect(s):
+                self.useful.update(a.name for a in _reads(s) if a is not None)
+            elif isinstance(s, ir.Return):
+                self.useful.update(v.name for v in s.values)
+        changed = True
+        while changed:  # backward: into the inputs of differentiable operations with useful results
+            changed = False
+            for s in stmts:
+                if not _differentiable(s) or not any(o.name in self.useful for o in _outs(s)):
+                    continue
+                for a in _reads(s):
+                    if a is not None and a.name not in self.useful:
+                        self.useful.add(a.name)
+                        changed = True
+
+    def active(self, v) -> bool:
+        return v.name in self.varied and v.name in self.useful
+
+    def inactive_loop(self, s) -> bool:
+        """A loop none of whose statements (condition included) defines an active value."""
+        blocks = [s.body] + ([s.cond_block] if isinstance(s, ir.While) else [])
+        return not any(self.active(o) for b in blocks for t in _stmts(b) for o in _outs(t))
