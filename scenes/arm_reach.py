@@ -125,14 +125,9 @@ def export_usd(path: str, targets, fps: float = 50.0, device: str = "cpu") -> No
     frames = []
     with sk.Tape():
         rollout(model, params, sk.RigidBodySolver(), frames)
-    every = max(int(round(1.0 / (fps * DT))), 1)
     with sk.io.UsdExporter(path, fps=fps) as usd:
-        usd.render_rigid_shapes(model)
         usd.render_points("target", np.asarray(TARGET).reshape(1, 3), radius=0.01)
-        for k, q in enumerate(frames[::every]):
-            usd.begin_frame(k / fps)
-            usd.render_bodies(q)
-            usd.end_frame()
+        usd.render_body_motion(model, frames, DT)
 
 
 def main(argv=None):

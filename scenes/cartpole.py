@@ -229,14 +229,9 @@ def export_usd(path: str, knots, fps: float = 50.0, device: str = "cpu") -> None
     """The motion with the cart's knots ``knots``: cart and pole as meshes under moving transforms."""
     model = build(device)
     frames = evaluate(knots, device)[2]
-    every = max(int(round(1.0 / (fps * DT))), 1)
     with sk.io.UsdExporter(path, fps=fps) as usd:
-        usd.render_rigid_shapes(model)
         usd.render_points("track_ends", np.array([[-TRACK, 0.0, 0.0], [TRACK, 0.0, 0.0]]), radius=0.02)
-        for k, q in enumerate(frames[::every]):
-            usd.begin_frame(k / fps)
-            usd.render_bodies(q)
-            usd.end_frame()
+        usd.render_body_motion(model, frames, DT)
 
 
 def main(argv=None):

@@ -205,3 +205,22 @@ def test_rigid_shape_meshes_are_closed_outward_and_of_the_right_volume(kind, siz
     assert all(n == 1 and edges.get((b, a)) == 1 for (a, b), n in edges.items())   # closed, consistently wound
     v = np.einsum("ij,ij->i", tris[:, 0], np.cross(tris[:, 1], tris[:, 2])).sum() / 6.0   # > 0: outward
     assert v == pytest.approx(volume, rel=0.07 if kind != 1 else 1e-6)
+
+
+def test_body_motion_is_exported_at_the_stage_frame_rate(tmp_path):
+    # a box body recorded every 10 ms, exported at 50 fps: every second record, at its own time
+    b = sk.ModelBuilder()
+    body = b.add_body(pos=(0.0, 1.0, 0.0))
+    b.add_shape_box(body, hx=0.1, hy=0.2, hz=0.3)
+    model = b.finalize(device="cpu")
+    frames = [np.array([[0.1 * k, 1.0, 0.0, 0.0, 0.0, np.sin(0.05 * k), np.cos(0.05 * k)]]) for k in range(11)]
+    path = str(tmp_path / "motion.usda")
+    with sk.io.UsdExporter(path, fps=50.0) as usd:
+        usd.render_body_motion(model, frames, dt=0.01)
+    stage = Usd.Stage.Open(path)
+    xf = UsdGeom.Xformable(stage.GetPrimAtPath("/World/bodies/body0"))
+    assert stage.GetPrimAtPath("/World/bodies/body0/shape0").IsA(UsdGeom.Mesh)
+    for code in range(6):
+        m = np.array(xf.ComputeLocalToWorldTransform(float(code)))
+        np.testing.assert_allclose(m[3, :3], [0.2 * code, 1.0, 0.0], atol=1e-6)  # record 2 * code
+    assert stage.GetEndTimeCode() == 5.0

@@ -220,6 +220,17 @@ class UsdExporter:
         for b, q in enumerate(body_q.numpy() if hasattr(body_q, "numpy") else np.asarray(body_q)):
             self.render_transform(f"{name}/body{b}", pos=q[:3], rot=q[3:])
 
+    def render_body_motion(self, model, frames, dt: float, name: str = "bodies") -> None:
+        """A recorded rigid-body motion: the model's shapes (``render_rigid_shapes``), then one frame
+        of body transforms per ``1 / fps`` s, taken from ``frames`` (body frames recorded every
+        ``dt`` [s]: ``State``s, ``body_q`` arrays or numpy arrays, the first at time 0)."""
+        self.render_rigid_shapes(model, name=name)
+        every = max(int(round(1.0 / (self.fps * dt))), 1)
+        for k, q in enumerate(frames[::every]):
+            self.begin_frame(k * every * dt)
+            self.render_bodies(q, name=name)
+            self.end_frame()
+
     # ------------------------------------------------------------------ output
 
     def close(self) -> str:

@@ -62,16 +62,6 @@ def _differentiable(s) -> bool:
     return isinstance(s, (ir.Copy, ir.GetField, ir.SetField))
 
 
-def _reads(s) -> list:
-    if isinstance(s, ir.Call):
-        return list(s.args)
-    if isinstance(s, (ir.Copy, ir.GetField)):
-        return [s.src]
-    if isinstance(s, ir.SetField):
-        return [s.src, s.value]
-    return []
-
-
 class Activity:
     """Varied and useful variable names of one function (fixpoints over its statements)."""
 
@@ -82,7 +72,7 @@ class Activity:
         while changed:  # forward: from the parameters through differentiable operations
             changed = False
             for s in stmts:
-                if not _differentiable(s) or not any(a.name in self.varied for a in _reads(s) if a is not None):
+                if not _differentiable(s) or not any(a.name in self.varied for a in ir.reads(s) if a is not None):
                     continue
                 for o in _outs(s):
                     if o.name not in self.varied and carries_gradient(o.type):
@@ -91,7 +81,7 @@ class Activity:
         self.useful: set = set()
         for s in stmts:  # the sinks: writes (and what a writing func receives), return values
             if _side_effect(s):
-                self.useful.update(a.name for a in _reads(s) if a is not None)
+                self.useful.update(a.name for a in ir.reads(s) if a is not None)
             elif isinstance(s, ir.Return):
                 self.useful.update(v.name for v in s.values)
         changed = True
@@ -100,7 +90,7 @@ class Activity:
             for s in stmts:
                 if not _differentiable(s) or not any(o.name in self.useful for o in _outs(s)):
                     continue
-                for a in _reads(s):
+                for a in ir.reads(s):
                     if a is not None and a.name not in self.useful:
                         self.useful.add(a.name)
                         changed = True

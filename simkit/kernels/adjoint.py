@@ -41,29 +41,12 @@ def _opaque(v) -> bool:
 def _reads(stmts, v) -> bool:
     """Does any statement in ``stmts`` (nested blocks included) read variable ``v``?"""
     return any(x is v or getattr(x, "name", None) == v.name
-               for s in ir.walk(stmts) for x in _stmt_reads(s) if x is not None)
+               for s in ir.walk(stmts) for x in ir.reads(s) if x is not None)
 
 
 # Builtins whose adjoint reads no primal value (adj_a += adj_ret and the like): a value that only
 # flows through these (and copies) is never read by the reverse pass.
 _VALUE_FREE_ADJOINTS = frozenset({"add", "sub", "neg", "pos"})
-
-
-def _stmt_reads(s) -> list:
-    """The variables statement ``s`` itself reads (not those of nested blocks)."""
-    if isinstance(s, ir.Call):
-        return list(s.args)
-    if isinstance(s, (ir.Copy, ir.GetField)):
-        return [s.src]
-    if isinstance(s, ir.SetField):
-        return [s.src, s.value]
-    if isinstance(s, (ir.If, ir.While)):
-        return [s.cond]
-    if isinstance(s, ir.For):
-        return [s.start, s.end, s.step, *s.stop]
-    if isinstance(s, ir.Return):
-        return list(s.values)
-    return []
 
 
 def _value_read_in_reverse(body, v) -> bool:
@@ -97,7 +80,7 @@ def _values_unread_after(rest, names, sinks=_VALUE_FREE_SINKS, loop=False) -> bo
         for _ in range(2):  # twice: what an iteration derives reaches the next one
             if not all(visit(b) for b in blocks):
                 return False
-        return not any(derived(x) for x in _stmt_reads(s))
+        return not any(derived(x) for x in ir.reads(s))
 
     def visit(stmts) -> bool:
         for s in stmts:
@@ -124,7 +107,7 @@ def _values_unread_after(rest, names, sinks=_VALUE_FREE_SINKS, loop=False) -> bo
                 if (key in sinks and not any(derived(a) for a in s.args[:-1])
                         and (s.out is None or not _reads(rest, s.out))):
                     continue
-            if any(derived(x) for x in _stmt_reads(s)):
+            if any(derived(x) for x in ir.reads(s)):
                 return False
             if isinstance(s, ir.If) and not (visit(s.body) and visit(s.orelse)):
                 return False

@@ -158,3 +158,20 @@ def walk(stmts):
         elif isinstance(s, While):
             yield from walk(s.cond_block)
             yield from walk(s.body)
+
+
+def reads(s) -> list:
+    """The variables statement ``s`` itself reads (not those of nested blocks)."""
+    if isinstance(s, Call):
+        return list(s.args)
+    if isinstance(s, (Copy, GetField)):
+        return [s.src]
+    if isinstance(s, SetField):
+        return [s.src, s.value]
+    if isinstance(s, (If, While)):
+        return [s.cond]
+    if isinstance(s, For):
+        return [s.start, s.end, s.step, *s.stop]
+    if isinstance(s, Return):
+        return list(s.values)
+    return []
