@@ -3,7 +3,7 @@ a hash-grid neighbour loop) and a neighbour loop inside a @func.
 
 Side by side in one run, the same source (``benchmarks/adjoint_loops_kernels.py``) compiled by:
 simkit as it is (such sum loops run once in the adjoint, saving nothing), simkit with
-``config.adjoint_sum_loops = False`` (every loop on the per-iteration stack, as before session 7),
+``config.adjoint_shortcuts = False`` (every loop on the per-iteration stack, as before session 7),
 and warp-lang when installed. Every contender runs on one CPU thread (warp-lang's CPU backend has
 one). Before timing, the gradients are compared. Each sample: record one launch on a Tape, then
 ``backward()``; the forward launch alone is timed too.
@@ -47,8 +47,8 @@ def load(backend, name: str):
 class Case:
     """Both kernels of one contender over the same points (unit box, radius ``r``)."""
 
-    def __init__(self, lib, kernels, pts, r, sum_loops=True):
-        self.L, self.K, self.r, self.n, self.sum_loops = lib, kernels, r, len(pts), sum_loops
+    def __init__(self, lib, kernels, pts, r, shortcuts=True):
+        self.L, self.K, self.r, self.n, self.shortcuts = lib, kernels, r, len(pts), shortcuts
         self.x = lib.array(pts, dtype=lib.vec3, device="cpu", requires_grad=True)
         self.shifts = lib.array(SHIFTS, dtype=lib.vec3, device="cpu")
         self.grid = lib.HashGrid(32, 32, 32, device="cpu")
@@ -83,12 +83,12 @@ class Case:
         return run
 
     def gradient(self, which):
-        if self.sum_loops is False:
-            sk.config.adjoint_sum_loops = False  # this module's adjoints are compiled now
+        if self.shortcuts is False:
+            sk.config.adjoint_shortcuts = False  # this module's adjoints are compiled now
         try:
             self.forward_backward(which)()
         finally:
-            sk.config.adjoint_sum_loops = True
+            sk.config.adjoint_shortcuts = True
         return self.x.grad.numpy().copy()
 
 
@@ -108,7 +108,7 @@ def main(argv=None) -> int:
     print(common.kv_text(info) + "\n")
 
     cases = {"simkit": Case(sk, load(sk, "adjoint_loops_simkit"), pts, r),
-             "simkit, stack": Case(sk, load(sk, "adjoint_loops_simkit_stack"), pts, r, sum_loops=False)}
+             "simkit, stack": Case(sk, load(sk, "adjoint_loops_simkit_stack"), pts, r, shortcuts=False)}
     if wp is not None and not args.no_warp:
         wp.config.quiet = True
         wp.config.kernel_cache_dir = os.path.join(tempfile.mkdtemp(prefix="sk_adjl_"), "warp_cache")
@@ -132,7 +132,7 @@ def main(argv=None) -> int:
                       f"{fb[k].median / fwd[k].median:.1f}x", f"{fb[k].median / fb['simkit'].median:.2f}x",
                       f"{diff:.1e}")
     table.note = (f"Interleaved samples ({rounds} rounds). 'simkit, stack': the same source with "
-                  f"config.adjoint_sum_loops = False. Gradient differences relative to simkit's largest entry.")
+                  f"config.adjoint_shortcuts = False. Gradient differences relative to simkit's largest entry.")
     print(table.text())
     if args.markdown:
         with open(args.markdown, "w") as fh:

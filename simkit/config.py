@@ -31,7 +31,7 @@ max_unroll: int = 16
 #: Adjoints run order-free sum loops once and skip the reverse of loops that define no active value,
 #: saving nothing for either (docs/autodiff.md). False: every dynamic loop keeps the per-iteration
 #: stack (for A/B measurements, or to rule these optimisations out when debugging).
-adjoint_sum_loops: bool = True
+adjoint_shortcuts: bool = True
 
 #: Optimisation flags for the CPU compiler, split like a shell command line (e.g. "-O3 -g" to profile).
 cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")

@@ -95,9 +95,11 @@ def adjoints(kernel) -> dict:
     src = codegen.gen_module("t", [spec.ir], funcs, structs, options, sk.__version__, adjoint=True)
     starts = {kernel.key: f"void {spec.ir.name}_bwd("}
     starts.update({f.name.rsplit("_", 1)[0]: f"void adj_{f.name}(" for f in funcs})
+    starts.update({f.name.rsplit("_", 1)[0] + "__u10": f"void adj_{f.name}__u10(" for f in funcs
+                   if f"void adj_{f.name}__u10(" in src})
     out = {}
     for key, start in starts.items():
-        body = src[src.index(start):]
+        body = src[src.rindex(start):]  # (variants are declared first, defined later)
         out[key] = body[:body.index("\n}\n")]
     return out
 
@@ -167,10 +169,10 @@ def test_images_of_grid_neighbours(device):
 
 
 def test_switched_off_every_loop_keeps_the_stack(monkeypatch):
-    # config.adjoint_sum_loops = False (A/B measurements, debugging): the generated adjoints push
+    # config.adjoint_shortcuts = False (A/B measurements, debugging): the generated adjoints push
     # (those are the adjoints every loop had before; tests/test_autodiff.py checks their gradients)
     assert "sk::push(" not in adjoints(func_sums)["neighbour_sum"]
-    monkeypatch.setattr(sk.config, "adjoint_sum_loops", False)
+    monkeypatch.setattr(sk.config, "adjoint_shortcuts", False)
     bodies = adjoints(func_sums)
     assert "sk::push(" in bodies["neighbour_sum"] and "sk::push(" in bodies["neighbour_sum_squared"]
 
@@ -325,3 +327,74 @@ def test_active_iterations_keep_the_stack(device):
         return x
     fd = [(x6(v + 1e-6) - x6(v - 1e-6)) / 2e-6 for v in (2.0, 0.5, 9.0)]
     np.testing.assert_allclose(a.grad.numpy(), fd, rtol=1e-7)
+
+
+@sk.kernel
+def compared_only(x: sk.array(dtype=sk.vec3d), c: sk.vec3d, out: sk.array(dtype=f64)):
+    # d2 only decides a branch: nothing of it is reversed (its adjoint would be zero)
+    i = sk.tid()
+    d2 = sk.length_sq(x[i] - c)
+    v = x[i][0] * f64(2.0)
+    if d2 < f64(1.0):
+        v = v * x[i][1]
+    out[i] = v
+
+
+def test_values_only_compared_have_no_reverse_statements(device):
+    body = adjoints(compared_only)["compared_only"]
+    rev = body[body.index("// reverse"):]
+    assert "adj_length_sq" not in rev and "adj_mul" in rev
+    pts = np.array([[0.2, 0.5, 0.1], [1.5, -2.0, 0.3], [0.4, -0.3, 0.2]])
+    x = arr(pts, device, dtype=sk.vec3d)
+    out = arr(np.zeros(3), device)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(compared_only, 3, inputs=[x, sk.vec3d(0.0, 0.0, 0.0)], outputs=[out], device=device)
+    tape.backward(grads={out: np.ones(3)})
+    near = (pts ** 2).sum(1) < 1.0
+    expected = np.zeros((3, 3))
+    expected[:, 0] = np.where(near, 2.0 * pts[:, 1], 2.0)
+    expected[:, 1] = np.where(near, 2.0 * pts[:, 0], 0.0)
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
+
+
+@sk.func
+def position_and_speed(x: sk.vec3d, v: sk.vec3d, n: sk.vec3d):
+    # x and v mirrored in the plane through the origin with normal n
+    y = x - n * (f64(2.0) * sk.dot(x, n))
+    u = v - n * (f64(2.0) * sk.dot(v, n))
+    return y, sk.length_sq(u) * sk.sqrt(sk.length_sq(u) + f64(1.0))
+
+
+@sk.kernel
+def uses_one_result(x: sk.array(dtype=sk.vec3d), v: sk.array(dtype=sk.vec3d), n: sk.vec3d, out: sk.array(dtype=f64)):
+    i = sk.tid()
+    y, s = position_and_speed(x[i], v[i], n)
+    out[i] = sk.dot(y, y) * x[i][0]
+
+
+def test_a_call_using_one_of_two_results_gets_an_adjoint_variant(device):
+    src = adjoints(uses_one_result)
+    body = src["uses_one_result"]
+    assert "__u10<SKC>(" in body  # the variant for "first result used"
+    full, variant = src["position_and_speed"], src["position_and_speed__u10"]
+    assert "adj_sqrt" in full[full.index("// reverse"):]  # the full adjoint reverses the second result
+    assert "adj_sqrt" not in variant[variant.index("// reverse"):]  # the variant does not
+    pts = np.array([[0.3, -0.2, 0.5], [1.0, 0.4, -0.7]])
+    vel = np.array([[2.0, 1.0, 0.0], [-1.0, 0.5, 3.0]])
+    nrm = np.array([0.0, 0.6, 0.8])
+    x, v = arr(pts, device, dtype=sk.vec3d), arr(vel, device, dtype=sk.vec3d)
+    out = arr(np.zeros(2), device)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(uses_one_result, 2, inputs=[x, v, sk.vec3d(*nrm)], outputs=[out], device=device)
+    tape.backward(grads={out: np.ones(2)})
+
+    def f(p):
+        y = p - np.outer(2.0 * p @ nrm, nrm)
+        return (y * y).sum(1) * p[:, 0]
+
+    h = 1e-6
+    fd = np.stack([(f(pts + e) - f(pts - e)) / (2 * h) for e in np.eye(3) * h], axis=1)
+    np.testing.assert_allclose(x.grad.numpy(), fd, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(v.grad.numpy(), 0.0)

@@ -8,9 +8,12 @@ varied and useful has an adjoint that can reach anything. A loop that defines no
 count) adds nothing to any adjoint: the adjoint runs it once in the replay, for the values after
 it, and skips its reverse pass (``AdjointEmitter.inactive``) -- nothing is pushed per iteration.
 
+The adjoint also skips the reverse statements of values that are not active (their adjoints are
+zero): a distance only compared, a velocity image the caller never uses.
+
 Conservative: a func call counts as writing arrays when its body (or a func it calls) writes
-one, and then everything it receives is useful; int, bool and opaque values never carry a
-gradient.
+one, and then everything it receives is useful; int (except uint64 handles), bool and opaque
+values never carry a gradient.
 """
 from __future__ import annotations
 
@@ -19,9 +22,13 @@ from . import types as T
 
 
 def carries_gradient(t) -> bool:
-    """Can a value of type ``t`` have a gradient (floats, vectors, matrices, structs; arrays of them)?"""
+    """Can a value of type ``t`` have a gradient (floats, vectors, matrices, structs; arrays of them)?
+    A ``uint64`` counts: it may be a structure's handle (a Mesh id), whose points have gradients
+    that builtins such as ``mesh_eval_position`` read and accumulate through it."""
     if isinstance(t, T.ArrayType):
         return carries_gradient(t.dtype)
+    if t is T.uint64:
+        return True
     return not (T.is_int(t) or t is T.bool or T.is_opaque(t))
 
 
@@ -63,9 +70,10 @@ def _differentiable(s) -> bool:
 
 
 class Activity:
-    """Varied and useful variable names of one function (fixpoints over its statements)."""
+    """Varied and useful variable names of one function (fixpoints over its statements). ``returns``:
+    for a func, which of its results the caller uses (None: all)."""
 
-    def __init__(self, fn: ir.Function):
+    def __init__(self, fn: ir.Function, returns: tuple | None = None):
         stmts = _stmts(fn.body)
         self.varied = {p.name for p in fn.params if carries_gradient(p.type)}
         changed = True
@@ -83,7 +91,7 @@ class Activity:
             if _side_effect(s):
                 self.useful.update(a.name for a in ir.reads(s) if a is not None)
             elif isinstance(s, ir.Return):
-                self.useful.update(v.name for v in s.values)
+                self.useful.update(v.name for k, v in enumerate(s.values) if returns is None or returns[k])
         changed = True
         while changed:  # backward: into the inputs of differentiable operations with useful results
             changed = False
@@ -97,6 +105,13 @@ class Activity:
 
     def active(self, v) -> bool:
         return v.name in self.varied and v.name in self.useful
+
+    def dead(self, s) -> bool:
+        """A value statement (call, copy, field access) with results, none of them active, and no side
+        effect: its adjoint statement would only add zeros."""
+        outs = _outs(s)
+        return (isinstance(s, (ir.Call, ir.Copy, ir.GetField, ir.SetField)) and bool(outs) and not _side_effect(s)
+                and not any(self.active(o) for o in outs))
 
     def inactive_loop(self, s) -> bool:
         """A loop none of whose statements (condition included) defines an active value."""

@@ -131,11 +131,13 @@ def _path_to(block, s):
 
 
 class AdjointEmitter(Emitter):
-    def __init__(self, fn: ir.Function, options: dict):
+    def __init__(self, fn: ir.Function, options: dict, returns: tuple | None = None, variants: dict | None = None):
         super().__init__(fn, options)
         self.loop_ids: dict = {}
         self.loop_vars: list = []  # (decl) for loop counters and snapshots
-        self.sum_loops = options.get("sum_loops", True)
+        self.shortcuts = options.get("shortcuts", True)
+        self.returns = returns  # a variant's used results (see used_results)
+        self.variants = variants  # {(callee, used results): func IR}: the variants calls asked for
 
     # ------------------------------------------------------------------ declarations
 
@@ -169,15 +171,20 @@ class AdjointEmitter(Emitter):
         for the statements before the loop (their adjoints may read the value the loop started from)."""
         return [v for v in s.carried if not _opaque(v) and not _value_read_in_reverse(s.body, v)]
 
+    def activity(self) -> Activity:
+        act = self.__dict__.get("_activity")
+        if act is None:
+            act = self._activity = Activity(self.fn, self.returns)
+        return act
+
     def inactive(self, s) -> bool:
         """A loop that defines no value whose adjoint can reach anything (see ``activity``): the replay
         runs it plainly, the reverse pass skips it."""
-        if not self.sum_loops:
-            return False
-        act = self.__dict__.get("_activity")
-        if act is None:
-            act = self._activity = Activity(self.fn)
-        return act.inactive_loop(s)
+        return self.shortcuts and self.activity().inactive_loop(s)
+
+    def dead(self, s) -> bool:
+        """A statement whose results are not active (their adjoints are zero): no reverse statement."""
+        return self.shortcuts and self.activity().dead(s)
 
     def order_free(self, s) -> bool:
         """A loop whose reverse pass may run its iterations in forward order, with no replay before it and
@@ -197,7 +204,7 @@ class AdjointEmitter(Emitter):
             outer = next((b[k] for b, k in path if isinstance(b[k], (ir.For, ir.While))), s) if path else None
             nest = [] if outer is None else [outer] + [t for t in ir.walk(outer.body)
                                                        if isinstance(t, (ir.For, ir.While))]
-            free = self.sum_loops and bool(nest) and all(self._order_free_alone(x) for x in nest)
+            free = self.shortcuts and bool(nest) and all(self._order_free_alone(x) for x in nest)
             for x in nest or [s]:
                 memo[id(x)] = free
         return memo[id(s)]
@@ -251,6 +258,20 @@ class AdjointEmitter(Emitter):
                 rest += ([block[k]] if isinstance(block[k], (ir.For, ir.While)) else []) + block[k + 1:]
             memo[id(s)] = bool(outs) and path is not None and _values_unread_after(rest, [o.name for o in outs])
         return memo[id(s)]
+
+    def used_results(self, s: ir.Call, outs: list) -> tuple | None:
+        """For a call of a func with several results of which this function uses only some (the others'
+        adjoints are zero): which, and the variant of the func's adjoint that skips the reverse of
+        what only feeds the unused ones is requested (``gen_module`` generates it). None: all used."""
+        fn = s.func.ir if s.func is not None else None
+        if not self.shortcuts or self.variants is None or fn is None or fn.name != s.callee \
+                or getattr(fn, "no_adjoint", False) or len(outs) < 2:
+            return None
+        used = tuple(self.activity().active(o) for o in outs)
+        if all(used):
+            return None
+        self.variants.setdefault((s.callee, used), fn)
+        return used
 
     def snapshot(self, s) -> list:
         """(variable, local) pairs: an order-free loop's carried values as the loop started."""
@@ -350,6 +371,8 @@ class AdjointEmitter(Emitter):
             return
         if isinstance(s, (ir.For, ir.While)):
             self.rev_loop(s, depth)
+            return
+        if self.dead(s):
             return
         if isinstance(s, ir.Call):
             self.rev_call(s, depth)
@@ -481,7 +504,8 @@ class AdjointEmitter(Emitter):
             self.w(f"{adj(outs[0])} = {{}};", depth)
             return
         if s.kind == "func":
-            callee = f"adj_{s.callee}<SKC>"
+            used = self.used_results(s, outs)
+            callee = f"adj_{s.callee}{variant_suffix(used)}<SKC>"
             if len(outs) > 1:
                 call_args.append(f"{s.func.ir.name}_ret{{{', '.join(adj(o) for o in outs)}}}")
             elif outs:
@@ -507,10 +531,24 @@ class AdjointEmitter(Emitter):
             self.w(f"{adj(o)} = {{}};", depth)
 
 
-def gen_adj_func(fn: ir.Function, options: dict) -> str:
-    """``adj_<name>(params..., adj_params&..., adj_ret)``: replay, then reverse."""
-    e = AdjointEmitter(fn, options)
-    body = AdjointEmitter(fn, options)
+def variant_suffix(used: tuple | None) -> str:
+    """The name suffix of a func adjoint's variant for the results ``used`` (a call uses only some)."""
+    return "" if used is None else "__u" + "".join("1" if u else "0" for u in used)
+
+
+def adj_func_signature(fn: ir.Function, used: tuple | None = None) -> str:
+    params = [f"{ctype(p.type)} {p.name}" for p in fn.params]
+    params += [f"{ctype(p.type)}& {adj(p)}" for p in fn.params]
+    if fn.return_types:
+        params.append(f"const {return_ctype(fn)}& adj_ret")
+    return f"template <bool SKC>\nstatic SK_INLINE void adj_{fn.name}{variant_suffix(used)}({', '.join(params)})"
+
+
+def gen_adj_func(fn: ir.Function, options: dict, used: tuple | None = None, variants: dict | None = None) -> str:
+    """``adj_<name>(params..., adj_params&..., adj_ret)``: replay, then reverse. ``used``: the variant
+    for callers that use only these results (the others' adjoints are zero)."""
+    e = AdjointEmitter(fn, options, used, variants)
+    body = AdjointEmitter(fn, options, used, variants)
     body.loop_ids, body.loop_vars = e.loop_ids, e.loop_vars
     body.fwd(fn.body, 1, True)
     body.w("// reverse", 1)
@@ -521,22 +559,18 @@ def gen_adj_func(fn: ir.Function, options: dict) -> str:
         e.w("auto&& _stk = sk::tape_stack();", 1)
     if any("_serial" in line for line in body.lines):
         e.w("const bool _serial = sk::serial_launch();", 1)
-    params = [f"{ctype(p.type)} {p.name}" for p in fn.params]
-    params += [f"{ctype(p.type)}& {adj(p)}" for p in fn.params]
-    if fn.return_types:
-        params.append(f"const {return_ctype(fn)}& adj_ret")
-    out = [f"template <bool SKC>\nstatic SK_INLINE void adj_{fn.name}({', '.join(params)}) {{"]
+    out = [adj_func_signature(fn, used) + " {"]
     out += e.lines + body.lines + ["}"]
     return "\n".join(out)
 
 
-def gen_adj_kernel(fn: ir.Function, options: dict) -> str:
+def gen_adj_kernel(fn: ir.Function, options: dict, variants: dict | None = None) -> str:
     """The adjoint kernel body and its CPU/CUDA entries (``<name>_cpu_bwd`` / ``<name>_cuda_bwd``)."""
     from .codegen import cpu_entry, cuda_entry
 
     name = fn.name
-    e = AdjointEmitter(fn, options)
-    body = AdjointEmitter(fn, options)
+    e = AdjointEmitter(fn, options, variants=variants)
+    body = AdjointEmitter(fn, options, variants=variants)
     body.loop_ids, body.loop_vars = e.loop_ids, e.loop_vars
     body.fwd(fn.body, 1, True)
     body.w("// reverse", 1)
@@ -557,6 +591,23 @@ def gen_adj_kernel(fn: ir.Function, options: dict) -> str:
     e.adj_declarations(1)
     out += e.lines + body.lines + ["}", cpu_entry(name, "bwd"), cuda_entry(name, "bwd")]
     return "\n".join(out)
+
+
+def gen_adjoints(kernels: list, funcs: list, options: dict) -> list:
+    """The adjoint unit's functions: each func's adjoint, the variants calls asked for (declared first:
+    a variant may be asked for by a func defined before it), then each kernel's backward entry."""
+    from .codegen import args_struct
+
+    variants: dict = {}
+    defaults = [gen_adj_func(f, options, variants=variants) for f in funcs if not getattr(f, "no_adjoint", False)]
+    kernel_parts = [args_struct(k) + "\n" + gen_adj_kernel(k, options, variants) for k in kernels]
+    done: dict = {}
+    while len(done) < len(variants):  # a variant may ask for variants of its own callees
+        for key, fn in list(variants.items()):
+            if key not in done:
+                done[key] = gen_adj_func(fn, options, key[1], variants)
+    decls = [adj_func_signature(variants[key], key[1]) + ";" for key in done]
+    return decls + defaults + list(done.values()) + kernel_parts
 
 
 def gen_struct_accum(t) -> str:

@@ -385,9 +385,8 @@ def gen_module(name: str, kernels: list, funcs: list, structs: list, options: di
     if not adjoint:
         parts += [gen_kernel(k, options) for k in kernels]
     else:
-        from .adjoint import gen_adj_func, gen_adj_kernel, gen_struct_accum
+        from .adjoint import gen_adjoints, gen_struct_accum
 
         parts += [gen_struct_accum(s) for s in structs]
-        parts += [gen_adj_func(f, options) for f in funcs if not getattr(f, "no_adjoint", False)]
-        parts += [args_struct(k) + "\n" + gen_adj_kernel(k, options) for k in kernels]
+        parts += gen_adjoints(kernels, funcs, options)
     return "\n\n".join(parts) + "\n"

@@ -55,7 +55,7 @@ def native_key(device, adjoint: bool) -> str:
 
 
 def compile_options() -> dict:
-    return {"mode": config.mode, "max_unroll": config.max_unroll, "sum_loops": config.adjoint_sum_loops}
+    return {"mode": config.mode, "max_unroll": config.max_unroll, "shortcuts": config.adjoint_shortcuts}
 
 
 def collect(specs) -> tuple[list, list]:
