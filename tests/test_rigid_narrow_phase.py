@@ -1,8 +1,9 @@
 """The rigid narrow phase's edge candidates against analytic geometry: box edge across box edge
-(separating-axis test), a capsule across a box edge or face (its deepest point, the stretch over a
-face), no extra contact for faces lying on faces, none for separated shapes; their depths'
-gradients against central finite differences; and bodies that rest on such contacts instead of
-sinking through."""
+(separating-axis test), a box edge across a box face (clipped to the face), a capsule across a box
+edge or face (its deepest point, the stretch over a face), a box edge across a triangle mesh's ridge;
+no extra contact for faces lying on faces, none for separated shapes; their depths' gradients
+against central finite differences; and bodies that rest on such contacts instead of sinking
+through."""
 import math
 
 import numpy as np
@@ -11,10 +12,12 @@ from fd_helpers import central_differences
 
 import simkit as sk
 from simkit.collision.rigid_contacts import pair_candidate
+from simkit.solvers.rigid.kernels import mesh_box_edge
 
 f64 = sk.float64
 BOX, CAPSULE = 1, 2
 EDGE = 16                      # the box-box edge candidate (0-15: corners)
+FACE = slice(17, 25)           # the box-box face candidates
 
 
 def about(axis, angle):
@@ -29,6 +32,13 @@ def rotate(q, v):
 
 
 X_TO_Y = about((0, 0, 1), -math.pi / 2)       # a capsule's axis (y) turned to lie along x
+
+
+def qmul(p, q):
+    """The quaternion product ``p q`` (rotate by q, then by p), both (x, y, z, w)."""
+    pv, qv = np.asarray(p[:3]), np.asarray(q[:3])
+    v = p[3] * qv + q[3] * pv + np.cross(pv, qv)
+    return tuple(v) + (p[3] * q[3] - pv @ qv,)
 
 
 @sk.kernel
@@ -52,7 +62,7 @@ def depth_kernel(ta: int, xa: sk.array(dtype=sk.transformd), sa: sk.vec3d, tb: i
 
 def candidates(device, ta, xa, sa, tb, xb, sb):
     """(depth, normal, point) of every candidate of a pair: arrays [k], [k, 3], [k, 3]."""
-    count = {(BOX, BOX): 17, (BOX, CAPSULE): 2}[ta, tb]
+    count = {(BOX, BOX): 25, (BOX, CAPSULE): 2}[ta, tb]
     out = sk.zeros((count, 7), dtype=f64, device=device)
     frames = [sk.array(np.array([x], dtype=np.float64), dtype=sk.transformd, device=device) for x in (xa, xb)]
     sk.launch(candidates_kernel, count, inputs=[ta, frames[0], sk.vec3d(*sa), tb, frames[1], sk.vec3d(*sb)],
@@ -110,7 +120,7 @@ def test_a_box_lying_on_a_box_has_corner_contacts_only(device, turn):
     assert np.sum(depth[:8] > 0) == 4
     np.testing.assert_allclose(depth[:8][depth[:8] > 0], 0.001, atol=1e-12)
     assert np.all(depth[8:16] <= 0.0)
-    assert depth[EDGE] <= 0.0
+    assert np.all(depth[EDGE:] <= 0.0)              # neither the edge candidate nor the face ones
 
 
 def test_separated_boxes_report_no_contact(device):
@@ -120,6 +130,111 @@ def test_separated_boxes_report_no_contact(device):
                                  (H, H, H), BOX, (0.0, 0.0, 0.0) + about((1, 0, 0), math.pi / 4), (H, H, H))
         assert np.all(depth <= 0.0)
         assert depth[EDGE] < 0.0
+
+
+# ----------------------------------------------------------------------------- box edge - box face
+
+BAR = (0.5, 0.03, 0.03)          # a long bar along x; turned 45 deg about x, an edge at its bottom
+WIDE = (0.3, 0.1, 0.3)           # a wide box at the origin, its top face at y = 0.1
+R2 = math.sqrt(2)
+
+
+def lowest_edge(x, half):
+    """Ends of the edge along x of a box (frame ``x``) lowest in y, world coordinates."""
+    ends = [[np.asarray(x[:3]) + rotate(x[3:], np.array([sx * half[0], sy * half[1], sz * half[2]])) for sx in (-1, 1)]
+            for sy in (-1, 1) for sz in (-1, 1)]
+    return min(ends, key=lambda e: e[0][1] + e[1][1])
+
+
+def pair(device, a_first, xa, sa, xb, sb):
+    """Candidates of boxes a, b in either order, the normals as pushing a."""
+    if a_first:
+        return candidates(device, BOX, xa, sa, BOX, xb, sb)
+    depth, n, p = candidates(device, BOX, xb, sb, BOX, xa, sa)
+    return depth, -n, p
+
+
+@pytest.mark.parametrize("a_first", [True, False])
+@pytest.mark.parametrize("tilt", [0.0, math.radians(0.2)])
+def test_a_bar_across_a_box_face_touches_above_the_faces_edges(device, a_first, tilt):
+    # the bar's lower edge 2 mm (at its centre) into the wide box's top face, its ends far past it, tilted
+    # about z: no corner of either box inside the other; two contacts where the edge passes over the face's
+    # edges (x = +-0.3), as deep as the edge is there, pushing the bar up
+    xa = (0.04, 0.1 + BAR[1] * R2 - 0.002, 0.05) + qmul(about((0, 0, 1), tilt), about((1, 0, 0), math.pi / 4))
+    depth, n, p = pair(device, a_first, xa, BAR, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), WIDE)
+    assert np.all(depth[:FACE.start] <= 0.0)            # corners and the edge-edge candidate
+    touching = np.nonzero(depth > 0.0)[0]
+    assert len(touching) == 2
+    e0, e1 = lowest_edge(xa, BAR)
+    for k, x in zip(sorted(touching, key=lambda k: p[k, 0]), (-0.3, 0.3)):
+        q = e0 + (e1 - e0) * (x - e0[0]) / (e1[0] - e0[0])     # the edge over x
+        assert depth[k] == pytest.approx(0.1 - q[1], abs=1e-12)
+        np.testing.assert_allclose(n[k], [0.0, 1.0, 0.0], atol=1e-12)
+        np.testing.assert_allclose(p[k], q, atol=1e-12)
+    if tilt:
+        assert depth[touching].max() - depth[touching].min() > 0.002
+
+
+@pytest.mark.parametrize("a_first", [True, False])
+def test_a_cube_pressed_edge_first_into_a_narrow_face_touches_at_its_sides(device, a_first):
+    # a cube turned 45 deg about z, its lower edge (along z, 0.2 long) 3 mm into the middle of a box's top
+    # face only 0.1 wide in z: its corners hang out past the face; contacts where the edge leaves the face
+    narrow = (0.3, 0.1, 0.05)
+    xa = (0.02, 0.1 + H * R2 - 0.003, 0.01) + about((0, 0, 1), math.pi / 4)
+    depth, n, p = pair(device, a_first, xa, (H, H, H), (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), narrow)
+    touching = np.nonzero(depth > 0.0)[0]
+    assert len(touching) == 2 and np.all(touching >= FACE.start)
+    np.testing.assert_allclose(depth[touching], 0.003, atol=1e-12)
+    np.testing.assert_allclose(n[touching], [[0.0, 1.0, 0.0]] * 2, atol=1e-12)
+    np.testing.assert_allclose(sorted(p[touching, 2]), [-0.05, 0.05], atol=1e-12)
+    np.testing.assert_allclose(p[touching, :2], [[0.02, 0.097]] * 2, atol=1e-12)
+
+
+def test_a_bar_half_on_a_box_face_touches_at_its_corner_and_the_faces_edge(device):
+    # the bar's left end over the face: its corner there (a corner candidate) and the point over the face's
+    # edge x = 0.3 (a face candidate); the clipped stretch's other end is that corner, left to it
+    xa = (0.3, 0.1 + BAR[1] * R2 - 0.002, 0.05) + about((1, 0, 0), math.pi / 4)
+    for a_first in (True, False):
+        depth, n, p = pair(device, a_first, xa, BAR, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), WIDE)
+        touching = np.nonzero(depth > 0.0)[0]
+        assert len(touching) == 2
+        assert sum(k < 16 for k in touching) == 1 and sum(k >= FACE.start for k in touching) == 1
+        np.testing.assert_allclose(depth[touching], 0.002, atol=1e-12)
+        np.testing.assert_allclose(sorted(p[touching, 0]), [-0.2, 0.3], atol=1e-12)
+        np.testing.assert_allclose(n[touching], [[0.0, 1.0, 0.0]] * 2, atol=1e-12)
+
+
+def test_a_box_lying_across_a_narrow_beam_touches_at_the_crossing_corners(device):
+    # face on face, but neither box's corners over the other: a flat box across a beam (0.04 wide, along z),
+    # 1 mm deep; the four corners of the crossing rectangle, from the face candidates alone
+    xa = (0.01, 0.05 + 0.03 - 0.001, 0.02, 0.0, 0.0, 0.0, 1.0)
+    for a_first in (True, False):
+        depth, n, p = pair(device, a_first, xa, (0.1, 0.03, 0.1), (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), (0.02, 0.05, 0.4))
+        touching = np.nonzero(depth > 0.0)[0]
+        assert len(touching) == 4 and np.all(touching >= FACE.start)
+        np.testing.assert_allclose(depth[touching], 0.001, atol=1e-12)
+        np.testing.assert_allclose(n[touching], [[0.0, 1.0, 0.0]] * 4, atol=1e-12)
+        xz = sorted(map(tuple, np.round(p[touching][:, [0, 2]], 12)))
+        np.testing.assert_allclose(xz, [(-0.02, -0.08), (-0.02, 0.12), (0.02, -0.08), (0.02, 0.12)], atol=1e-12)
+        assert np.all((p[touching, 1] >= 0.049 - 1e-12) & (p[touching, 1] <= 0.05 + 1e-12))   # on either face
+
+
+def test_a_box_pressed_into_a_face_keeps_its_corner_contacts_only(device):
+    # the cube edge-first into the wide face: its edge's ends (corners) are inside, so the face candidates
+    # (whose clipped stretch is the whole edge) stay silent
+    xa = (0.02, 0.1 + H * R2 - 0.003, 0.01) + about((0, 0, 1), math.pi / 4)
+    depth, n, p = candidates(device, BOX, xa, (H, H, H), BOX, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), WIDE)
+    assert np.sum(depth[:8] > 0) == 2
+    np.testing.assert_allclose(depth[:8][depth[:8] > 0], 0.003, atol=1e-12)
+    assert np.all(depth[8:] <= 0.0)
+
+
+def test_a_bar_above_a_box_face_reports_no_contact(device):
+    for lift in (0.001, 0.05):
+        xa = (0.04, 0.1 + BAR[1] * R2 + lift, 0.05) + about((1, 0, 0), math.pi / 4)
+        for a_first in (True, False):
+            depth, _, _ = pair(device, a_first, xa, BAR, (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), WIDE)
+            assert np.all(depth <= 0.0)
 
 
 # ----------------------------------------------------------------------------- box - capsule
@@ -180,7 +295,7 @@ def test_a_separated_capsule_reports_no_contact(device):
 
 # ----------------------------------------------------------------------------- gradients
 
-@pytest.mark.parametrize("case", ["edge_edge", "capsule_edge"])
+@pytest.mark.parametrize("case", ["edge_edge", "capsule_edge", "edge_face"])
 def test_edge_candidate_depths_match_finite_differences(case):
     # d depth / d (both frames, all 7 components), generic poses away from feature changes; the
     # capsule's candidate is its searched deepest point, against an edge of the box (the normal is
@@ -189,10 +304,14 @@ def test_edge_candidate_depths_match_finite_differences(case):
         ta, sa, tb, sb, k = BOX, (0.1, 0.12, 0.09), BOX, (0.11, 0.1, 0.13), EDGE
         xa = (0.02, 0.31, -0.01) + about(np.array([0.1, 0.2, 1.0]) / np.linalg.norm([0.1, 0.2, 1.0]), 0.8)
         xb = (0.0, 0.0, 0.01) + about(np.array([1.0, 0.1, -0.2]) / np.linalg.norm([1.0, 0.1, -0.2]), 0.7)
-    else:
+    elif case == "capsule_edge":
         ta, sa, tb, sb, k = BOX, (0.1, 0.08, 0.12), CAPSULE, (0.05, 0.4, 0.0), 1
         xa = (0.0, 0.0, 0.0) + about(np.array([0.1, 0.0, 1.0]) / np.linalg.norm([0.1, 0.0, 1.0]), 0.6)
         xb = (0.07, 0.16, 0.03) + about(np.array([0.2, 0.1, 1.0]) / np.linalg.norm([0.2, 0.1, 1.0]), -1.4)
+    else:   # a tilted bar's edge across a turned box's top face, over the face's edge near x = -0.3
+        ta, sa, tb, sb, k = BOX, BAR, BOX, (0.3, 0.1, 0.3), 21
+        xa = (0.02, 0.1 + BAR[1] * math.sqrt(2) - 0.003, 0.05) + qmul(about((0, 0, 1), 0.02), about((1, 0, 0), 0.7))
+        xb = (0.0, 0.0, 0.0) + about(np.array([0.3, 1.0, 0.2]) / np.linalg.norm([0.3, 1.0, 0.2]), 0.1)
 
     def depth(x, requires_grad=False):
         xs = [sk.array(x[key][0], dtype=sk.transformd, requires_grad=requires_grad) for key in ("xa", "xb")]
@@ -208,7 +327,8 @@ def test_edge_candidate_depths_match_finite_differences(case):
     assert 0.0 < out.numpy()[0] < 0.05                  # touching, through the candidate under test
     normal = candidates("cpu", ta, xa, sa, tb, xb, sb)[1][k]
     axes = np.array([rotate(x[3:], e) for x in (xa, xb) for e in np.eye(3)])
-    assert np.abs(axes @ normal).max() < 0.99
+    if case != "edge_face":                           # (a face candidate's normal is the face's)
+        assert np.abs(axes @ normal).max() < 0.99
     tape.backward(grads={out: sk.ones(1, dtype=f64)})
     fds = central_differences(x, ["xa", "xb"], lambda y: depth(y)[0].numpy()[None, :])
     for arr, fd in zip(xs, fds):
@@ -259,4 +379,115 @@ def test_a_capsule_dropped_across_a_box_rests_on_it(device, turn):
     m = model.body_mass.numpy()[0]
     np.testing.assert_allclose(end.body_q.numpy()[0, :3], [0.0, top + r - m * 9.81 / (contacts * 1e4), 0.02],
                                atol=1e-5)
+    np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)
+
+
+def test_a_bar_dropped_across_a_box_face_rests_on_it(device):
+    # the bar (turned 45 deg about its axis) falls 1 cm across the wide static box: it rests on the two points
+    # above the face's edges, m g / (2 ke) deep, where its corners alone (far past the face) let it fall through
+    b = sk.ModelBuilder()
+    b.add_shape_box(-1, hx=WIDE[0], hy=WIDE[1], hz=WIDE[2], ke=1e4, kd=100.0)
+    body = b.add_body(pos=(0.0, 0.1 + BAR[1] * R2 + 0.01, 0.05), rot=about((1, 0, 0), math.pi / 4))
+    b.add_shape_box(body, hx=BAR[0], hy=BAR[1], hz=BAR[2], density=500.0, ke=1e4, kd=100.0)
+    model = b.finalize(device=device, dtype=f64)
+    end = simulate(model, 1200, 5.0e-4)
+    m = model.body_mass.numpy()[0]
+    np.testing.assert_allclose(end.body_q.numpy()[0, :3], [0.0, 0.1 + BAR[1] * R2 - m * 9.81 / 2e4, 0.05], atol=1e-5)
+    np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)
+
+
+# ----------------------------------------------------------------------------- box edge - mesh ridge
+
+ROOF = (np.array([[-1.0, -0.5, -1.0], [-1.0, -0.5, 1.0], [0.0, 0.0, -1.0], [0.0, 0.0, 1.0], [1.0, -0.5, -1.0],
+                  [1.0, -0.5, 1.0]]), np.array([0, 1, 3, 0, 3, 2, 2, 3, 5, 2, 5, 4]))     # a ridge along z at y = 0
+FLAT = (0.2, 0.05, 0.1)
+
+
+@sk.kernel
+def mesh_edge_kernel(mesh: sk.uint64, xf: sk.array(dtype=sk.transformd), size: sk.vec3d,
+                     out: sk.array(dtype=sk.float64, ndim=2)):
+    i, e = sk.tid()
+    depth, n, p = mesh_box_edge(mesh, xf[i], size, e)
+    out[i * 12 + e, 0] = depth
+    for c in range(3):
+        out[i * 12 + e, 1 + c] = n[c]
+        out[i * 12 + e, 4 + c] = p[c]
+
+
+def roof_mesh(device):
+    return sk.Mesh(sk.array(ROOF[0], dtype=sk.vec3, device=device),
+                   sk.array(ROOF[1].astype(np.int32), dtype=sk.int32, device=device))
+
+
+def mesh_edges(mesh, frames, device, requires_grad=False):
+    xf = sk.array(np.asarray(frames, dtype=np.float64).reshape(-1, 7), dtype=sk.transformd, device=device,
+                  requires_grad=requires_grad)
+    out = sk.zeros((xf.shape[0] * 12, 7), dtype=f64, device=device, requires_grad=requires_grad)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(mesh_edge_kernel, (xf.shape[0], 12), inputs=[mesh.id, xf, sk.vec3d(*FLAT)], outputs=[out],
+                  device=device)
+    return out, xf, tape
+
+
+@pytest.mark.parametrize("turn", [0.0, math.radians(30.0)])
+def test_box_edges_across_a_mesh_ridge_touch_it_between_the_corners(device, turn):
+    # a flat box on the ridge, its bottom face 2 mm below it, turned about y: its corners are far above the
+    # roof's slopes; the two bottom edges crossing the ridge touch it there, 2 mm deep, pushed straight up
+    mesh = roof_mesh(device)
+    x = (0.01, FLAT[1] - 0.002, 0.0) + about((0, 1, 0), turn)
+    o = mesh_edges(mesh, [x], device)[0].numpy()
+    touching = np.nonzero(o[:, 0] > 0.0)[0]
+    assert list(touching) == [1, 3]           # the bottom edges along x (y and z bits: -y, +-z)
+    np.testing.assert_allclose(o[touching, 0], 0.002, atol=2e-7)                # (float32 mesh)
+    np.testing.assert_allclose(o[touching, 1:4], [[0.0, 1.0, 0.0]] * 2, atol=1e-6)
+    for k in touching:     # mid-overlap, on the ridge (x = 0), on the box's edge
+        p = o[k, 4:]
+        assert p[0] == pytest.approx(0.0, abs=1e-6) and p[1] == pytest.approx(-0.001, abs=2e-7)
+        local = rotate(about((0, 1, 0), -turn), p - np.asarray(x[:3]))
+        assert abs(abs(local[2]) - FLAT[2]) < 1e-6
+    for lift in (0.001, 0.05):   # above it: nothing
+        o = mesh_edges(mesh, [(0.01, FLAT[1] + lift, 0.0) + about((0, 1, 0), turn)], device)[0].numpy()
+        assert np.all(o[:, 0] <= 0.0)
+
+
+def test_box_edges_lying_on_a_flat_mesh_give_no_extra_contact(device):
+    # the box 1 mm into a flat square of two triangles: its corners have the contact, no edge does
+    square = (np.array([[-1.0, 0.0, -1.0], [1.0, 0.0, -1.0], [1.0, 0.0, 1.0], [-1.0, 0.0, 1.0]]), np.array([0, 2, 1, 0, 3, 2]))
+    mesh = sk.Mesh(sk.array(square[0], dtype=sk.vec3, device=device),
+                   sk.array(square[1].astype(np.int32), dtype=sk.int32, device=device))
+    for turn in (0.0, 0.3):
+        o = mesh_edges(mesh, [(0.01, FLAT[1] - 0.001, 0.02) + about((0, 1, 0), turn)], device)[0].numpy()
+        assert np.all(o[:, 0] <= 0.0)
+
+
+def test_the_mesh_ridge_depth_matches_finite_differences():
+    # d depth / d (the box's frame) of a bottom edge across the ridge, the box turned generically; the
+    # mesh is float32, so the differences step 1e-4
+    mesh = roof_mesh("cpu")
+    x = np.array([[(0.02, FLAT[1] - 0.003, 0.01) + about(np.array([0.2, 1.0, 0.1]) / np.linalg.norm([0.2, 1.0, 0.1]), 0.4)]])
+    out, xf, tape = mesh_edges(mesh, x[0], "cpu", requires_grad=True)
+    k = int(np.argmax(out.numpy()[:, 0]))
+    assert 0.0 < out.numpy()[k, 0] < 0.03
+    seed = np.zeros((12, 7))
+    seed[k, 0] = 1.0
+    tape.backward(grads={out: sk.array(seed, dtype=f64)})
+    fd = central_differences({"x": x}, ["x"], lambda y: mesh_edges(mesh, y["x"][0], "cpu")[0].numpy()[None, k:k + 1, 0],
+                             h=1e-4)[0]
+    np.testing.assert_allclose(xf.grad.numpy(), fd[0], rtol=1e-3, atol=1e-3)
+    assert np.abs(fd).max() > 0.5
+
+
+def test_a_box_dropped_on_a_mesh_ridge_rests_on_it(device):
+    # the flat box falls 5 mm onto the ridge (its corners far above the slopes): it rests on the two points
+    # where its bottom edges cross the ridge, m g / (2 ke) deep, instead of sinking through
+    b = sk.ModelBuilder()
+    b.add_shape_mesh(ROOF, ke=1e4, kd=100.0, kf=100.0, mu=0.5)
+    body = b.add_body(pos=(0.0, FLAT[1] + 0.005, 0.0))
+    b.add_shape_box(body, hx=FLAT[0], hy=FLAT[1], hz=FLAT[2], density=200.0)
+    model = b.finalize(device=device, dtype=f64)
+    end = simulate(model, 1200, 5.0e-4)
+    m = model.body_mass.numpy()[0]
+    np.testing.assert_allclose(end.body_q.numpy()[0, :3], [0.0, FLAT[1] - m * 9.81 / 2e4, 0.0], atol=1e-5)
+    np.testing.assert_allclose(end.body_q.numpy()[0, 3:], [0.0, 0.0, 0.0, 1.0], atol=1e-4)
     np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)

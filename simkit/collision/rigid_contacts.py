@@ -15,17 +15,27 @@ the first shape is pushed, and the contact point, all in world coordinates:
   point. Lying on a face, these are the capsule's end spheres; lying across a face, the points
   above the face's edges; across a box edge (or a box edge pushed into its middle), the deepest
   point, found by a golden-section search of the box's signed distance (convex along a segment);
-- box against box: the 8 corners of each inside the other (``k`` < 8: a's corners in b, else b's
-  in a), pushed out through the nearest face (face contacts and stacking), and one edge-edge
-  candidate (``box_box_edges``): when the separating-axis test's axis of least overlap is the cross
-  product of an edge of each (face axes win ties, so boxes lying face on face keep their corner
-  contacts only), the midpoint of the two supporting edges' closest points, that overlap deep;
-- against the ground plane and static triangle meshes: a sphere's centre, a capsule's two end
-  spheres, a box's 8 corners (a mesh edge or vertex poking into a box face between corners is
-  missed).
+- box against box (25): the 8 corners of each inside the other (``k`` < 8: a's corners in b, 8-15:
+  b's in a), pushed out through the nearest face (face contacts and stacking); then the
+  separating-axis test (``box_box_sat_mode``) tells edge to edge from face: one edge-edge
+  candidate (``box_box_edges``, ``k`` = 16), when the least overlap is along the cross product of
+  an edge of each by a margin over the face contact's depth, the midpoint of the two supporting
+  edges' closest points, that overlap deep; else 8 face candidates (``box_box_face``, 17-24): the
+  4 edges of the incident face (the other box's face most turned against the least overlapping,
+  reference, face) clipped to the reference box's slabs across its face, the ends of the clipped
+  stretches that are not the edge's own ends (those are corners), as deep as they are below the
+  reference face: a box edge across a face between its corners (a bar lying across a box, an edge
+  across a narrow face, a box across a beam). Boxes lying face on face keep their corner contacts
+  only;
+- against the ground plane: a sphere's centre, a capsule's two end spheres, a box's 8 corners;
+- against static triangle meshes, the same, and a box's 12 edges across mesh ridges
+  (``mesh_box_edge`` in ``solvers/rigid/kernels.py``: the deepest point of the edge, the crease of
+  the faces on either side of it; a mesh vertex or short ridge poking into a box face without
+  reaching a box edge is missed).
 
-All are differentiable almost everywhere (the kinks are where the nearest feature changes; the
-searched deepest point carries no gradient itself, as the depth is stationary there).
+All are differentiable almost everywhere (the kinks are where the nearest feature or the reference
+face changes; a searched deepest point carries no gradient itself, as the depth is stationary there
+or, at a mesh ridge, measured square to the box edge).
 """
 from __future__ import annotations
 
@@ -41,7 +51,7 @@ def pair_candidate_count(ta: int, tb: int):
     """Candidates of a pair of shape types (the box first, as ``ModelBuilder`` orders pairs)."""
     if ta == 1:
         if tb == 1:
-            return 17
+            return 25
         if tb == 2:
             return 2
     return 1
@@ -79,6 +89,21 @@ def box_corner(xf: Any, size: Any, k: int):
     if k & 4 != 0:
         c[2] = -c[2]
     return sk.transform_point(xf, c)
+
+
+@func
+def box_edge(xf: Any, size: Any, e: int):
+    """Ends of edge ``e`` (0-11) of a box, world coordinates: along axis ``e // 4``, its bits 0 and 1
+    the signs (-) of the next two axes."""
+    axis = e // 4
+    c = size * 1.0
+    if e & 1 != 0:
+        c[(axis + 1) % 3] = -c[(axis + 1) % 3]
+    if e & 2 != 0:
+        c[(axis + 2) % 3] = -c[(axis + 2) % 3]
+    c0 = c * 1.0
+    c0[axis] = -c[axis]
+    return sk.transform_point(xf, c0), sk.transform_point(xf, c)
 
 
 @func
@@ -187,17 +212,7 @@ def box_segment(xa: Any, ha: Any, b0: Any, b1: Any, r: Any, k: int):
     for i in range(1, 3):
         if sk.abs(c[i]) - ha[i] > sk.abs(c[axis]) - ha[axis]:
             axis = i
-    s0 = ha[0] * 0.0
-    s1 = s0 + 1.0
-    for i in range(3):
-        if i != axis:
-            if sk.abs(d[i]) > 1.0e-9 * (sk.abs(p0[i]) + ha[i]):
-                t0 = (-ha[i] - p0[i]) / d[i]
-                t1 = (ha[i] - p0[i]) / d[i]
-                s0 = sk.max(s0, sk.min(t0, t1))
-                s1 = sk.min(s1, sk.max(t0, t1))
-            elif sk.abs(p0[i]) > ha[i]:
-                s0 = s1 + 1.0
+    s0, s1 = slab_stretch(p0, d, ha, axis)
     t = deepest
     if s0 <= s1:
         t = sk.min(s0, deepest)
@@ -218,19 +233,50 @@ def box_axis(xf: Any, half: Any, k: int):
 
 
 @func
-def box_extent(xf: Any, half: Any, u: Any):
-    """Half the extent of a box along the unit direction ``u``."""
-    e = half[0] * 0.0
+def sat_overlap(ra: Any, ha: Any, rb: Any, hb: Any, t: Any, u: Any):
+    """Overlap [m] along the unit axis ``u`` of the projections of boxes a and b (rows of ``ra``,
+    ``rb``: their axes; ``t``: b's centre from a's), < 0: separated."""
+    e = sk.abs(sk.dot(t, u)) * -1.0
     for i in range(3):
-        e = e + half[i] * sk.abs(sk.dot(box_axis(xf, half, i), u))
+        e = e + ha[i] * sk.abs(sk.dot(ra[i], u)) + hb[i] * sk.abs(sk.dot(rb[i], u))
     return e
 
 
 @func
-def sat_overlap(xa: Any, ha: Any, xb: Any, hb: Any, u: Any):
-    """Overlap [m] of the projections of boxes a and b on the unit axis ``u`` (< 0: separated)."""
+def box_box_sat(xa: Any, ha: Any, xb: Any, hb: Any):
+    """The separating-axis test of boxes a and b over their 15 axes: (least overlap along a face
+    axis, that axis (0-2: a's, 3-5: b's), least along an edge-edge axis, its edges ``ea`` of a and
+    ``eb`` of b (-1: all edges nearly parallel), that unit axis)."""
+    ra = sk.transpose(sk.quat_to_matrix(sk.transform_get_rotation(xa)))     # rows: the axes
+    rb = sk.transpose(sk.quat_to_matrix(sk.transform_get_rotation(xb)))
     t = sk.transform_get_translation(xb) - sk.transform_get_translation(xa)
-    return box_extent(xa, ha, u) + box_extent(xb, hb, u) - sk.abs(sk.dot(t, u))
+    face = sat_overlap(ra, ha, rb, hb, t, ra[0])
+    fi = int(0)
+    for i in range(1, 6):
+        o = face
+        if i < 3:
+            o = sat_overlap(ra, ha, rb, hb, t, ra[i])
+        else:
+            o = sat_overlap(ra, ha, rb, hb, t, rb[i - 3])
+        if o < face:
+            face = o
+            fi = i
+    edge = face
+    ea = int(-1)
+    eb = int(-1)
+    u = t * 0.0
+    for i in range(3):
+        for j in range(3):
+            c = sk.cross(ra[i], rb[j])
+            lc = sk.length(c)
+            if lc > 1.0e-3:         # not (nearly) parallel edges
+                o = sat_overlap(ra, ha, rb, hb, t, c / lc)
+                if ea < 0 or o < edge:
+                    edge = o
+                    ea = i
+                    eb = j
+                    u = c / lc
+    return face, fi, edge, ea, eb, u
 
 
 @func
@@ -246,36 +292,113 @@ def support_edge(xf: Any, half: Any, k: int, u: Any):
 
 
 @func
-def box_box_edges(xa: Any, ha: Any, xb: Any, hb: Any):
-    """(depth, normal pushing a, point) of boxes a and b touching edge to edge: the separating-axis
-    test over the 15 axes; when the axis of least overlap is the cross product of an edge of each
-    (by a margin: 95% of the least face overlap, less 1e-6 of the sizes), the midpoint of the
-    supporting edges' closest points, that overlap deep; otherwise a depth <= 0 (< 0: separated)."""
-    face = sat_overlap(xa, ha, xb, hb, box_axis(xa, ha, 0))
+def slab_stretch(p0: Any, d: Any, half: Any, axis: int):
+    """(s0, s1): the stretch of the segment ``p0 + s d``, s in [0, 1] (box coordinates), within the
+    two slabs of a box (half extents ``half``) across the axes other than ``axis``; s0 > s1: none."""
+    s0 = half[0] * 0.0
+    s1 = s0 + 1.0
     for i in range(3):
-        face = sk.min(face, sat_overlap(xa, ha, xb, hb, box_axis(xa, ha, i)))
-        face = sk.min(face, sat_overlap(xa, ha, xb, hb, box_axis(xb, hb, i)))
-    edge = face
-    ea = int(-1)
-    eb = int(-1)
-    u = ha * 0.0
-    for i in range(3):
-        for j in range(3):
-            c = sk.cross(box_axis(xa, ha, i), box_axis(xb, hb, j))
-            lc = sk.length(c)
-            if lc > 1.0e-3:         # not (nearly) parallel edges
-                o = sat_overlap(xa, ha, xb, hb, c / lc)
-                if ea < 0 or o < edge:
-                    edge = o
-                    ea = i
-                    eb = j
-                    u = c / lc
+        if i != axis:
+            if sk.abs(d[i]) > 1.0e-9 * (sk.abs(p0[i]) + half[i]):
+                t0 = (-half[i] - p0[i]) / d[i]
+                t1 = (half[i] - p0[i]) / d[i]
+                s0 = sk.max(s0, sk.min(t0, t1))
+                s1 = sk.min(s1, sk.max(t0, t1))
+            elif sk.abs(p0[i]) > half[i]:
+                s0 = s1 + 1.0
+    return s0, s1
+
+
+@func
+def reference_frames(xa: Any, ha: Any, xb: Any, hb: Any, fi: int):
+    """The face of axis ``fi`` (0-2: a's, 3-5: b's) facing the other box, the reference, and the
+    face of that other box most turned against it, the incident face: (reference frame, half
+    extents, axis, side (+-1), outward normal; incident frame, half extents, axis, and its face's
+    side; the sign turning the reference normal into the one pushing a)."""
+    xr = xb
+    hr = hb
+    xi = xa
+    hi = ha
+    r = fi - 3
+    flip = ha[0] * 0.0 + 1.0
+    if fi < 3:
+        xr = xa
+        hr = ha
+        xi = xb
+        hi = hb
+        r = fi
+        flip = -flip
+    side = sk.sign(sk.transform_point(sk.transform_inverse(xr), sk.transform_get_translation(xi))[r])
+    nr = box_axis(xr, hr, r) * side
+    ia = int(0)
+    best = sk.abs(sk.dot(box_axis(xi, hi, 0), nr))
+    for i in range(1, 3):
+        c = sk.abs(sk.dot(box_axis(xi, hi, i), nr))
+        if c > best:
+            best = c
+            ia = i
+    iside = -sk.sign(sk.dot(box_axis(xi, hi, ia), nr))
+    return xr, hr, r, side, nr, xi, hi, ia, iside, flip
+
+
+@func
+def incident_edge(xr: Any, hr: Any, r: int, side: Any, xi: Any, hi: Any, ia: int, iside: Any, e: int):
+    """Edge ``e`` (0-3) of the incident face clipped to the reference box's slabs across its face:
+    (start, direction in the reference frame, the stretch s0, s1; the depth below the reference face
+    of the stretch's ends)."""
+    ja = (ia + 1 + e // 2) % 3           # edges 0, 1 along one axis, 2, 3 along the other
+    oa = (ia + 2 - e // 2) % 3           # the third axis, fixing the edge's place
+    e1 = hi * 1.0
+    e1[ia] = hi[ia] * iside
+    if e % 2 == 1:
+        e1[oa] = -hi[oa]
+    e0 = e1 * 1.0
+    e0[ja] = -hi[ja]
+    inv = sk.transform_inverse(xr)
+    p0 = sk.transform_point(inv, sk.transform_point(xi, e0))
+    d = sk.transform_point(inv, sk.transform_point(xi, e1)) - p0
+    s0, s1 = slab_stretch(p0, d, hr, r)
+    return p0, d, s0, s1, hr[r] - side * (p0[r] + d[r] * s0), hr[r] - side * (p0[r] + d[r] * s1)
+
+
+@func
+def box_box_sat_mode(xa: Any, ha: Any, xb: Any, hb: Any):
+    """The separating-axis test (``box_box_sat``) and whether the contact is edge to edge: the least
+    overlap is along an edge-edge axis, by a margin (95%, less 1e-6 of the sizes) over the depth of
+    the incident face's edges clipped to the reference face (the least overlapping face's) below
+    it, or over the face overlap if none reaches over the reference face. Boxes lying face on face (whose edge axes tie) and a bar lying
+    across a face, slightly tilted (whose hanging ends deepen the face overlap, not the contact),
+    are face contacts."""
+    face, fi, edge, ea, eb, u = box_box_sat(xa, ha, xb, hb)
+    xr, hr, r, side, nr, xi, hi, ia, iside, flip = reference_frames(xa, ha, xb, hb, fi)
+    deepest = face
+    found = False
+    for e in range(4):
+        p0, d, s0, s1, d0, d1 = incident_edge(xr, hr, r, side, xi, hi, ia, iside, e)
+        if s0 <= s1:
+            if not found:
+                deepest = sk.max(d0, d1)
+            deepest = sk.max(deepest, sk.max(d0, d1))
+            found = True
     tol = (ha[0] + ha[1] + ha[2] + hb[0] + hb[1] + hb[2]) * 1.0e-6
+    edge_mode = ea >= 0 and edge < deepest * 0.95 - tol
+    return face, fi, edge, ea, eb, u, edge_mode
+
+
+@func
+def box_box_edges(xa: Any, ha: Any, xb: Any, hb: Any):
+    """(depth, normal pushing a, point) of boxes a and b touching edge to edge
+    (``box_box_sat_mode``): the midpoint of the supporting edges' closest points, the least overlap
+    deep; otherwise a depth <= 0 (< 0: separated)."""
+    t = sk.transform_get_translation(xb) - sk.transform_get_translation(xa)
+    gap = sk.length(t) - sk.length(ha) - sk.length(hb)
+    if gap > 0.0:              # the bounding spheres apart: skip the test
+        return -gap, t * 0.0, t
+    face, fi, edge, ea, eb, u, edge_mode = box_box_sat_mode(xa, ha, xb, hb)
     depth = sk.min(face, face * 0.0)
     n = u * 0.0
     p = sk.transform_get_translation(xa)
-    if ea >= 0 and edge < face * 0.95 - tol:
-        t = sk.transform_get_translation(xb) - sk.transform_get_translation(xa)
+    if edge_mode:
         if sk.dot(t, u) < 0.0:     # u from a towards b
             u = -u
         a0, a1 = support_edge(xa, ha, ea, u)
@@ -285,6 +408,31 @@ def box_box_edges(xa: Any, ha: Any, xb: Any, hb: Any):
         n = -u
         p = (a0 + (a1 - a0) * st[0] + b0 + (b1 - b0) * st[1]) * 0.5
     return depth, n, p
+
+
+@func
+def box_box_face(xa: Any, ha: Any, xb: Any, hb: Any, k: int):
+    """Candidate ``k`` (0-7) of boxes a and b touching face to edge (not ``box_box_sat_mode``'s edge
+    to edge): (depth, normal pushing a, point) of end ``k % 2`` of incident edge ``k // 2`` clipped
+    to the reference box's slabs, its depth below the reference face. An end that is the edge's own
+    (a corner: the corner candidates have it) gives a depth <= 0."""
+    t = sk.transform_get_translation(xb) - sk.transform_get_translation(xa)
+    gap = sk.length(t) - sk.length(ha) - sk.length(hb)
+    if gap > 0.0:              # the bounding spheres apart: skip the test
+        return -gap, t * 0.0, t
+    face, fi, edge, ea, eb, u, edge_mode = box_box_sat_mode(xa, ha, xb, hb)
+    xr, hr, r, side, nr, xi, hi, ia, iside, flip = reference_frames(xa, ha, xb, hb, fi)
+    p0, d, s0, s1, d0, d1 = incident_edge(xr, hr, r, side, xi, hi, ia, iside, k // 2)
+    s = s0
+    depth = d0
+    inner = s0 > 0.0
+    if k % 2 == 1:
+        s = s1
+        depth = d1
+        inner = s1 < 1.0
+    if s0 > s1 or not inner or edge_mode:
+        depth = sk.min(face, face * 0.0) - hr[r]
+    return depth, nr * flip, sk.transform_point(xr, p0 + d * s)
 
 
 @func
@@ -300,8 +448,10 @@ def pair_candidate(ta: int, xa: Any, sa: Any, tb: int, xb: Any, sb: Any, k: int)
         elif k < 16:
             depth, n, p = point_in_box(xa, sa, box_corner(xb, sb, k - 8))
             n = -n
-        else:
+        elif k == 16:
             depth, n, p = box_box_edges(xa, sa, xb, sb)
+        else:
+            depth, n, p = box_box_face(xa, sa, xb, sb, k - 17)
     elif ta == 1 and tb == 2:
         depth, n, p = box_segment(xa, sa, segment_end(tb, xb, sb, 0), segment_end(tb, xb, sb, 1), sb[0], k)
     elif ta == 1:

@@ -29,7 +29,7 @@ SHAPE_NAMES = {SPHERE: "sphere", BOX: "box", CAPSULE: "capsule"}
 # contact candidates a pair of shape types tests (see collision/rigid_contacts.py); keys sorted so
 # that the box, when there is one, is the first shape of the pair
 PAIR_CANDIDATES = {(SPHERE, SPHERE): 1, (CAPSULE, SPHERE): 1, (CAPSULE, CAPSULE): 1, (BOX, SPHERE): 1,
-                   (BOX, CAPSULE): 2, (BOX, BOX): 17}
+                   (BOX, CAPSULE): 2, (BOX, BOX): 25}
 GROUND_CANDIDATES = {SPHERE: 1, BOX: 8, CAPSULE: 2}
 
 

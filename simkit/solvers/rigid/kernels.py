@@ -7,8 +7,14 @@ contacts conserve linear and angular momentum.
 """
 from __future__ import annotations
 
-from ...collision.rigid_contacts import ground_candidate, ground_candidate_count, pair_candidate, \
-    pair_candidate_count, point_candidate
+from ...collision.rigid_contacts import (
+    box_edge,
+    ground_candidate,
+    ground_candidate_count,
+    pair_candidate,
+    pair_candidate_count,
+    point_candidate,
+)
 from ...kernels import func, kernel
 from ...kernels import lang as sk
 from ...kernels import types as T
@@ -88,28 +94,113 @@ def eval_rigid_ground_contacts(body_q: array(dtype=Any), body_qd: array(dtype=An
     sk.atomic_add(f, b, type(body_qd[b])(sk.cross(p - c, fc), fc))
 
 
+@func
+def mesh_face_plane(mesh: T.uint64, x: Any, max_dist: Any):
+    """(signed distance of ``x`` to the plane of the mesh face nearest to it, that face's normal);
+    ``max_dist`` and a zero normal when no face is that close."""
+    q = sk.mesh_query_point_sign_normal(mesh, T.vec3(x), T.float32(max_dist))
+    h = max_dist * 1.0
+    n = x * 0.0
+    if q.result:
+        n = type(x)(sk.mesh_eval_face_normal(mesh, q.face))
+        h = sk.dot(n, x - type(x)(sk.mesh_eval_position(mesh, q.face, q.u, q.v)))
+    return h, n
+
+
+@func
+def mesh_box_edge(mesh: T.uint64, xf: Any, size: Any, e: int):
+    """(depth [m], unit normal pushing the box, point) of edge ``e`` (0-11) of a box (frame ``xf``,
+    half extents ``size``) across a ridge of a static triangle mesh (a convex crease, between the
+    box's corners): the edge's deepest point in the mesh (a golden-section search of the mesh's
+    signed distance along it, skipped when its middle is further from the mesh than half its
+    length); the planes of the faces nearest to the points just before and after it, if they meet
+    at more than 3 degrees, make the ridge: the depth of the edge below the ridge line, along their
+    common normal (``box_box_edges``' measure). A depth <= 0 otherwise (the deepest point at an end
+    of the edge, on a face, or in a valley: the corners have it)."""
+    a, b = box_edge(xf, size, e)
+    d = b - a
+    length = sk.length(d)
+    u = d / length
+    far = sk.max(size[0], sk.max(size[1], size[2])) * 2.0
+    zero = length * 0.0
+    depth = -length
+    n = d * 0.0
+    p = a
+    mid, nm = mesh_contact(mesh, a + d * 0.5, zero, length * 0.5)
+    if mid < length * 0.5:
+        lo = zero
+        hi = zero + 1.0
+        for _ in range(28):    # (a dynamic loop) the bracket shrinks to 0.618^28 = 1.4e-6
+            m1 = lo + (hi - lo) * 0.381966
+            m2 = lo + (hi - lo) * 0.618034
+            g1, n1 = mesh_contact(mesh, a + d * m1, zero, far)
+            g2, n2 = mesh_contact(mesh, a + d * m2, zero, far)
+            if g1 <= g2:
+                hi = m2
+            else:
+                lo = m1
+        t = (lo + hi) * 0.5
+        eps = length * 1.0e-3
+        if t * length > eps * 2.0 and (1.0 - t) * length > eps * 2.0:
+            c = a + d * t
+            h1, n1 = mesh_face_plane(mesh, c - u * eps, far)
+            h2, n2 = mesh_face_plane(mesh, c + u * eps, far)
+            h1 = h1 + eps * sk.dot(n1, u)      # the planes' distances at c
+            h2 = h2 - eps * sk.dot(n2, u)
+            ridge = sk.cross(n1, n2)
+            c12 = sk.dot(n1, n2)
+            axis = sk.cross(u, ridge)
+            la = sk.length(axis)
+            if sk.length(ridge) > 0.05 and la > 1.0e-3 * sk.length(ridge):
+                axis = axis / la
+                if sk.dot(axis, n1 + n2) < 0.0:
+                    axis = -axis
+                # the ridge's point w from c in the planes' span: n1.w = -h1, n2.w = -h2
+                det = 1.0 - c12 * c12
+                al = (-h1 + h2 * c12) / det
+                be = (-h2 + h1 * c12) / det
+                w = n1 * al + n2 * be
+                depth = sk.dot(w, axis)
+                n = axis
+                p = c + w * 0.5
+    return depth, n, p
+
+
+@func
+def add_mesh_contact(body_q: Any, body_qd: Any, body_com: Any, b: int, depth: Any, n: Any, p: Any, ke: Any,
+                     kd: Any, kf: Any, mu: Any, f: Any):
+    """The penalty wrench on body ``b`` of a contact ``depth`` deep at ``p``, normal ``n`` (> 0: touching)."""
+    if depth > 0.0:
+        v, com = point_velocity(body_q, body_qd, body_com, b, p)
+        fc = contact_force(n, v, -depth, ke, kd, kf, mu)
+        sk.atomic_add(f, b, type(body_qd[b])(sk.cross(p - com, fc), fc))
+
+
 @kernel
 def eval_rigid_mesh_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), body_com: array(dtype=Any),
                              shape_body: array(dtype=int), shape_type: array(dtype=int),
                              shape_xform: array(dtype=Any), shape_size: array(dtype=Any),
                              mesh_id: array(dtype=T.uint64), mesh_ke: array(dtype=Any), mesh_kd: array(dtype=Any),
                              mesh_kf: array(dtype=Any), mesh_mu: array(dtype=Any), f: array(dtype=Any)):
-    # every body shape's candidate points against every static triangle mesh, with the mesh's material
+    # every body shape's candidate points against every static triangle mesh, with the mesh's material;
+    # a box's thread k also has its edge k (and k + 8 for k < 4) against mesh ridges
     s, m, k = sk.tid()
     b = shape_body[s]
     kind = shape_type[s]
     if b < 0 or k >= ground_candidate_count(kind):
         return
     size = shape_size[s]
-    c, r = point_candidate(kind, shape_frame(body_q, shape_body, shape_xform, s), size, k)
+    xf = shape_frame(body_q, shape_body, shape_xform, s)
+    c, r = point_candidate(kind, xf, size, k)
     # look as deep as the shape is large: a box corner (radius 0) inside the mesh is found too
     gap, n = mesh_contact(mesh_id[m], c, r, sk.max(size[0], sk.max(size[1], size[2])))
-    if gap >= 0.0:
-        return
-    p = c - n * r
-    v, com = point_velocity(body_q, body_qd, body_com, b, p)
-    fc = contact_force(n, v, gap, mesh_ke[m], mesh_kd[m], mesh_kf[m], mesh_mu[m])
-    sk.atomic_add(f, b, type(body_qd[b])(sk.cross(p - com, fc), fc))
+    add_mesh_contact(body_q, body_qd, body_com, b, -gap, n, c - n * r, mesh_ke[m], mesh_kd[m], mesh_kf[m],
+                     mesh_mu[m], f)
+    if kind == 1:
+        for e in range(k, 12, 8):
+            depth, ne, p = mesh_box_edge(mesh_id[m], xf, size, e)
+            add_mesh_contact(body_q, body_qd, body_com, b, depth, ne, p, mesh_ke[m], mesh_kd[m], mesh_kf[m],
+                             mesh_mu[m], f)
 
 
 @kernel
