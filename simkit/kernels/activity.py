@@ -75,7 +75,10 @@ class Activity:
 
     def __init__(self, fn: ir.Function, returns: tuple | None = None):
         stmts = _stmts(fn.body)
-        self.varied = {p.name for p in fn.params if carries_gradient(p.type)}
+        # a kernel hands gradients out through arrays only (its scalar, vector... arguments' adjoints
+        # are discarded, as in Warp): those seed nothing; a func's parameters all do (the caller's)
+        self.varied = {p.name for p in fn.params if carries_gradient(p.type) and (
+            not fn.is_kernel or isinstance(p.type, T.ArrayType) or T.is_struct(p.type) or p.type is T.uint64)}
         changed = True
         while changed:  # forward: from the parameters through differentiable operations
             changed = False
