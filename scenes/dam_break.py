@@ -2,11 +2,14 @@
 
     simkit run dam_break --steps 120 --usd dam_break.usda
     python scenes/dam_break.py --spacing 0.01 --steps 240
+    python scenes/dam_break.py --no-surface          # particles only
 
 The water starts as a square column ``COLUMN`` [m] wide and high against the tank's left wall
 (x = 0), as deep as the tank (a quasi-2D dam break, as in Martin & Moyce's experiments); it is
 simulated with ``sk.SPHSolver`` (weakly compressible SPH, the tank's walls are mirrors) and written
-as points, with the tank's floor and walls as a static mesh. ``front(q)`` is the surge front's
+as points, with the tank's floor and walls as a static mesh, and (``surface``, on by default when
+writing USD) the water's free surface as a mesh re-extracted every frame (``sk.solvers.sph.FluidSurface``
+on a grid of half the particle spacing; time-sampled topology). ``front(q)`` is the surge front's
 position: Martin & Moyce measured it at z / a = 3.0 at T = t sqrt(2 g / a) = 2.5 for a column of
 width a.
 """
@@ -19,6 +22,7 @@ import time
 import numpy as np
 
 import simkit as sk
+from simkit.solvers.sph import FluidSurface
 
 COLUMN = 0.2                       # [m], width and height of the water column (a)
 TANK = (0.8, 0.5, 0.1)             # [m], the tank's size along x (the run), y (up), z (depth)
@@ -45,36 +49,53 @@ def tank_mesh():
     return points, np.array([[a, b, c, a, c, d] for a, b, c, d in quads]).reshape(-1)
 
 
+def water_surface(spacing: float, device: str = "cpu") -> FluidSurface:
+    """The surface extractor for particles ``spacing`` [m] apart: a grid of nodes ``spacing / 2``
+    apart over the tank, one particle spacing wider on every side (the surface of water against a
+    wall lies on the wall, half a spacing from the particle centres)."""
+    margin = np.full(3, spacing)
+    return FluidSurface(-margin, np.asarray(TANK) + margin, spacing / 2, device=device, particle_spacing=spacing)
+
+
 def front(q: np.ndarray) -> float:
     """The surge front [m]: the 99th percentile of the particles' x (a lone splash does not count)."""
     return float(np.percentile(q[:, 0], 99.0))
 
 
 def run(steps: int = 120, usd: str | None = None, device: str = "cpu", progress=None, *, spacing: float = 0.02,
-        fps: float = 60.0) -> np.ndarray:
-    """Simulate ``steps`` frames at ``fps``; write ``usd`` when given. Returns the final particle
-    positions [m], shape (particles, 3)."""
+        fps: float = 60.0, surface: bool | None = None) -> np.ndarray:
+    """Simulate ``steps`` frames at ``fps``; write ``usd`` when given, with the water's surface mesh
+    (``water_surface``) per frame unless ``surface`` is False (None: on when writing USD). Returns the
+    final particle positions [m], shape (particles, 3)."""
     model, solver = build(spacing, device)
     max_speed = 2.0 * math.sqrt(GRAVITY * COLUMN)       # the shallow-water surge speed bound (Ritter)
     substeps = math.ceil(1.0 / fps / solver.max_time_step(model, max_speed=max_speed))
     dt = 1.0 / fps / substeps
     s0, s1 = model.state(), model.state()
     radius = spacing / 2
-    out = None
+    out = mesher = None
     if usd:
         out = sk.io.UsdExporter(usd, fps=fps, up_axis="Y")
         out.render_mesh("tank", *tank_mesh(), color=(0.6, 0.6, 0.6))
-        out.begin_frame(0.0)
+        if surface is None or surface:
+            mesher = water_surface(spacing, device)
+
+    def export(frame):
+        out.begin_frame(frame / fps)
         out.render_points("water", s0.particle_q.numpy(), radius=radius)
+        if mesher is not None:
+            verts, indices = mesher.extract(s0.particle_q)
+            out.render_mesh("water_surface", verts.numpy(), indices.numpy(), color=(0.2, 0.45, 0.9))
         out.end_frame()
+
+    if out:
+        export(0)
     for frame in range(steps):
         for _ in range(substeps):
             solver.step(model, s0, s1, None, dt)
             s0, s1 = s1, s0
         if out:
-            out.begin_frame((frame + 1) / fps)
-            out.render_points("water", s0.particle_q.numpy(), radius=radius)
-            out.end_frame()
+            export(frame + 1)
         if progress:
             progress(frame + 1, steps)
     if out:
@@ -88,9 +109,11 @@ def main(argv=None):
     p.add_argument("--usd", default="dam_break.usda")
     p.add_argument("--device", default="cpu")
     p.add_argument("--spacing", type=float, default=0.02, help="particle spacing [m]")
+    p.add_argument("--surface", action=argparse.BooleanOptionalAction, default=None,
+                   help="write the water's surface mesh per frame (default: on, as --usd is written)")
     a = p.parse_args(argv)
     start = time.perf_counter()
-    q = run(a.steps, a.usd, a.device, spacing=a.spacing)
+    q = run(a.steps, a.usd, a.device, spacing=a.spacing, surface=a.surface)
     T = a.steps / 60.0 * math.sqrt(2.0 * GRAVITY / COLUMN)
     print(f"{len(q)} particles, {a.steps} frames in {time.perf_counter() - start:.1f} s; surge front at "
           f"z/a = {front(q) / COLUMN:.2f} at T = {T:.2f}; wrote {a.usd}")

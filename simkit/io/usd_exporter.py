@@ -15,8 +15,9 @@ Example::
     # timeCodesPerSecond = fps, one time code per frame.
 
 Prim names are paths below ``/World`` (``"ball/geom"`` puts a mesh under the ``ball`` transform).
-Mesh topology and constant point widths are written once; positions are time-sampled, and a
-sample equal to the previous one is skipped (a rigid mesh moved by a transform costs one sample).
+Mesh topology and constant point widths are written once (topology is time-sampled from the first
+frame that changes it); positions are time-sampled, and a sample equal to the previous one is
+skipped (a rigid mesh moved by a transform costs one sample).
 
 ``.usda`` files are text, ``.usd``/``.usdc`` binary. Without usd-core (``pip install -e
 '.[io]'``) only ``render_points`` is available: it falls back to the dependency-free
@@ -154,7 +155,9 @@ class UsdExporter:
         """A triangle mesh as ``UsdGeom.Mesh``: ``points`` [m] shape (n, 3), ``indices`` shape (3m,) or
         (m, 3). Called outside a frame the mesh is static; inside, its points are time-sampled
         (deforming). ``pos``/``rot``/``scale`` set the mesh prim's own transform. Topology is written
-        on the first call; later calls may pass ``indices=None``."""
+        on the first call; later calls may pass ``indices=None`` (same topology) or new indices with
+        any number of points (time-sampled topology: a re-meshed surface; an empty mesh is
+        ``points`` and ``indices`` both empty)."""
         self._check_open()
         self._need_pxr("render_mesh")
         from pxr import Gf, UsdGeom, Vt
@@ -162,23 +165,26 @@ class UsdExporter:
         path = self._path(name)
         pts = _as_points(points, name)
         prim = UsdGeom.Mesh.Define(self._stage, path)
-        if (path, "topology") not in self._last:
-            if indices is None:
-                raise ValueError(f"mesh '{name}': indices are needed on the first render_mesh()")
+        first = (path, "topology") not in self._last
+        if indices is not None:
             idx = np.asarray(indices, dtype=np.int32).reshape(-1)
-            if idx.size % 3 or idx.size == 0:
+            if idx.size % 3 or (idx.size == 0 and len(pts)):
                 raise ValueError(f"mesh '{name}': {idx.size} indices is not a positive multiple of 3")
-            if idx.min() < 0 or idx.max() >= len(pts):
+            if idx.size and (idx.min() < 0 or idx.max() >= len(pts)):
                 raise ValueError(f"mesh '{name}': indices out of range [0, {len(pts)})")
-            prim.GetFaceVertexIndicesAttr().Set(Vt.IntArray.FromNumpy(idx))
-            prim.GetFaceVertexCountsAttr().Set(Vt.IntArray.FromNumpy(np.full(idx.size // 3, 3, np.int32)))
+            # held like any other attribute: static until it changes, then time-sampled (a surface
+            # re-meshed every frame), so each frame reads back its own topology
+            self._set(prim.GetFaceVertexIndicesAttr(), path, "faceVertexIndices", idx, Vt.IntArray, constant=True)
+            self._set(prim.GetFaceVertexCountsAttr(), path, "faceVertexCounts",
+                      np.full(idx.size // 3, 3, np.int32), Vt.IntArray, constant=True)
+            self._last[(path, "topology")] = (idx.size, len(pts))
+        elif first:
+            raise ValueError(f"mesh '{name}': indices are needed on the first render_mesh()")
+        if first:
             prim.GetSubdivisionSchemeAttr().Set(UsdGeom.Tokens.none)
             prim.GetOrientationAttr().Set(UsdGeom.Tokens.rightHanded)
-            self._last[(path, "topology")] = (idx.size, len(pts))
             if color is not None:
                 prim.GetDisplayColorAttr().Set(Vt.Vec3fArray([Gf.Vec3f(*map(float, color))]))
-        elif indices is not None and np.asarray(indices).size != self._last[(path, "topology")][0]:
-            raise ValueError(f"mesh '{name}': topology changed between frames (not supported)")
         if len(pts) != self._last[(path, "topology")][1]:
             raise ValueError(f"mesh '{name}': {len(pts)} points, the topology has "
                              f"{self._last[(path, 'topology')][1]}")
