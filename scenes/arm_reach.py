@@ -13,12 +13,12 @@ included. Adam updates the targets.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import numpy as np
 
 import simkit as sk
+from simkit.cli import optimization_main
 
 LINK = 0.2                          # [m], length between joints
 DT = 1.0e-3                         # [s]
@@ -130,17 +130,13 @@ def export_usd(path: str, targets, fps: float = 50.0, device: str = "cpu") -> No
         usd.render_body_motion(model, frames, DT)
 
 
+def export_result(path: str, result, device: str = "cpu") -> None:
+    """``simkit optimize arm_reach --usd PATH``: the optimized motion as a USD stage."""
+    export_usd(path, result.targets, device=device)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--iters", type=int, default=60)
-    p.add_argument("--plot", default=None)
-    p.add_argument("--usd", default=None)
-    p.add_argument("--device", default="cpu")
-    a = p.parse_args(argv)
-    r = optimize(a.iters, plot=a.plot, device=a.device)
-    print(r.summary())
-    if a.usd:
-        export_usd(a.usd, r.targets, device=a.device)
+    return optimization_main(__doc__, optimize, export_result, iters=60, argv=argv)
 
 
 if __name__ == "__main__":

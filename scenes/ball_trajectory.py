@@ -13,12 +13,12 @@ updates the velocity. The target is where a reference throw lands, so a bouncing
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import numpy as np
 
 import simkit as sk
+from simkit.cli import optimization_main
 
 START = (0.0, 1.0, 0.0)             # [m]
 RADIUS = 0.1                        # [m]
@@ -142,18 +142,13 @@ def export_usd(path: str, velocity, target, fps: float = 60.0, device: str = "cp
             usd.end_frame()
 
 
+def export_result(path: str, result, device: str = "cpu") -> None:
+    """``simkit optimize ball_trajectory --usd PATH``: the optimized motion as a USD stage."""
+    export_usd(path, result.velocity, result.target, device=device)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--iters", type=int, default=100)
-    p.add_argument("--plot", default=None)
-    p.add_argument("--usd", default=None)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--checkpoint-every", type=int, default=0)
-    a = p.parse_args(argv)
-    r = optimize(a.iters, plot=a.plot, device=a.device, checkpoint_every=a.checkpoint_every)
-    print(r.summary())
-    if a.usd:
-        export_usd(a.usd, r.velocity, r.target, device=a.device)
+    return optimization_main(__doc__, optimize, export_result, iters=100, argv=argv, extra=[("--checkpoint-every", dict(type=int, default=0, help="checkpoint the rollout every N steps (0: off)"))])
 
 
 if __name__ == "__main__":

@@ -12,12 +12,12 @@ collision and the friction included. The target is where a reference shot sends 
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 
 import numpy as np
 
 import simkit as sk
+from simkit.cli import optimization_main
 
 RADIUS = 0.05                        # [m]
 CUE, OBJECT = (0.0, RADIUS, 0.0), (0.6, RADIUS, 0.06)    # [m], start positions
@@ -123,17 +123,13 @@ def export_usd(path: str, velocity, target, fps: float = 50.0, device: str = "cp
         usd.render_body_motion(model, frames, DT)
 
 
+def export_result(path: str, result, device: str = "cpu") -> None:
+    """``simkit optimize billiards --usd PATH``: the optimized motion as a USD stage."""
+    export_usd(path, result.velocity, result.target, device=device)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--iters", type=int, default=60)
-    p.add_argument("--plot", default=None)
-    p.add_argument("--usd", default=None)
-    p.add_argument("--device", default="cpu")
-    a = p.parse_args(argv)
-    r = optimize(a.iters, plot=a.plot, device=a.device)
-    print(r.summary())
-    if a.usd:
-        export_usd(a.usd, r.velocity, r.target, device=a.device)
+    return optimization_main(__doc__, optimize, export_result, iters=60, argv=argv)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ about 0.6 s an iteration; the cart stays within +-0.35 m of its +-1 m track.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import os
@@ -27,6 +26,7 @@ import os
 import numpy as np
 
 import simkit as sk
+from simkit.cli import optimization_main
 
 TRACK = 1.0                         # [m], the cart's limits are at -TRACK, TRACK
 POLE = 0.5                          # [m], the pole's length, pivot to tip
@@ -234,17 +234,13 @@ def export_usd(path: str, knots, fps: float = 50.0, device: str = "cpu") -> None
         usd.render_body_motion(model, frames, DT)
 
 
+def export_result(path: str, result, device: str = "cpu") -> None:
+    """``simkit optimize cartpole --usd PATH``: the optimized motion as a USD stage."""
+    export_usd(path, result.knots, device=device)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--iters", type=int, default=60)
-    p.add_argument("--plot", default=None)
-    p.add_argument("--usd", default=None)
-    p.add_argument("--device", default="cpu")
-    a = p.parse_args(argv)
-    r = optimize(a.iters, plot=a.plot, device=a.device)
-    print(r.summary())
-    if a.usd:
-        export_usd(a.usd, r.knots, device=a.device)
+    return optimization_main(__doc__, optimize, export_result, iters=60, argv=argv)
 
 
 if __name__ == "__main__":

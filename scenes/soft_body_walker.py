@@ -15,13 +15,13 @@ respect to W and b, and Adam updates them.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 
 import numpy as np
 
 import simkit as sk
+from simkit.cli import optimization_main
 
 SPACING = 0.05           # [m], lattice spacing
 RADIUS = 0.02            # [m], particle collision radius
@@ -158,17 +158,13 @@ def export_usd(path: str, weights, bias, device: str = "cpu") -> None:
             usd.end_frame()
 
 
+def export_result(path: str, result, device: str = "cpu") -> None:
+    """``simkit optimize soft_body_walker --usd PATH``: the optimized motion as a USD stage."""
+    export_usd(path, result.weights, result.bias, device=device)
+
+
 def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--iters", type=int, default=30)
-    p.add_argument("--plot", default=None)
-    p.add_argument("--usd", default=None)
-    p.add_argument("--device", default="cpu")
-    a = p.parse_args(argv)
-    r = optimize(a.iters, plot=a.plot, device=a.device)
-    print(r.summary())
-    if a.usd:
-        export_usd(a.usd, r.weights, r.bias, device=a.device)
+    return optimization_main(__doc__, optimize, export_result, iters=30, argv=argv)
 
 
 if __name__ == "__main__":

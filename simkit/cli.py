@@ -143,13 +143,40 @@ def cmd_optimize(args) -> int:
     _check_device(args.device)
     if args.iters < 1:
         raise SystemExit("simkit: --iters must be at least 1")
+    if args.usd and not hasattr(scene, "export_result"):
+        raise SystemExit(f"simkit: scene '{args.scene}' cannot export its result (it has no export_result())")
+    _check_output(args.usd)
     result = scene.optimize(iters=args.iters, plot=args.plot, device=args.device,
                             progress=ProgressBar(f"{args.scene} (optimize)"))
     summary = getattr(result, "summary", None)
     print(summary() if callable(summary) else result)
-    if args.plot:
-        print(f"wrote {args.plot}")
+    for path in (args.plot, args.usd):
+        if path == args.usd and path:
+            scene.export_result(path, result, device=args.device)
+        if path:
+            print(f"wrote {path}")
     return 0
+
+
+def optimization_main(doc: str, optimize, export_result, *, iters: int, argv=None, extra=()):
+    """``python scenes/<name>.py`` for an optimization scene: ``--iters`` (default ``iters``),
+    ``--plot``, ``--usd``, ``--device`` and the ``extra`` options ((flag, argparse keywords), passed to
+    ``optimize`` by name); prints the result's summary and, with ``--usd``, calls
+    ``export_result(path, result, device=...)``. Returns the result."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--iters", type=int, default=iters, help="optimizer iterations")
+    p.add_argument("--plot", default=None, help="output image of the loss curve")
+    p.add_argument("--usd", default=None, help="output .usda/.usd file of the optimized motion")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    for flag, kwargs in extra:
+        p.add_argument(flag, **kwargs)
+    a = vars(p.parse_args(argv))
+    common = {k: a.pop(k) for k in ("iters", "plot", "usd", "device")}
+    result = optimize(common["iters"], plot=common["plot"], device=common["device"], **a)
+    print(result.summary())
+    if common["usd"]:
+        export_result(common["usd"], result, device=common["device"])
+    return result
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -169,6 +196,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("scene", help="scene name (scenes/<name>.py) or path to a scene file with optimize()")
     o.add_argument("--iters", type=int, default=100, help="optimizer iterations")
     o.add_argument("--plot", default=None, help="output image of the loss curve (.png, .svg, .pdf)")
+    o.add_argument("--usd", default=None, help="output .usda/.usd file of the optimized motion")
     o.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     o.set_defaults(fn=cmd_optimize)
     return p

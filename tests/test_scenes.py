@@ -142,11 +142,12 @@ def test_arm_reach_brings_the_tip_to_the_target():
 
 def test_cli_optimize_writes_a_plot(tmp_path):
     pytest.importorskip("matplotlib")
-    out = tmp_path / "loss.png"
-    r = _simkit("optimize", "ball_trajectory", "--iters", "3", "--plot", str(out))
+    out, usd = tmp_path / "loss.png", tmp_path / "ball.usda"
+    r = _simkit("optimize", "ball_trajectory", "--iters", "3", "--plot", str(out), "--usd", str(usd))
     assert r.returncode == 0, r.stderr
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "3/3" in r.stderr and "from the target" in r.stdout
+    assert f"wrote {usd}" in r.stdout and usd.read_text().startswith("#usda")
 
 
 def test_cli_optimize_errors(tmp_path):
@@ -154,6 +155,8 @@ def test_cli_optimize_errors(tmp_path):
     assert r.returncode != 0 and "unknown scene 'no_such_scene'" in r.stderr
     r = _simkit("optimize", "ball_trajectory", "--plot", "/nonexistent_dir/loss.png")
     assert r.returncode != 0 and "cannot write '/nonexistent_dir/loss.png'" in r.stderr
+    r = _simkit("optimize", "ball_trajectory", "--usd", "/nonexistent_dir/ball.usda")
+    assert r.returncode != 0 and "cannot write '/nonexistent_dir/ball.usda'" in r.stderr
     r = _simkit("optimize", "bouncing_particles")
     assert r.returncode != 0 and "not an optimization scene" in r.stderr
 
