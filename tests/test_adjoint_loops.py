@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
-from simkit.kernels import codegen
-from simkit.kernels import module as kmodule
+from codegen_helpers import adjoints
 
 f64 = sk.float64
 
@@ -84,24 +83,6 @@ def grid_images(grid: sk.uint64, x: sk.array(dtype=sk.vec3d), shifts: sk.array(d
                 w = r * r - d2
                 e = e + w * w
     sk.atomic_add(out, 0, e)
-
-
-def adjoints(kernel) -> dict:
-    """{name: generated adjoint body} for the kernel and each @func it calls."""
-    options = dict(kmodule.compile_options())
-    spec = kernel.specs[None]
-    spec.build_ir(options)
-    funcs, structs = kmodule.collect([spec])
-    src = codegen.gen_module("t", [spec.ir], funcs, structs, options, sk.__version__, adjoint=True)
-    starts = {kernel.key: f"void {spec.ir.name}_bwd("}
-    starts.update({f.name.rsplit("_", 1)[0]: f"void adj_{f.name}(" for f in funcs})
-    starts.update({f.name.rsplit("_", 1)[0] + "__u10": f"void adj_{f.name}__u10(" for f in funcs
-                   if f"void adj_{f.name}__u10(" in src})
-    out = {}
-    for key, start in starts.items():
-        body = src[src.rindex(start):]  # (variants are declared first, defined later)
-        out[key] = body[:body.index("\n}\n")]
-    return out
 
 
 def arr(v, device, dtype=f64, grad=True):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import simkit as sk
+from codegen_helpers import adjoints
 
 f64 = sk.float64
 
@@ -258,19 +259,6 @@ def neighbour_sums_squared(x: sk.array(dtype=f64), n: int, out: sk.array(dtype=f
     out[i] = s * s
 
 
-def _adjoint_body(kernel) -> str:
-    from simkit.kernels import codegen
-    from simkit.kernels import module as kmodule
-
-    options = dict(kmodule.compile_options())
-    spec = kernel.specs[None]
-    spec.build_ir(options)
-    funcs, structs = kmodule.collect([spec])
-    src = codegen.gen_module("t", [spec.ir], funcs, structs, options, sk.__version__, adjoint=True)
-    body = src[src.index(f"void {spec.ir.name}_bwd("):]
-    return body[:body.index("\n}\n")]  # the adjoint body only, not the entry points
-
-
 def test_order_free_sum_loops_run_once_in_the_adjoint(device):
     xv = np.array([0.3, -0.7, 1.1, 0.45])
     n = len(xv)
@@ -284,7 +272,7 @@ def test_order_free_sum_loops_run_once_in_the_adjoint(device):
         return seed_out @ (s * s) if squared else seed_out @ (s + w) + seed_total * s.sum()
 
     for kernel, squared in ((neighbour_sums, False), (neighbour_sums_squared, True)):
-        body = _adjoint_body(kernel)
+        body = adjoints(kernel)[kernel.key]
         if squared:
             assert "sk::push(" in body  # replayed first, each iteration's value saved
         else:
