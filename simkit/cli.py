@@ -150,11 +150,11 @@ def cmd_optimize(args) -> int:
                             progress=ProgressBar(f"{args.scene} (optimize)"))
     summary = getattr(result, "summary", None)
     print(summary() if callable(summary) else result)
-    for path in (args.plot, args.usd):
-        if path == args.usd and path:
-            scene.export_result(path, result, device=args.device)
-        if path:
-            print(f"wrote {path}")
+    if args.plot:
+        print(f"wrote {args.plot}")
+    if args.usd:
+        scene.export_result(args.usd, result, device=args.device)
+        print(f"wrote {args.usd}")
     return 0
 
 

@@ -32,11 +32,6 @@ def carries_gradient(t) -> bool:
     return not (T.is_int(t) or t is T.bool or T.is_opaque(t))
 
 
-def _outs(s) -> list:
-    out = getattr(s, "out", None)
-    return ([out] if out is not None else []) + list(getattr(s, "outs", None) or [])
-
-
 def _stmts(body):
     """Every statement of ``body``, nested blocks and while conditions included."""
     return list(ir.walk(body))
@@ -85,7 +80,7 @@ class Activity:
             for s in stmts:
                 if not _differentiable(s) or not any(a.name in self.varied for a in ir.reads(s) if a is not None):
                     continue
-                for o in _outs(s):
+                for o in ir.defines(s):
                     if o.name not in self.varied and carries_gradient(o.type):
                         self.varied.add(o.name)
                         changed = True
@@ -99,7 +94,7 @@ class Activity:
         while changed:  # backward: into the inputs of differentiable operations with useful results
             changed = False
             for s in stmts:
-                if not _differentiable(s) or not any(o.name in self.useful for o in _outs(s)):
+                if not _differentiable(s) or not any(o.name in self.useful for o in ir.defines(s)):
                     continue
                 for a in ir.reads(s):
                     if a is not None and a.name not in self.useful:
@@ -112,11 +107,11 @@ class Activity:
     def dead(self, s) -> bool:
         """A value statement (call, copy, field access) with results, none of them active, and no side
         effect: its adjoint statement would only add zeros."""
-        outs = _outs(s)
+        outs = ir.defines(s)
         return (isinstance(s, (ir.Call, ir.Copy, ir.GetField, ir.SetField)) and bool(outs) and not _side_effect(s)
                 and not any(self.active(o) for o in outs))
 
     def inactive_loop(self, s) -> bool:
         """A loop none of whose statements (condition included) defines an active value."""
         blocks = [s.body] + ([s.cond_block] if isinstance(s, ir.While) else [])
-        return not any(self.active(o) for b in blocks for t in _stmts(b) for o in _outs(t))
+        return not any(self.active(o) for b in blocks for t in _stmts(b) for o in ir.defines(t))

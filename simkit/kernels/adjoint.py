@@ -233,8 +233,7 @@ class AdjointEmitter(Emitter):
                 return False
             drivers = [a for a in (s.start, s.end, s.var) if not a.is_const]
             moved = [s.var]
-        written = {o.name for t in body for o in ([t.out] if getattr(t, "out", None) is not None else [])
-                   + list(getattr(t, "outs", None) or [])}
+        written = {o.name for t in body for o in ir.defines(t)}
         if any(a.name in written for a in drivers):
             return False
         driver_names = {a.name for a in drivers}
@@ -251,7 +250,7 @@ class AdjointEmitter(Emitter):
         iteration). Not for calls without results (their replay is already empty)."""
         memo = self.__dict__.setdefault("_unread_memo", {})
         if id(s) not in memo:
-            outs = ([s.out] if s.out is not None else []) + list(s.outs)
+            outs = ir.defines(s)
             path = _path_to(self.fn.body, s)
             rest = []
             for block, k in reversed(path or []):
@@ -471,7 +470,7 @@ class AdjointEmitter(Emitter):
     def rev_call(self, s: ir.Call, depth: int):
         if s.kind == "printf":
             return
-        outs = ([s.out] if s.out is not None else []) + list(s.outs)
+        outs = ir.defines(s)
         if s.kind == "make":
             for k, a in enumerate(s.args):
                 if not a.is_const:

@@ -160,6 +160,12 @@ def walk(stmts):
             yield from walk(s.body)
 
 
+def defines(s) -> list:
+    """The variables statement ``s`` itself assigns: its result and any further results."""
+    out = getattr(s, "out", None)
+    return ([out] if out is not None else []) + list(getattr(s, "outs", None) or [])
+
+
 def reads(s) -> list:
     """The variables statement ``s`` itself reads (not those of nested blocks)."""
     if isinstance(s, Call):
