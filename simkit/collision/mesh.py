@@ -20,6 +20,15 @@ Example (the same kernel runs under ``import warp as wp``)::
 
 Gradients of the point/ray queries and ``mesh_eval_*`` with respect to the vertex positions
 accumulate into ``points.grad`` (when ``points.requires_grad``), as the Tape runs adjoints.
+
+A kinematic or deforming collider under a Tape: each step write the new positions into the same
+``points`` array (``assign``, or a launch with ``record_tape=False``) and call ``refit()`` inside
+``with tape:``. The first launch the Tape records against a refit clones the points (and velocities)
+it was refit from -- one clone per refit queried inside a Tape, none outside one -- and the next
+refit inside the Tape records a restore: ``backward()`` writes the clone back and refits before the
+adjoints of that step's launches run, so every step is differentiated against its own geometry.
+Points changed without a refit after a recorded query, or a refit outside the Tape, still make
+``backward()`` raise TapeError (see runtime/handles.py).
 """
 from __future__ import annotations
 
@@ -33,6 +42,7 @@ from ..runtime.device import get_device
 from . import bvh_build as B
 from .bvh import build, check_constructor, check_finite, check_vec3_array
 from ..runtime import handles
+from ..runtime.tape import active_tape
 from .descriptor import Descriptor
 
 _MESH_T = _struct.Struct("<QQQQQii" "QQQQQQ" "fiii")  # sk::mesh_t (112 bytes)
@@ -58,6 +68,15 @@ class Mesh:
     Arguments follow Warp's ``Mesh``; ``bvh_constructor`` "sah" (default) | "median" ("lbvh" builds the
     SAH tree), ``bvh_leaf_size`` at most 8 faces per leaf (the default); ``device`` defaults to the
     arrays' device.
+
+    Tape: moving ``points`` in place and calling ``refit()`` inside ``with tape:`` is differentiated
+    exactly (each step's adjoints run against that step's geometry); it costs one clone of the points
+    (and velocities) per refit that a recorded launch queried. ``backward()`` leaves the mesh -- and the
+    values in ``points`` -- as the earliest launch on the Tape that queried it saw (the rollout's first
+    step; a HashGrid is likewise left as built before the Tape's first build), so a second
+    ``backward()`` over those steps raises TapeError: record the rollout again. Vertex gradients of all
+    the steps add up in the one ``points.grad`` (as in Warp; a kinematic collider's points usually
+    need no gradient).
     """
 
     def __init__(self, points: array, indices: array, velocities: array | None = None,
@@ -132,9 +151,27 @@ class Mesh:
         return self.indices.shape[0] // 3
 
     def refit(self):
-        """Recompute the face data and every box of the tree from the current ``points`` (same topology)."""
+        """Recompute the face data and every box of the tree from the current ``points`` (same topology).
+
+        Inside a Tape, a refit after the points changed is undone for ``backward()`` (see the class)."""
+        prev = getattr(self, "_tape_state", None)
+        self._refit()
+        sources = [self.points, self.velocities]
+        if prev is not None and handles.same(prev, handles.state_of(sources, *prev.extra)):
+            return  # refit from the same data: the same state
+        self._tape_state = handles.state_of(sources, handles.Snapshot())  # (see runtime/handles.py)
+        tape = active_tape()
+        if tape is not None and prev is not None and handles.token(prev).values is not None:
+            tape._record_restore(self, prev)  # (prev has values once a recorded launch queried it)
+
+    def _tape_restore(self, state):
+        """Put the mesh back into an earlier state (``Tape.backward()``, for a refit inside the Tape)."""
+        self._tape_state = handles.restore(state)
+        self.points, self.velocities = (state.sources + (None,))[:2]
+        self._refit()
+
+    def _refit(self):
         tree, dev = self._tree, self.device
-        self._tape_state = handles.state_of([self.points, self.velocities])  # (see runtime/handles.py)
         launch(B._gather_faces, self._leaves.shape[0], inputs=[self._leaves, self._vids, self.points, self._tris,
                                                               self._item_lo, self._item_hi, tree.boxes],
                device=dev, record_tape=False)

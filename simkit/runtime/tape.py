@@ -16,6 +16,8 @@ kernel that reads and overwrites the same array is refused when recorded.
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from ..kernels import analysis
@@ -48,19 +50,20 @@ class _Launch:
             if a is not None:
                 self.stores.append((".".join(path), a, a._wversion))
         # HashGrid / Bvh / Mesh ids among the arguments: kept alive, and checked at backward time
-        self.structures = [(s, s._tape_state) for s in map(handles.lookup, args) if s is not None]
+        self.structures = [(s, *handles.record(s)) for s in map(handles.lookup, args) if s is not None]
 
     def _structure_error(self, s, what):
         return TapeError(
             f"{type(s).__name__} {s.id:#x} queried by kernel '{self.kernel.key}' ({_where(self.kernel)}) {what} "
-            f"after that launch was recorded; its gradient would be wrong. Give each step its own point arrays "
-            f"(a HashGrid built inside the Tape is rebuilt automatically for backward).")
+            f"after that launch was recorded; its gradient would be wrong. Give each step its own point arrays, "
+            f"or rebuild the HashGrid / refit the Mesh inside the Tape (backward then restores it).")
 
-    def check(self):
-        for s, st in self.structures:
-            k = handles.stale_source(st)
-            if k is not None:
-                raise self._structure_error(s, f"was built from an array (source {k}) that was modified")
+    def check(self, restored=None):
+        """``restored``: see ``handles.problem`` (given in the check before any adjoint runs)."""
+        for s, st, stale in self.structures:
+            why = handles.problem(s, st, stale, restored)
+            if why is not None:
+                raise self._structure_error(s, why)
         for name, a, version in self.reads:
             if a._version != version:
                 raise TapeError(
@@ -76,9 +79,6 @@ class _Launch:
 
     def backward(self):
         self.check()
-        for s, st in self.structures:
-            if not handles.same(s._tape_state, st):
-                raise self._structure_error(s, "was rebuilt or refit from other data (outside the Tape)")
         from .launch import launch_backward
 
         launch_backward(self.kernel, self.spec, self.dims, self.args, self.device)
@@ -125,6 +125,14 @@ class _Func:
 
     def arrays(self):
         return self._arrays
+
+
+class _Restore(_Func):
+    """Puts a structure back into an earlier state (a Mesh refit inside the Tape; see runtime/handles.py)."""
+
+    def __init__(self, structure, state):
+        super().__init__(lambda: structure._tape_restore(state), ())
+        self.structure, self.state = structure, state
 
 
 def spec_access(spec):
@@ -182,6 +190,10 @@ class Tape:
         """Record a Python callback run during ``backward()`` (e.g. a custom adjoint)."""
         self.ops.append(_Func(backward, arrays))
 
+    def _record_restore(self, structure, state):
+        """``backward()`` calls ``structure._tape_restore(state)`` here (before the earlier ops' adjoints)."""
+        self.ops.append(_Restore(structure, state))
+
     # ------------------------------------------------------------------ backward
 
     def backward(self, loss=None, grads: dict | None = None):
@@ -199,8 +211,14 @@ class Tape:
             if not a.requires_grad:
                 raise ValueError("grads= names an array created without requires_grad=True")
             a.grad.assign(g)
+        restored = {}  # {id(structure): state} that the restores checked so far will have put it in
         for op in reversed(self.ops):
-            op.check()
+            if isinstance(op, _Launch):
+                op.check(restored)
+            else:
+                op.check()
+                if isinstance(op, _Restore):
+                    restored[id(op.structure)] = op.state
         for op in reversed(self.ops):
             op.backward()
 
@@ -228,6 +246,16 @@ class Tape:
 def active_tape():
     """The Tape recording right now (None outside ``with tape:`` and inside ``checkpoint``)."""
     return _active[-1] if _active else None
+
+
+@contextlib.contextmanager
+def paused():
+    """Record nothing inside (copies made for the Tape's own bookkeeping)."""
+    _active.append(None)
+    try:
+        yield
+    finally:
+        _active.pop()
 
 
 def _record_launch(kernel, spec, dims, inputs, outputs, device):
