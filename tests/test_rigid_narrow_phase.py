@@ -1,9 +1,10 @@
 """The rigid narrow phase's edge candidates against analytic geometry: box edge across box edge
 (separating-axis test), a box edge across a box face (clipped to the face), a capsule across a box
-edge or face (its deepest point, the stretch over a face), a box edge across a triangle mesh's ridge;
-no extra contact for faces lying on faces, none for separated shapes; their depths' gradients
-against central finite differences; and bodies that rest on such contacts instead of sinking
-through."""
+edge or face (its deepest point, the stretch over a face), a box edge across a triangle mesh's ridge,
+a mesh's peak (a pyramid's apex, a block's corners) inside a box; no extra contact for faces lying on
+faces (tessellated or not), for vertices of ridges and valleys, none for separated shapes; their
+depths' gradients against central finite differences; and bodies that rest on such contacts instead
+of sinking through."""
 import math
 
 import numpy as np
@@ -12,7 +13,7 @@ from fd_helpers import central_differences
 
 import simkit as sk
 from simkit.collision.rigid_contacts import pair_candidate
-from simkit.solvers.rigid.kernels import mesh_box_edge
+from simkit.solvers.rigid.kernels import mesh_box_edge, mesh_box_vertex
 
 f64 = sk.float64
 BOX, CAPSULE = 1, 2
@@ -490,4 +491,197 @@ def test_a_box_dropped_on_a_mesh_ridge_rests_on_it(device):
     m = model.body_mass.numpy()[0]
     np.testing.assert_allclose(end.body_q.numpy()[0, :3], [0.0, FLAT[1] - m * 9.81 / 2e4, 0.0], atol=1e-5)
     np.testing.assert_allclose(end.body_q.numpy()[0, 3:], [0.0, 0.0, 0.0, 1.0], atol=1e-4)
+    np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)
+
+
+# ----------------------------------------------------------------------------- mesh peak - box face
+
+def oriented(points, tris, outward):
+    """(points, indices) with each triangle wound so that its normal points along ``outward(centroid)``."""
+    points = np.asarray(points, dtype=float)
+    tris = np.asarray(tris).reshape(-1, 3).copy()
+    for t in tris:
+        a, b, c = points[t]
+        if np.cross(b - a, c - a) @ outward((a + b + c) / 3) < 0.0:
+            t[1], t[2] = t[2], t[1]
+    return points, tris.reshape(-1)
+
+
+def convex(points, tris):
+    """A closed convex mesh, wound outwards (from its vertices' centroid)."""
+    centre = np.mean(points, axis=0)
+    return oriented(points, tris, lambda c: c - centre)
+
+
+def up(points, tris):
+    """An open mesh, wound with its normals up (+y)."""
+    return oriented(points, tris, lambda c: np.array([0.0, 1.0, 0.0]))
+
+
+# a square pyramid, apex at the origin, 45 degree faces, closed by its base
+PYRAMID = convex([[-0.5, -0.5, -0.5], [0.5, -0.5, -0.5], [0.5, -0.5, 0.5], [-0.5, -0.5, 0.5], [0.0, 0.0, 0.0]],
+                 [0, 1, 4, 1, 2, 4, 2, 3, 4, 3, 0, 4, 0, 1, 2, 0, 2, 3])
+
+
+def block(lo, hi):
+    """A closed box mesh: 8 corners shared by 12 faces."""
+    corners = [[(lo, hi)[i & 1][0], (lo, hi)[i >> 1 & 1][1], (lo, hi)[i >> 2 & 1][2]] for i in range(8)]
+    quads = [(0, 2, 6, 4), (1, 3, 7, 5), (0, 1, 5, 4), (2, 3, 7, 6), (0, 1, 3, 2), (4, 5, 7, 6)]
+    return convex(corners, [i for a, b, c, d in quads for i in (a, b, c, a, c, d)])
+
+
+def soup(mesh):
+    """The same triangles, each with its own 3 vertices (split vertices)."""
+    points, indices = mesh
+    return points[indices], np.arange(len(indices))
+
+
+def grid(n, height):
+    """An open square [-1, 1]^2 of n x n vertices at y = height(x, z), wound up."""
+    g = np.linspace(-1.0, 1.0, n)
+    points = [[x, height(x, z), z] for x in g for z in g]
+    tris = [i for a in range(n - 1) for b in range(n - 1)
+            for i in (a * n + b, a * n + b + 1, (a + 1) * n + b + 1, a * n + b, (a + 1) * n + b + 1, (a + 1) * n + b)]
+    return up(points, tris)
+
+
+BLOCK = block((-0.1, -0.2, -0.05), (0.1, 0.0, 0.05))          # its top face at y = 0, inside FLAT's footprint
+
+
+@sk.kernel
+def mesh_vertex_kernel(mesh: sk.uint64, xf: sk.array(dtype=sk.transformd), size: sk.vec3d,
+                       out: sk.array(dtype=sk.float64, ndim=2)):
+    i, k = sk.tid()
+    depth, n, p = mesh_box_vertex(mesh, xf[i], size, k)
+    out[i * 8 + k, 0] = depth
+    for c in range(3):
+        out[i * 8 + k, 1 + c] = n[c]
+        out[i * 8 + k, 4 + c] = p[c]
+
+
+def make_mesh(mesh, device):
+    return sk.Mesh(sk.array(mesh[0], dtype=sk.vec3, device=device),
+                   sk.array(np.asarray(mesh[1]).astype(np.int32), dtype=sk.int32, device=device))
+
+
+def mesh_vertices(mesh, frames, device, size=FLAT, requires_grad=False):
+    xf = sk.array(np.asarray(frames, dtype=np.float64).reshape(-1, 7), dtype=sk.transformd, device=device,
+                  requires_grad=requires_grad)
+    out = sk.zeros((xf.shape[0] * 8, 7), dtype=f64, device=device, requires_grad=requires_grad)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(mesh_vertex_kernel, (xf.shape[0], 8), inputs=[mesh.id, xf, sk.vec3d(*size)], outputs=[out],
+                  device=device)
+    return out, xf, tape
+
+
+def octant(local):
+    """The box octant (bits -x, -y, -z) of a point in box coordinates."""
+    return int(local[0] < 0) + 2 * int(local[1] < 0) + 4 * int(local[2] < 0)
+
+
+TILT = about(np.array([0.3, 0.4, 1.0]) / np.linalg.norm([0.3, 0.4, 1.0]), 0.5)
+
+
+@pytest.mark.parametrize("rot", [(0.0, 0.0, 0.0, 1.0), about((0, 1, 0), math.radians(30.0)), TILT])
+@pytest.mark.parametrize("local", [(0.03, -0.046, 0.02), (-0.15, -0.03, 0.07), (0.19, -0.02, -0.01)])
+def test_a_pyramid_apex_inside_a_box_pushes_it_out_of_the_nearest_face(device, rot, local):
+    # the box placed so that the apex (the origin) lies at ``local`` in its coordinates: one slot (the
+    # apex's octant) touches, as deep as the apex is below its nearest face (y, y, then the +x side face),
+    # pushing the box along that face's inward normal, at the apex; the corners and edges are far off
+    mesh = make_mesh(PYRAMID, device)
+    local = np.asarray(local)
+    x = tuple(-rotate(rot, local)) + tuple(rot)
+    o = mesh_vertices(mesh, [x], device)[0].numpy()
+    touching = np.nonzero(o[:, 0] > 0.0)[0]
+    assert list(touching) == [octant(local)]
+    gaps = np.asarray(FLAT) - np.abs(local)
+    axis = int(np.argmin(gaps))
+    k = touching[0]
+    assert o[k, 0] == pytest.approx(gaps[axis], abs=1e-12)
+    np.testing.assert_allclose(o[k, 1:4], -np.sign(local[axis]) * rotate(rot, np.eye(3)[axis]), atol=1e-12)
+    np.testing.assert_allclose(o[k, 4:], 0.0, atol=1e-12)
+    for lift in (0.001, 0.05):   # the apex just outside that face: nothing
+        out = local.copy()
+        out[axis] = np.sign(local[axis]) * (FLAT[axis] + lift)
+        o = mesh_vertices(mesh, [tuple(-rotate(rot, out)) + tuple(rot)], device)[0].numpy()
+        assert np.all(o[:, 0] <= 0.0)
+
+
+@pytest.mark.parametrize("split", [False, True])
+def test_a_box_on_a_small_block_touches_its_four_top_corners(device, split):
+    # a flat box 2 mm into the top of a smaller block (turned 20 deg about y and tilted by 0.3 deg: the
+    # block's top corners one per octant, at their own depths): its corners and edges are in the air,
+    # the block's 4 top corners are peaks; with split vertices (a triangle soup) too
+    mesh = make_mesh(soup(BLOCK) if split else BLOCK, device)
+    rot = qmul(about((1, 0, 0), math.radians(0.3)), about((0, 1, 0), math.radians(20.0)))
+    x = (0.01, FLAT[1] - 0.002, 0.005) + rot
+    o = mesh_vertices(mesh, [x], device)[0].numpy()
+    touching = np.nonzero(o[:, 0] > 0.0)[0]
+    assert list(touching) == [2, 3, 6, 7]                  # the octants below the box's middle
+    for k in touching:
+        p = o[k, 4:]
+        assert abs(abs(p[0]) - 0.1) < 1e-7 and abs(p[1]) < 1e-7 and abs(abs(p[2]) - 0.05) < 1e-7
+        local = rotate(tuple(-np.asarray(rot[:3])) + (rot[3],), p - np.asarray(x[:3]))
+        assert octant(local) == k
+        assert o[k, 0] == pytest.approx(FLAT[1] + local[1], abs=1e-12)
+        np.testing.assert_allclose(o[k, 1:4], rotate(rot, np.array([0.0, 1.0, 0.0])), atol=1e-12)
+    assert o[touching, 0].max() - o[touching, 0].min() > 1e-4      # the tilt shows
+
+
+@pytest.mark.parametrize("case", ["flat", "flat_tilted", "ridge", "valley"])
+def test_no_peak_in_flat_regions_straight_creases_or_valleys(device, case):
+    # vertices inside the box that are no convex corners: a tessellated plane under a box lying 1 mm deep
+    # (level, or tilted 2 deg so that its lower side digs in), the middle of a tessellated roof's ridge
+    # under a box 2 mm into it, the bottom of a valley (an upside-down pyramid) 5 mm into a box
+    x = (0.01, FLAT[1] - 0.001, 0.02, 0.0, 0.0, 0.0, 1.0)
+    if case.startswith("flat"):
+        mesh = grid(21, lambda x, z: 0.0)
+        if case == "flat_tilted":
+            x = (0.01, FLAT[1] - 0.001, 0.02) + about((0, 0, 1), math.radians(2.0))
+    elif case == "ridge":
+        mesh = grid(21, lambda x, z: -0.5 * abs(x))
+        x = (0.01, FLAT[1] - 0.002, 0.02, 0.0, 0.0, 0.0, 1.0)
+    else:
+        mesh = grid(21, lambda x, z: 0.5 * max(abs(x), abs(z)))
+        x = (0.0, FLAT[1] - 0.005, 0.0, 0.0, 0.0, 0.0, 1.0)
+    o = mesh_vertices(make_mesh(mesh, device), [x], device)[0].numpy()
+    local = [rotate(tuple(-np.asarray(x[3:6])) + (x[6],), p - np.asarray(x[:3])) for p in mesh[0]]
+    assert np.sum(np.all(np.abs(local) < FLAT, axis=1)) >= 2        # vertices inside the box
+    assert np.all(o[:, 0] <= 0.0)
+
+
+def test_the_mesh_peak_depth_matches_finite_differences():
+    # d depth / d (the box's frame) of the pyramid's apex inside a generically turned box (float64 frame,
+    # static float32 vertex: the depth is exact, so the differences step 1e-6)
+    mesh = make_mesh(PYRAMID, "cpu")
+    local = np.array([0.03, -0.046, 0.02])
+    x = np.array([[tuple(-rotate(TILT, local)) + TILT]])
+    out, xf, tape = mesh_vertices(mesh, x[0], "cpu", requires_grad=True)
+    k = octant(local)
+    assert out.numpy()[k, 0] == pytest.approx(0.004, abs=1e-12)
+    seed = np.zeros((8, 7))
+    seed[k, 0] = 1.0
+    tape.backward(grads={out: sk.array(seed, dtype=f64)})
+    fd = central_differences({"x": x}, ["x"],
+                             lambda y: mesh_vertices(mesh, y["x"][0], "cpu")[0].numpy()[None, k:k + 1, 0])[0]
+    np.testing.assert_allclose(xf.grad.numpy(), fd[0], rtol=1e-6, atol=1e-8)
+    assert np.abs(fd).max() > 0.5
+
+
+@pytest.mark.parametrize("case", ["pyramid", "block", "flat"])
+def test_a_box_dropped_on_a_mesh_peak_rests_on_it(device, case):
+    # the flat box falls 5 mm onto a pyramid's apex (under its centre: one contact), onto a smaller block
+    # (its 4 top corners), or onto a tessellated plane (its own 4 corners, no extra contact from the plane's
+    # vertices under it): it rests m g / (n ke) deep instead of sinking through the peaks
+    mesh, contacts = {"pyramid": (PYRAMID, 1), "block": (BLOCK, 4), "flat": (grid(21, lambda x, z: 0.0), 4)}[case]
+    b = sk.ModelBuilder()
+    b.add_shape_mesh(mesh, ke=1e4, kd=100.0, kf=100.0, mu=0.5)
+    body = b.add_body(pos=(0.0, FLAT[1] + 0.005, 0.0))
+    b.add_shape_box(body, hx=FLAT[0], hy=FLAT[1], hz=FLAT[2], density=200.0)
+    model = b.finalize(device=device, dtype=f64)
+    end = simulate(model, 1200, 5.0e-4)
+    m = model.body_mass.numpy()[0]
+    np.testing.assert_allclose(end.body_q.numpy()[0, :3], [0.0, FLAT[1] - m * 9.81 / (contacts * 1e4), 0.0], atol=1e-5)
+    np.testing.assert_allclose(end.body_q.numpy()[0, 3:], [0.0, 0.0, 0.0, 1.0], atol=1e-6)
     np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)

@@ -28,10 +28,16 @@ the first shape is pushed, and the contact point, all in world coordinates:
   across a narrow face, a box across a beam). Boxes lying face on face keep their corner contacts
   only;
 - against the ground plane: a sphere's centre, a capsule's two end spheres, a box's 8 corners;
-- against static triangle meshes, the same, and a box's 12 edges across mesh ridges
+- against static triangle meshes, the same, a box's 12 edges across mesh ridges
   (``mesh_box_edge`` in ``solvers/rigid/kernels.py``: the deepest point of the edge, the crease of
-  the faces on either side of it; a mesh vertex or short ridge poking into a box face without
-  reaching a box edge is missed).
+  the faces on either side of it) and the mesh's peaks inside a box (``mesh_box_vertex``: per
+  octant of the box, the deepest mesh vertex inside it that is a convex corner of the mesh, every
+  mesh edge from it descending more than 1.5 degrees below the plane square to its angle-weighted
+  normal, pushed out through the nearest box face: a pyramid's apex, a spike's tip, a block's or a
+  step's corners poking into a box face; vertices of flat regions and straight creases are not
+  peaks, so faces lying on faces and edges across ridges keep the corner and edge contacts only).
+  Missed: a ridge poking into a box face that neither reaches a box edge nor ends in a peak inside
+  the box (one fading out into a flat region), and all but the deepest peak in an octant.
 
 All are differentiable almost everywhere (the kinks are where the nearest feature or the reference
 face changes; a searched deepest point carries no gradient itself, as the depth is stationary there
