@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # numpy's idle BLAS threads spin on the timed cores
 import numpy as np
@@ -83,6 +84,11 @@ def sk_tiny(a: float, x: sk.array(dtype=float)):
     x[0] = a
 
 
+@sk.kernel
+def sk_tiny_any(a: Any, x: sk.array(dtype=Any)):    # generic: specialised by the launch's argument types
+    x[0] = a
+
+
 if wp is not None:
 
     @wp.kernel
@@ -104,6 +110,10 @@ if wp is not None:
     @wp.kernel
     def wp_tiny(a: float, x: wp.array(dtype=float)):
         x[0] = a
+
+    @wp.kernel
+    def wp_tiny_any(a: Any, x: wp.array(dtype=Any)):
+        x[0] = x.dtype(a)
 
 
 def numpy_nbody(pos: np.ndarray, eps: float, chunk: int = 256) -> np.ndarray:
@@ -311,12 +321,16 @@ class Bench:
         sk.launch(sk_tiny, 1, inputs=[1.0, x], device="cpu")
         rows["simkit `sk.launch`"] = common.bench(lambda: sk.launch(sk_tiny, 1, inputs=[1.0, x], device="cpu"),
                                                   repeat=launches, warmup=200)
+        rows["simkit `sk.launch`, generic kernel (`Any`)"] = common.bench(
+            lambda: sk.launch(sk_tiny_any, 1, inputs=[1.0, x], device="cpu"), repeat=launches, warmup=200)
         if self.warp_ok:
             common.progress(f"launch overhead: warp-lang ({launches} launches)")
             wx = wp.zeros(16, dtype=float, device="cpu")
             wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu")
             rows["warp-lang `wp.launch`"] = common.bench(
                 lambda: wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu"), repeat=launches, warmup=200)
+            rows["warp-lang `wp.launch`, generic kernel (`Any`)"] = common.bench(
+                lambda: wp.launch(wp_tiny_any, 1, inputs=[1.0, wx], device="cpu"), repeat=launches, warmup=200)
         common.progress("launch overhead: ctypes call floor")
         buf = np.zeros(16, dtype=np.float32)
         fn, pb = self.clib.tiny, _ptr(buf)

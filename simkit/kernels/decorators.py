@@ -180,6 +180,7 @@ class Kernel:
         self.param_names = list(self.param_types)
         self.generic = any(T.is_generic(t) for t in self.param_types.values())
         self.specs: dict = {}
+        self._by_signature: dict = {}   # a launch's argument signature -> spec (runtime/launch.py)
         self._src = None
         self.module = get_module(module or pyfunc.__module__)
         self.module.add_kernel(self)

@@ -81,6 +81,40 @@ def _arg_type(kernel: Kernel, name: str, value):
     raise TypeError(f"kernel '{kernel.key}' argument '{name}': unsupported type {type(value).__name__}")
 
 
+# classes of non-array arguments whose kernel type is their class alone (scalars, vectors, structs,
+# None; not numpy or foreign arrays): the fast signature of a generic kernel's launch
+_PLAIN_ARGS: set = set()
+
+
+def _signature(args) -> tuple | None:
+    """A cheap key of the arguments' kernel types (array: dtype and ndim; else the class), or None
+    when an argument needs the full type check (a foreign array, a class not seen yet)."""
+    sig = []
+    for v in args:
+        c = v.__class__
+        if c is array:
+            sig.append((id(v.dtype), v.ndim))
+        elif c in _PLAIN_ARGS:
+            sig.append(c)
+        else:
+            return None
+    return tuple(sig)
+
+
+def _generic_spec(kernel: Kernel, args, sig):
+    """The specialisation of a generic kernel for these arguments (the full type check), remembered
+    under their signature."""
+    types = tuple(_arg_type(kernel, n, v) if T.is_generic(t) else t
+                  for n, t, v in zip(kernel.param_names, kernel.param_types.values(), args))
+    spec = kernel.spec_for(types)
+    if sig is not None:
+        kernel._by_signature[sig] = spec
+    for v in args:
+        if v.__class__ is not array and interop.foreign_type(v) is None:
+            _PLAIN_ARGS.add(v.__class__)
+    return spec
+
+
 def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
     offsets, size = spec.layout
     buf = bytearray(size)
@@ -182,9 +216,10 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     elif device.__class__ is not Device:
         device = get_device(device)
     if kernel.generic:
-        types = tuple(_arg_type(kernel, n, v) if T.is_generic(t) else t
-                      for n, t, v in zip(kernel.param_names, kernel.param_types.values(), args))
-        spec = kernel.spec_for(types)
+        sig = _signature(args)
+        spec = kernel._by_signature.get(sig) if sig is not None else None
+        if spec is None:
+            spec = _generic_spec(kernel, args, sig)
     else:
         spec = kernel.specs[None]
     packer = spec.packer
