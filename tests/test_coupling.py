@@ -129,7 +129,7 @@ def test_solvers_that_step_one_kind_say_so():
     b.add_shape_sphere(body, radius=0.1)
     b.add_particle((1.0, 0.0, 0.0), (0.0, 0.0, 0.0), 1.0)
     model = b.finalize(device="cpu")
-    with pytest.raises(ValueError, match="1 rigid bodies"):
+    with pytest.raises(ValueError, match="1 particles and 1 rigid shapes"):
         sk.XPBDSolver().step(model, model.state(), model.state(), None, 1e-3)
     with pytest.raises(ValueError, match="1 particles"):
         sk.RigidBodySolver().step(model, model.state(), model.state(), None, 1e-3)

@@ -101,10 +101,11 @@ def test_dam_break_surge_front_follows_martin_and_moyce(tmp_path):
     assert len(UsdGeom.Mesh(stage.GetPrimAtPath("/World/tank")).GetFaceVertexIndicesAttr().Get()) == 30
 
 
-def test_rigid_pile_lands_on_the_ramp_and_ground(tmp_path):
+@pytest.mark.parametrize("solver", ["penalty", "xpbd"])
+def test_rigid_pile_lands_on_the_ramp_and_ground(tmp_path, solver):
     pile = load_scene("rigid_pile")
     out = tmp_path / "pile.usda"
-    q = pile.run(steps=60, usd=str(out), rows=1)
+    q = pile.run(steps=60, usd=str(out), rows=1, solver=solver)
     assert q.shape == (9, 7) and np.all(np.isfinite(q))
     # nothing sank into the ground or the ramp (its top face: y = 0.3 + 0.05 / cos(a) - x tan(a))
     a = pile.RAMP_ANGLE

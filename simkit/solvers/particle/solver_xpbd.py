@@ -15,6 +15,10 @@ Springs and triangles are compliant (compliance 1 / stiffness, so a converged st
 Euler step whatever the iteration count) with Lagrange multipliers carried across iterations;
 contacts are hard, with position-level Coulomb friction. When gradients are wanted every
 iteration writes new arrays, so the Tape differentiates the whole solve.
+
+Rigid bodies (``model.body_*``) are stepped by ``rigid/xpbd.py``: hard contacts and joints in
+coloured Gauss-Seidel sweeps (see docs/engine.md).
+A model's particles and rigid shapes are not coupled yet (refused with an error).
 """
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ import numpy as np
 
 from ...model import Control, Model, State
 from ...runtime import array, launch
+from ..rigid.xpbd import xpbd_body_step
 from ..solver import Solver
 from .kernels_xpbd import (apply_deltas, predict_positions, solve_ground, solve_mesh_contacts,
                            solve_particle_contacts, solve_springs, solve_triangles, update_velocities)
@@ -31,22 +36,32 @@ class XPBDSolver(Solver):
     """``iterations``: constraint passes per step; ``relaxation``: scale of the averaged spring and
     triangle corrections (1: plain averaging; 1.5 converges faster); ``contact_margin``: extra
     search distance for particle-particle contacts, as a fraction of the largest radius (particles
-    move during the iterations, the grid is built once per step)."""
+    move during the iterations, the grid is built once per step). Rigid bodies:
+    ``rigid_contact_margin`` [m]: contacts closer than this now or at the step's end are gathered;
+    ``broad_phase``: as ``RigidBodySolver``'s."""
 
-    def __init__(self, iterations: int = 10, *, relaxation: float = 1.0, contact_margin: float = 0.5):
+    def __init__(self, iterations: int = 10, *, relaxation: float = 1.0, contact_margin: float = 0.5,
+                 rigid_contact_margin: float = 0.005, broad_phase: str = "auto"):
         super().__init__()
         if int(iterations) < 0:
             raise ValueError(f"iterations must be >= 0, got {iterations}")
+        if broad_phase not in ("auto", "all_pairs", "bvh"):
+            raise ValueError(f"XPBDSolver: broad_phase must be 'auto', 'all_pairs' or 'bvh', got {broad_phase!r}")
         self.iterations = int(iterations)
         self.relaxation = float(relaxation)
         self.contact_margin = float(contact_margin)
+        self.rigid_contact_margin = float(rigid_contact_margin)
+        self.broad_phase = broad_phase
         self._counts: dict = {}
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         n = model.particle_count
         if model.body_count:
-            raise ValueError(f"XPBDSolver steps particles only; the model has {model.body_count} rigid bodies "
-                             f"(SemiImplicitEulerSolver steps particles and bodies together)")
+            if n and model.rigid_shape_count:
+                raise ValueError(f"XPBDSolver does not yet couple particles with rigid shapes (the model has {n} "
+                                 f"particles and {model.rigid_shape_count} rigid shapes); SemiImplicitEulerSolver "
+                                 f"steps them together")
+            xpbd_body_step(self, model, state_in, state_out, control, dt)
         if n == 0:
             return
         s, dev, vec = model.scalar, model.device, model.vec_type

@@ -138,18 +138,7 @@ def begin_body_step(solver: Solver, model: Model, state_in: State, control: Cont
     shape_args = [state_in.body_q, state_in.body_qd, model.body_com, model.rigid_shape_body,
                   model.rigid_shape_type, model.rigid_shape_xform, model.rigid_shape_size,
                   model.rigid_shape_material]
-    pairs, pair_count = model.rigid_pairs, model.rigid_pair_count
-    mode = getattr(solver, "broad_phase", "auto")
-    capturing = not dev.is_cpu and is_capturing(dev)
-    if capturing and mode == "bvh":
-        raise RuntimeError("the Bvh broad phase reads its pair count back to the host, which a CUDA graph "
-                           "capture cannot do: use RigidBodySolver(broad_phase='all_pairs') in captured steps")
-    if pair_count and not capturing and (mode == "bvh" or (mode == "auto" and pair_count > BROAD_PHASE_PAIRS)):
-        cache = solver.__dict__.setdefault("_broad_phases", {})   # per model, like the scratch arrays
-        bp = cache.get(id(model))
-        if bp is None or bp.model is not model:
-            bp = cache[id(model)] = RigidBroadPhase(model)
-        pairs, pair_count = bp.find(state_in.body_q, reuse=not fresh)
+    pairs, pair_count = shape_pairs(solver, model, state_in.body_q, fresh)
     if pair_count:
         launch(eval_rigid_pair_contacts, (pair_count, model.rigid_pair_candidates), device=dev,
                inputs=shape_args + [pairs], outputs=[f])
@@ -175,6 +164,26 @@ def begin_body_step(solver: Solver, model: Model, state_in: State, control: Cont
                        model.joint_limit_upper, model.joint_limit_ke, model.joint_limit_kd],
                outputs=[f])
     return f
+
+
+def shape_pairs(solver: Solver, model: Model, body_q, fresh: bool):
+    """(pair array, count): the shape pairs to test at the frames ``body_q``, all of
+    ``model.rigid_pairs`` or those a Bvh finds overlapping (``solver.broad_phase``; a new pair
+    array when ``fresh``)."""
+    pairs, pair_count = model.rigid_pairs, model.rigid_pair_count
+    mode = getattr(solver, "broad_phase", "auto")
+    dev = model.device
+    capturing = not dev.is_cpu and is_capturing(dev)
+    if capturing and mode == "bvh":
+        raise RuntimeError("the Bvh broad phase reads its pair count back to the host, which a CUDA graph "
+                           "capture cannot do: use broad_phase='all_pairs' in captured steps")
+    if pair_count and not capturing and (mode == "bvh" or (mode == "auto" and pair_count > BROAD_PHASE_PAIRS)):
+        cache = solver.__dict__.setdefault("_broad_phases", {})   # per model, like the scratch arrays
+        bp = cache.get(id(model))
+        if bp is None or bp.model is not model:
+            bp = cache[id(model)] = RigidBroadPhase(model)
+        pairs, pair_count = bp.find(body_q, reuse=not fresh)
+    return pairs, pair_count
 
 
 def launch_particle_body_contacts(model: Model, state_in: State, q, qd, f_particles, f_bodies) -> None:

@@ -1,0 +1,248 @@
+"""XPBD for rigid bodies: contact projections with position-level Coulomb friction, the pose and
+velocity updates.
+
+A body's pose is worked on as (centre of mass, rotation); a correction is an impulse ``P`` [kg m]
+at a point ``p``: the centre moves by ``P / m``, the rotation by the small angle
+``I^-1 ((p - c) x P)`` (world frame). For a unit direction ``n`` at ``p`` the generalized inverse
+mass is ``1 / m + (r x n) . I^-1 (r x n)``; a hard constraint ``C`` moves by ``-C`` with
+``P = n C / (w_a + w_b)`` (Mueller et al. 2020, "Detailed rigid body simulation with extended
+position based dynamics").
+
+A kernel thread takes a group of contacts between the same two bodies (``kernels_xpbd_gather.py``)
+and projects them in turn on copies of the two poses (Gauss-Seidel), on accumulated impulses; the
+group's net change of each pose (``pose_delta``) goes into ``delta``, and ``apply_body_deltas``
+moves each body by the average of what it received (one group per body per launch when the groups
+are coloured). Each contact's depth is ``n . (p_b - p_a)`` at the current poses. Nothing is
+updated in place, so the Tape differentiates the whole step.
+"""
+from __future__ import annotations
+
+from ...kernels import func, kernel
+from ...kernels import lang as sk
+from ...kernels import types as T
+from ...kernels.types import Any
+from ...runtime import array, array2d
+from .kernels_joints import body_frame
+
+
+@func
+def frame_point(body_q: Any, b: int, local: Any):
+    """The point ``local`` of body ``b`` (its frame) in world coordinates; world points for b < 0."""
+    p = local
+    if b >= 0:
+        p = sk.transform_point(body_q[b], local)
+    return p
+
+
+@func
+def turn(r: Any, inv_i: Any, impulse: Any):
+    """The rotation, after the angular impulse ``impulse`` [world], of a body with rotation ``r`` and
+    body-frame inverse inertia ``inv_i`` (it turns by the small angle I^-1 impulse)."""
+    dth = sk.quat_rotate(r, inv_i * sk.quat_rotate_inv(r, impulse))
+    return sk.normalize(r + type(r)(dth, impulse[0] * 0.0) * r * 0.5)
+
+
+@func
+def pose_delta(c1: Any, r1: Any, c0: Any, r0: Any):
+    """The change from (centre of mass c0, rotation r0) to (c1, r1) as a spatial vector: the vector
+    part of r1 r0^-1 (w >= 0; ``moved_pose`` turns it back into a rotation) and c1 - c0."""
+    dq = r1 * sk.quat_inverse(r0)
+    if dq[3] < 0.0:
+        dq = -dq
+    dx = c1 - c0
+    return T.vector(dq[0], dq[1], dq[2], dx[0], dx[1], dx[2])
+
+
+@func
+def angular_weight(r: Any, inv_i: Any, n: Any):
+    """Generalized inverse mass for a unit angular impulse about ``n`` (body rotation ``r``)."""
+    u = sk.quat_rotate_inv(r, n)
+    return sk.dot(u, inv_i * u)
+
+
+@func
+def point_weight(com: Any, r: Any, inv_m: Any, inv_i: Any, p: Any, n: Any):
+    """Generalized inverse mass for a unit impulse along ``n`` at ``p`` (centre of mass ``com``)."""
+    return inv_m + angular_weight(r, inv_i, sk.cross(p - com, n))
+
+
+@func
+def world_inverse_inertia(r: Any, inv_i: Any):
+    """The inverse inertia ``inv_i`` (body frame) in world axes for a body with rotation ``r``."""
+    m = sk.quat_to_matrix(r)
+    return m * inv_i * sk.transpose(m)
+
+
+@func
+def point_inverse_mass(c: Any, r: Any, inv_m: Any, inv_i: Any, p: Any):
+    """The 3x3 map from an impulse at ``p`` to the displacement of the body's point there:
+    ``m^-1 I - [p - c] I^-1 [p - c]`` (I^-1 in world axes; zero for the world)."""
+    arm = sk.skew(p - c)
+    return sk.diag(type(p)(inv_m, inv_m, inv_m)) - arm * world_inverse_inertia(r, inv_i) * arm
+
+
+@func
+def turn_share(ca: Any, ra: Any, ia: Any, pa: Any, cb: Any, rb: Any, ib: Any, pb: Any, impulse: Any):
+    """The share of ``impulse`` (at ``pa`` on a, opposite at ``pb`` on b) that turns neither body by
+    more than 0.05 rad: the corrections are linear in the angle, so a larger turn (a slender body
+    spun about its long axis) would miss its target and the next one overshoot."""
+    turn_a = sk.length(sk.quat_rotate(ra, ia * sk.quat_rotate_inv(ra, sk.cross(pa - ca, impulse))))
+    turn_b = sk.length(sk.quat_rotate(rb, ib * sk.quat_rotate_inv(rb, sk.cross(pb - cb, impulse))))
+    most = sk.max(turn_a, turn_b)
+    limit = most * 0.0 + 0.05
+    f = most * 0.0 + 1.0
+    if most > limit:
+        f = limit / most
+    return f
+
+
+@func
+def push(ca: Any, ra: Any, ma: Any, ia: Any, pa: Any, cb: Any, rb: Any, mb: Any, ib: Any, pb: Any, impulse: Any):
+    """The two bodies' (centre of mass, rotation) after ``impulse`` at ``pa`` on a and its opposite at
+    ``pb`` on b."""
+    return (ca + impulse * ma, turn(ra, ia, sk.cross(pa - ca, impulse)), cb - impulse * mb,
+            turn(rb, ib, sk.cross(pb - cb, -impulse)))
+
+
+@func
+def body_state(body_q: Any, body_com: Any, inv_mass: Any, inv_inertia: Any, b: int, like: Any):
+    """(centre of mass, rotation, local centre of mass, inverse mass, inverse inertia) of body
+    ``b``; the world's (b < 0) has no mass and the identity frame. ``like``: any body index >= 0."""
+    ic = inv_inertia[like] * 0.0
+    lc = body_com[like] * 0.0
+    xf = body_frame(body_q, b, body_q[like])
+    im = ic[0, 0]
+    if b >= 0:
+        ic = inv_inertia[b]
+        lc = body_com[b]
+        im = inv_mass[b]
+    return sk.transform_point(xf, lc), sk.transform_get_rotation(xf), lc, im, ic
+
+
+@kernel
+def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), body_com: array(dtype=Any),
+                         inv_mass: array(dtype=Any), inv_inertia: array(dtype=Any), groups: array(dtype=int),
+                         group_size: int, c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
+                         c_n: array(dtype=Any), c_mu: array(dtype=Any), reverse: int, lam_in: array2d(dtype=Any),
+                         delta: array(dtype=Any), count: array(dtype=Any), lam_out: array2d(dtype=Any)):
+    # one group of contacts between the same two bodies (a shape pair's candidates, a shape's ground
+    # or mesh candidates), in turn (Gauss-Seidel) on copies of the two poses: a holding contact's
+    # point is moved out by its depth and back by its slip since the step began (3x3 point solve);
+    # a sliding one gets the normal its depth asks for and friction on the edge of its cone.
+    # lam: each contact's impulses this step so far (normal, then the friction vector); like
+    # projected Gauss-Seidel on accumulated impulses, a correction may take back part of an earlier
+    # one (the normal total stays >= 0, the friction within mu times it)
+    # (the groups of one colour: no two share a movable body; lam is indexed per launch)
+    tid = sk.tid()
+    first = groups[tid] * group_size
+    a = int(-1)
+    b = int(-1)
+    for k in range(group_size):         # (empty slots hold -1, -1)
+        a = sk.max(a, c_body[first + k, 0])
+        b = sk.max(b, c_body[first + k, 1])
+    if a < 0 and b < 0:
+        return
+    like = sk.max(a, b)
+    ca, ra, la, ma, ia = body_state(body_q, body_com, inv_mass, inv_inertia, a, like)
+    cb, rb, lb, mb, ib = body_state(body_q, body_com, inv_mass, inv_inertia, b, like)
+    ca0 = ca
+    cb0 = cb
+    ra0 = ra
+    rb0 = rb
+    for i in range(group_size):
+        k = i
+        if reverse != 0:                # alternate sweeps run backwards (symmetric Gauss-Seidel)
+            k = group_size - 1 - i
+        s = first + k
+        e = tid * group_size + k
+        ln = lam_in[e, 0]
+        lt = type(c_n[s])(lam_in[e, 1], lam_in[e, 2], lam_in[e, 3])
+        if c_body[s, 0] == a and c_body[s, 1] == b:
+            n = c_n[s]
+            pa = ca + sk.quat_rotate(ra, c_pa[s] - la)
+            pb = cb + sk.quat_rotate(rb, c_pb[s] - lb)
+            depth = sk.dot(n, pb - pa)
+            if depth > 0.0 or ln > 0.0:
+                # sticking: the impulse that moves a's point relative to b's by the depth along n
+                # and back by its tangential slip since the step began (3x3 point masses of both)
+                slip = (pa - frame_point(body_q0, a, c_pa[s])) - (pb - frame_point(body_q0, b, c_pb[s]))
+                move = n * depth - (slip - n * sk.dot(slip, n))
+                k3 = point_inverse_mass(ca, ra, ma, ia, pa) + point_inverse_mass(cb, rb, mb, ib, pb)
+                if sk.determinant(k3) > 0.0:
+                    p = sk.inverse(k3) * move
+                    pn = sk.max(ln + sk.dot(p, n), depth * 0.0)      # the normal total stays a push
+                    pt = lt + (p - n * sk.dot(p, n))
+                    lf = sk.length(pt)
+                    w = point_weight(ca, ra, ma, ia, pa, n) + point_weight(cb, rb, mb, ib, pb, n)
+                    alone = sk.max(ln + depth / w, depth * 0.0)       # the normal total on its own
+                    if lf > c_mu[s] * alone:
+                        # sliding (measured against the normal the depth asks for, not one pushed
+                        # up by holding the slip): the normal alone, and friction against the slip
+                        # on the edge of its cone
+                        pn = alone
+                        pt = lt
+                        sl = slip - n * sk.dot(slip, n)
+                        ls = sk.length(sl)
+                        if ls > 0.0:
+                            t = sl / ls
+                            wt = point_weight(ca, ra, ma, ia, pa, t) + point_weight(cb, rb, mb, ib, pb, t)
+                            pt = lt - t * (ls / wt)
+                        lf = sk.length(pt)
+                        if lf > c_mu[s] * pn:
+                            pt = pt * (c_mu[s] * pn / lf)
+                    f = turn_share(ca, ra, ia, pa, cb, rb, ib, pb, n * (pn - ln) + pt - lt)
+                    pn = ln + (pn - ln) * f
+                    pt = lt + (pt - lt) * f
+                    ca, ra, cb, rb = push(ca, ra, ma, ia, pa, cb, rb, mb, ib, pb, n * (pn - ln) + pt - lt)
+                    ln = pn
+                    lt = pt
+        lam_out[e, 0] = ln
+        lam_out[e, 1] = lt[0]
+        lam_out[e, 2] = lt[1]
+        lam_out[e, 3] = lt[2]
+    if a >= 0:
+        sk.atomic_add(delta, a, pose_delta(ca, ra, ca0, ra0))
+        sk.atomic_add(count, a, count.dtype(1.0))
+    if b >= 0:
+        sk.atomic_add(delta, b, pose_delta(cb, rb, cb0, rb0))
+        sk.atomic_add(count, b, count.dtype(1.0))
+
+
+@func
+def moved_pose(q: Any, com_local: Any, d: Any):
+    """Body frame ``q`` after its centre of mass moves by ``spatial_bottom(d)`` and it turns about it
+    by the rotation whose vector part is ``spatial_top(d)`` (``pose_delta``'s form)."""
+    r0 = sk.transform_get_rotation(q)
+    com = sk.transform_point(q, com_local) + sk.spatial_bottom(d)
+    v = sk.spatial_top(d)
+    dq = type(r0)(v, sk.sqrt(sk.max(1.0 - sk.dot(v, v), v[0] * 0.0)))
+    r1 = sk.normalize(dq * r0)
+    return type(q)(com - sk.quat_rotate(r1, com_local), r1)
+
+
+@kernel
+def apply_body_deltas(body_q: array(dtype=Any), body_com: array(dtype=Any), delta: array(dtype=Any),
+                      count: array(dtype=Any), q_out: array(dtype=Any)):
+    # the average of the corrections the body received (none: unchanged)
+    i = sk.tid()
+    q = body_q[i]
+    if count[i] > 0.0:
+        q = moved_pose(q, body_com[i], delta[i] / count[i])
+    q_out[i] = q
+
+
+@kernel
+def body_velocities(q0: array(dtype=Any), q1: array(dtype=Any), body_com: array(dtype=Any), dt: Any,
+                    q_out: array(dtype=Any), qd_out: array(dtype=Any)):
+    # the velocities that carry the step's start pose to its end: v of the centre of mass, and w
+    # from the rotation r1 r0^-1 (the shorter way round)
+    i = sk.tid()
+    a = q0[i]
+    b = q1[i]
+    v = (sk.transform_point(b, body_com[i]) - sk.transform_point(a, body_com[i])) / dt
+    dq = sk.transform_get_rotation(b) * sk.quat_inverse(sk.transform_get_rotation(a))
+    if dq[3] < 0.0:
+        dq = -dq
+    w = type(v)(dq[0], dq[1], dq[2]) * (2.0 / dt)
+    q_out[i] = b
+    qd_out[i] = T.vector(w[0], w[1], w[2], v[0], v[1], v[2])

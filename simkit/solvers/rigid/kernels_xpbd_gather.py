@@ -1,0 +1,163 @@
+"""XPBD contact gathering: the penalty solver's contact candidates (``collision/rigid_contacts.py``)
+at the predicted poses, into fixed slots that ``kernels_xpbd.solve_contact_groups`` projects.
+
+Each active slot keeps its two bodies (-1: the world), the contact's point on each in that body's
+frame (``p`` on the first, ``p + n depth`` on the second), the world normal pushing the first body,
+and the friction coefficient; an empty slot holds bodies (-1, -1). Slots come in groups of one
+body pair: a shape pair's candidates, a shape's 8 ground candidates, a shape's 32 candidates
+against one static mesh.
+"""
+from __future__ import annotations
+
+from ... import collision  # noqa: F401 - registers the mesh builtins
+from ...collision.rigid_contacts import box_corner, ground_candidate, ground_candidate_count, pair_candidate, \
+    pair_candidate_count, point_candidate
+from ...kernels import func, kernel
+from ...kernels import lang as sk
+from ...kernels import types as T
+from ...kernels.types import Any
+from ...runtime import array, array2d
+from ..particle.kernels_contact import mesh_contact
+from .kernels import mesh_box_edge, mesh_box_vertex, mesh_face_plane, point_velocity, shape_frame
+
+
+@func
+def write_contact(slot: int, depth: Any, n: Any, p: Any, ba: int, bb: int, mu: Any, margin: Any, dt: Any,
+                  body_q: Any, body_qd: Any, body_com: Any, c_body: Any, c_pa: Any, c_pb: Any, c_n: Any, c_mu: Any):
+    """Fill contact ``slot`` if it touches within ``margin`` now or after ``dt`` at the bodies'
+    velocities ``body_qd`` (speculative: depth - dt n . (v_a - v_b)), or mark it empty."""
+    va, ca = point_velocity(body_q, body_qd, body_com, ba, p)
+    vb, cb = point_velocity(body_q, body_qd, body_com, bb, p)
+    ahead = depth - sk.dot(n, va - vb) * dt
+    if sk.max(depth, ahead) > -margin and sk.length(n) > 0.0:
+        pa = p
+        pb = p + n * depth
+        if ba >= 0:
+            pa = sk.transform_point(sk.transform_inverse(body_q[ba]), pa)
+        if bb >= 0:
+            pb = sk.transform_point(sk.transform_inverse(body_q[bb]), pb)
+        c_body[slot, 0] = ba
+        c_body[slot, 1] = bb
+        c_pa[slot] = pa
+        c_pb[slot] = pb
+        c_n[slot] = n
+        c_mu[slot] = mu
+    else:
+        c_body[slot, 0] = -1
+        c_body[slot, 1] = -1
+
+
+@func
+def corner_off_face(xa: Any, sa: Any, xb: Any, sb: Any, k: int, margin: Any):
+    """For box-box candidate ``k`` < 16 (a corner of one box against the other): is the corner
+    outside the other box but not over one of its faces (within ``margin`` of a face's border)? A
+    speculative contact there would push along a face normal the corner cannot reach that way (a
+    corner hanging over an edge, level with the top face, is outside the side face)."""
+    xf = xb
+    half = sb
+    c = box_corner(xa, sa, k)
+    if k >= 8:
+        xf = xa
+        half = sa
+        c = box_corner(xb, sb, k - 8)
+    local = sk.transform_point(sk.transform_inverse(xf), c)
+    inside = int(0)
+    for i in range(3):
+        if half[i] - sk.abs(local[i]) >= margin:
+            inside = inside + 1
+    return inside < 2
+
+
+@kernel
+def gather_pair_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), body_com: array(dtype=Any),
+                         shape_body: array(dtype=int), shape_type: array(dtype=int), shape_xform: array(dtype=Any),
+                         shape_size: array(dtype=Any), shape_material: array(dtype=Any), pairs: array(dtype=int),
+                         candidates: int, margin: Any, dt: Any,
+                         c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
+                         c_n: array(dtype=Any), c_mu: array(dtype=Any)):
+    pair, k = sk.tid()
+    a = pairs[2 * pair]
+    b = pairs[2 * pair + 1]
+    ta = shape_type[a]
+    tb = shape_type[b]
+    slot = pair * candidates + k
+    depth = margin * -2.0
+    n = sk.transform_get_translation(shape_xform[a]) * 0.0
+    p = n
+    if k < pair_candidate_count(ta, tb):
+        xa = shape_frame(body_q, shape_body, shape_xform, a)
+        xb = shape_frame(body_q, shape_body, shape_xform, b)
+        depth, n, p = pair_candidate(ta, xa, shape_size[a], tb, xb, shape_size[b], k)
+        if depth <= 0.0 and ta == 1 and tb == 1 and k < 16:
+            if corner_off_face(xa, shape_size[a], xb, shape_size[b], k, margin):
+                depth = margin * -2.0
+    mu = (shape_material[a][3] + shape_material[b][3]) * 0.5
+    write_contact(slot, depth, n, p, shape_body[a], shape_body[b], mu, margin, dt, body_q, body_qd, body_com, c_body,
+                  c_pa, c_pb, c_n, c_mu)
+
+
+@kernel
+def gather_ground_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), body_com: array(dtype=Any),
+                           shape_body: array(dtype=int), shape_type: array(dtype=int), shape_xform: array(dtype=Any),
+                           shape_size: array(dtype=Any), shape_material: array(dtype=Any), up: Any, height: Any,
+                           margin: Any, dt: Any,
+                           c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
+                           c_n: array(dtype=Any), c_mu: array(dtype=Any)):
+    s, k = sk.tid()
+    b = shape_body[s]
+    kind = shape_type[s]
+    depth = margin * -2.0
+    p = up * 0.0
+    if b >= 0 and k < ground_candidate_count(kind):
+        depth, p = ground_candidate(kind, shape_frame(body_q, shape_body, shape_xform, s), shape_size[s], k, up,
+                                    height)
+    write_contact(s * 8 + k, depth, up, p, b, -1, shape_material[s][3], margin, dt, body_q, body_qd, body_com,
+                  c_body, c_pa, c_pb, c_n, c_mu)
+
+
+@kernel
+def gather_mesh_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), body_com: array(dtype=Any),
+                         shape_body: array(dtype=int), shape_type: array(dtype=int), shape_xform: array(dtype=Any),
+                         shape_size: array(dtype=Any), mesh_id: array(dtype=T.uint64), mesh_mu: array(dtype=Any),
+                         margin: Any, dt: Any, body_q_pred: array(dtype=Any), c_body: array2d(dtype=int),
+                         c_pa: array(dtype=Any), c_pb: array(dtype=Any), c_n: array(dtype=Any), c_mu: array(dtype=Any)):
+    # slots (shape, mesh, k, j): j = 0 the candidate point k (at the step's start, speculative); at
+    # the predicted poses, touching only: j = 1, 2 a box's edges k and k + 8 across mesh ridges, j = 3
+    # the deepest mesh peak in the box's octant k
+    s, m, k = sk.tid()
+    slot = ((s * mesh_id.shape[0] + m) * 8 + k) * 4
+    b = shape_body[s]
+    kind = shape_type[s]
+    size = shape_size[s]
+    xf = shape_frame(body_q, shape_body, shape_xform, s)
+    depth = margin * -2.0
+    n = size * 0.0
+    p = n
+    if b >= 0 and k < ground_candidate_count(kind):
+        c, r = point_candidate(kind, xf, size, k)
+        reach = sk.max(margin, sk.max(size[0], sk.max(size[1], size[2])))
+        gap, n = mesh_contact(mesh_id[m], c, r, reach)
+        if sk.abs(gap + r) < 1.0e-3:
+            # within 1 mm of the surface the closest point's direction is float32 noise (a corner
+            # resting on a face): the nearest face's plane and normal instead
+            h, nf = mesh_face_plane(mesh_id[m], c, reach)
+            if sk.length(nf) > 0.0:
+                gap = h - r
+                n = nf
+        depth = -gap
+        p = c - n * r
+    write_contact(slot, depth, n, p, b, -1, mesh_mu[m], margin, dt, body_q, body_qd, body_com, c_body, c_pa, c_pb,
+                  c_n, c_mu)
+    xf = shape_frame(body_q_pred, shape_body, shape_xform, s)
+    for j in range(1, 4):
+        e = k + (j - 1) * 8
+        depth = margin * -2.0
+        if b >= 0 and kind == 1:
+            if j == 3:
+                depth, n, p = mesh_box_vertex(mesh_id[m], xf, size, k)
+            elif e < 12:
+                depth, n, p = mesh_box_edge(mesh_id[m], xf, size, e)
+            if depth <= 0.0:   # (no ridge or peak: no contact, not a nearby one)
+                depth = margin * -2.0
+        write_contact(slot + j, depth, n, p, b, -1, mesh_mu[m], margin, dt * 0.0, body_q_pred, body_qd, body_com,
+                      c_body, c_pa, c_pb, c_n, c_mu)
