@@ -8,6 +8,7 @@ contacts conserve linear and angular momentum.
 from __future__ import annotations
 
 from ...collision.rigid_contacts import (
+    box_corner,
     box_edge,
     ground_candidate,
     ground_candidate_count,
@@ -220,14 +221,7 @@ def mesh_box_vertex(mesh: T.uint64, xf: Any, size: Any, k: int):
     r = sk.quat_to_matrix(rot)
     c = sk.transform_get_translation(xf)
     half = size * 0.5          # the octant: half extents size / 2 around the middle of corner k and the centre
-    oc = half * 1.0
-    if k & 1 != 0:
-        oc[0] = -oc[0]
-    if k & 2 != 0:
-        oc[1] = -oc[1]
-    if k & 4 != 0:
-        oc[2] = -oc[2]
-    oc = sk.transform_point(xf, oc)
+    oc = box_corner(xf, half, k)
     ext = size * 0.0
     for i in range(3):
         for j in range(3):
