@@ -405,14 +405,28 @@ FLAT = (0.2, 0.05, 0.1)
 
 
 @sk.kernel
-def mesh_edge_kernel(mesh: sk.uint64, xf: sk.array(dtype=sk.transformd), size: sk.vec3d,
-                     out: sk.array(dtype=sk.float64, ndim=2)):
-    i, e = sk.tid()
-    depth, n, p = mesh_box_edge(mesh, xf[i], size, e)
-    out[i * 12 + e, 0] = depth
+def mesh_feature_kernel(mesh: sk.uint64, xf: sk.array(dtype=sk.transformd), size: sk.vec3d, slots: int,
+                        out: sk.array(dtype=sk.float64, ndim=2)):
+    # slots 12: a box's edges across mesh ridges (mesh_box_edge); 8: the peaks in its octants
+    i, k = sk.tid()
+    depth, n, p = mesh_box_edge(mesh, xf[i], size, k)
+    if slots == 8:
+        depth, n, p = mesh_box_vertex(mesh, xf[i], size, k)
+    out[i * slots + k, 0] = depth
     for c in range(3):
-        out[i * 12 + e, 1 + c] = n[c]
-        out[i * 12 + e, 4 + c] = p[c]
+        out[i * slots + k, 1 + c] = n[c]
+        out[i * slots + k, 4 + c] = p[c]
+
+
+def mesh_features(mesh, frames, device, size, slots, requires_grad=False):
+    xf = sk.array(np.asarray(frames, dtype=np.float64).reshape(-1, 7), dtype=sk.transformd, device=device,
+                  requires_grad=requires_grad)
+    out = sk.zeros((xf.shape[0] * slots, 7), dtype=f64, device=device, requires_grad=requires_grad)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(mesh_feature_kernel, (xf.shape[0], slots), inputs=[mesh.id, xf, sk.vec3d(*size), slots],
+                  outputs=[out], device=device)
+    return out, xf, tape
 
 
 def roof_mesh(device):
@@ -421,14 +435,7 @@ def roof_mesh(device):
 
 
 def mesh_edges(mesh, frames, device, requires_grad=False):
-    xf = sk.array(np.asarray(frames, dtype=np.float64).reshape(-1, 7), dtype=sk.transformd, device=device,
-                  requires_grad=requires_grad)
-    out = sk.zeros((xf.shape[0] * 12, 7), dtype=f64, device=device, requires_grad=requires_grad)
-    tape = sk.Tape()
-    with tape:
-        sk.launch(mesh_edge_kernel, (xf.shape[0], 12), inputs=[mesh.id, xf, sk.vec3d(*FLAT)], outputs=[out],
-                  device=device)
-    return out, xf, tape
+    return mesh_features(mesh, frames, device, FLAT, 12, requires_grad)
 
 
 @pytest.mark.parametrize("turn", [0.0, math.radians(30.0)])
@@ -479,16 +486,20 @@ def test_the_mesh_ridge_depth_matches_finite_differences():
     assert np.abs(fd).max() > 0.5
 
 
-def test_a_box_dropped_on_a_mesh_ridge_rests_on_it(device):
-    # the flat box falls 5 mm onto the ridge (its corners far above the slopes): it rests on the two points
-    # where its bottom edges cross the ridge, m g / (2 ke) deep, instead of sinking through
+def drop_flat_box(mesh, device):
+    """The final state of the FLAT box (density 200) dropped from 5 mm onto a static mesh (ke 1e4), 0.6 s; its mass."""
     b = sk.ModelBuilder()
-    b.add_shape_mesh(ROOF, ke=1e4, kd=100.0, kf=100.0, mu=0.5)
+    b.add_shape_mesh(mesh, ke=1e4, kd=100.0, kf=100.0, mu=0.5)
     body = b.add_body(pos=(0.0, FLAT[1] + 0.005, 0.0))
     b.add_shape_box(body, hx=FLAT[0], hy=FLAT[1], hz=FLAT[2], density=200.0)
     model = b.finalize(device=device, dtype=f64)
-    end = simulate(model, 1200, 5.0e-4)
-    m = model.body_mass.numpy()[0]
+    return simulate(model, 1200, 5.0e-4), model.body_mass.numpy()[0]
+
+
+def test_a_box_dropped_on_a_mesh_ridge_rests_on_it(device):
+    # the flat box falls 5 mm onto the ridge (its corners far above the slopes): it rests on the two points
+    # where its bottom edges cross the ridge, m g / (2 ke) deep, instead of sinking through
+    end, m = drop_flat_box(ROOF, device)
     np.testing.assert_allclose(end.body_q.numpy()[0, :3], [0.0, FLAT[1] - m * 9.81 / 2e4, 0.0], atol=1e-5)
     np.testing.assert_allclose(end.body_q.numpy()[0, 3:], [0.0, 0.0, 0.0, 1.0], atol=1e-4)
     np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)
@@ -548,31 +559,13 @@ def grid(n, height):
 BLOCK = block((-0.1, -0.2, -0.05), (0.1, 0.0, 0.05))          # its top face at y = 0, inside FLAT's footprint
 
 
-@sk.kernel
-def mesh_vertex_kernel(mesh: sk.uint64, xf: sk.array(dtype=sk.transformd), size: sk.vec3d,
-                       out: sk.array(dtype=sk.float64, ndim=2)):
-    i, k = sk.tid()
-    depth, n, p = mesh_box_vertex(mesh, xf[i], size, k)
-    out[i * 8 + k, 0] = depth
-    for c in range(3):
-        out[i * 8 + k, 1 + c] = n[c]
-        out[i * 8 + k, 4 + c] = p[c]
-
-
 def make_mesh(mesh, device):
     return sk.Mesh(sk.array(mesh[0], dtype=sk.vec3, device=device),
                    sk.array(np.asarray(mesh[1]).astype(np.int32), dtype=sk.int32, device=device))
 
 
 def mesh_vertices(mesh, frames, device, size=FLAT, requires_grad=False):
-    xf = sk.array(np.asarray(frames, dtype=np.float64).reshape(-1, 7), dtype=sk.transformd, device=device,
-                  requires_grad=requires_grad)
-    out = sk.zeros((xf.shape[0] * 8, 7), dtype=f64, device=device, requires_grad=requires_grad)
-    tape = sk.Tape()
-    with tape:
-        sk.launch(mesh_vertex_kernel, (xf.shape[0], 8), inputs=[mesh.id, xf, sk.vec3d(*size)], outputs=[out],
-                  device=device)
-    return out, xf, tape
+    return mesh_features(mesh, frames, device, size, 8, requires_grad)
 
 
 def octant(local):
@@ -675,13 +668,7 @@ def test_a_box_dropped_on_a_mesh_peak_rests_on_it(device, case):
     # (its 4 top corners), or onto a tessellated plane (its own 4 corners, no extra contact from the plane's
     # vertices under it): it rests m g / (n ke) deep instead of sinking through the peaks
     mesh, contacts = {"pyramid": (PYRAMID, 1), "block": (BLOCK, 4), "flat": (grid(21, lambda x, z: 0.0), 4)}[case]
-    b = sk.ModelBuilder()
-    b.add_shape_mesh(mesh, ke=1e4, kd=100.0, kf=100.0, mu=0.5)
-    body = b.add_body(pos=(0.0, FLAT[1] + 0.005, 0.0))
-    b.add_shape_box(body, hx=FLAT[0], hy=FLAT[1], hz=FLAT[2], density=200.0)
-    model = b.finalize(device=device, dtype=f64)
-    end = simulate(model, 1200, 5.0e-4)
-    m = model.body_mass.numpy()[0]
+    end, m = drop_flat_box(mesh, device)
     np.testing.assert_allclose(end.body_q.numpy()[0, :3], [0.0, FLAT[1] - m * 9.81 / (contacts * 1e4), 0.0], atol=1e-5)
     np.testing.assert_allclose(end.body_q.numpy()[0, 3:], [0.0, 0.0, 0.0, 1.0], atol=1e-6)
     np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)
