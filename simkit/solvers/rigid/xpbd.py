@@ -130,8 +130,9 @@ def contact_colors(solver, model: Model, contacts: list) -> list:
     out = []
     for idx in color_lists(np.concatenate(a), np.concatenate(b), movable(solver, model)):
         parts = []
+        mine = where[idx]                                  # (set, group) of this colour's groups
         for k, (size, slots) in enumerate(contacts):
-            groups = where[idx][where[idx][:, 0] == k, 1]
+            groups = mine[mine[:, 0] == k, 1]
             if groups.size:
                 parts.append((k, (size, slots, array(groups.astype(np.int32), dtype=T.int32, device=dev))))
         out.append(parts)
