@@ -124,6 +124,23 @@ def test_a_box_lying_on_a_box_has_corner_contacts_only(device, turn):
     assert np.all(depth[EDGE:] <= 0.0)              # neither the edge candidate nor the face ones
 
 
+@pytest.mark.parametrize("shift", [0.0, 0.004])
+def test_boxes_of_one_size_stacked_touch_at_the_corners_of_their_overlap(device, shift):
+    # b's top corners lie on the border of a's bottom face (equal boxes): they count (a's, on them, do
+    # not), 1 mm deep along the normal; shifted along x, two of a's corners and two of b's bound the
+    # overlap, nothing else (not the clipped edges' ends on them)
+    depth, n, p = candidates(device, BOX, (shift, 0.199, 0.0, 0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1), BOX,
+                             (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0), (0.1, 0.1, 0.1))
+    touching = np.nonzero(depth > 0.0)[0]
+    assert len(touching) == 4 and touching.max() < 16
+    np.testing.assert_allclose(depth[touching], 0.001, atol=1e-12)
+    np.testing.assert_allclose(n[touching], [[0.0, 1.0, 0.0]] * 4, atol=1e-12)
+    corners = p[touching]
+    np.testing.assert_allclose(np.sort(corners[:, 0]), [-0.1 + shift] * 2 + [0.1] * 2, atol=1e-12)
+    np.testing.assert_allclose(np.sort(corners[:, 2]), [-0.1] * 2 + [0.1] * 2, atol=1e-12)
+    assert (touching >= 8).sum() == (4 if shift == 0.0 else 2)
+
+
 def test_separated_boxes_report_no_contact(device):
     top = H * math.sqrt(2)
     for lift in (0.001, 0.05):

@@ -15,18 +15,21 @@ the first shape is pushed, and the contact point, all in world coordinates:
   point. Lying on a face, these are the capsule's end spheres; lying across a face, the points
   above the face's edges; across a box edge (or a box edge pushed into its middle), the deepest
   point, found by a golden-section search of the box's signed distance (convex along a segment);
-- box against box (25): the 8 corners of each inside the other (``k`` < 8: a's corners in b, 8-15:
-  b's in a), pushed out through the nearest face (face contacts and stacking); then the
-  separating-axis test (``box_box_sat_mode``) tells edge to edge from face: one edge-edge
-  candidate (``box_box_edges``, ``k`` = 16), when the least overlap is along the cross product of
-  an edge of each by a margin over the face contact's depth, the midpoint of the two supporting
-  edges' closest points, that overlap deep; else 8 face candidates (``box_box_face``, 17-24): the
-  4 edges of the incident face (the other box's face most turned against the least overlapping,
-  reference, face) clipped to the reference box's slabs across its face, the ends of the clipped
-  stretches that are not the edge's own ends (those are corners), as deep as they are below the
-  reference face: a box edge across a face between its corners (a bar lying across a box, an edge
-  across a narrow face, a box across a beam). Boxes lying face on face keep their corner contacts
-  only;
+- box against box (25): first the separating-axis test (``box_box_sat_mode``: the least overlap
+  along the 6 face axes, b's beating a's only by a hair more, and the 9 edge-edge axes) tells edge
+  to edge from face. Face contact (the least overlapping face is the reference, the other box's
+  face most turned against it the incident face): the corners of the faces' overlap, deep as they
+  are below the other face, along the reference normal: ``k`` < 16 (a's corners, then b's,
+  ``box_box_corner``) an incident face's corner within the reference face's slabs or a reference
+  face's corner within the incident face's, 17-24 (``box_box_face``) the ends of the incident
+  face's 4 edges clipped to the reference box's slabs that are not the edge's own ends nor a
+  reference corner (a box edge across a face between its corners: a bar lying across a box, an
+  edge across a narrow face, a box across a beam). Boxes of one size stacked have their corners on
+  the border of the other's face: a border counts (within 1e-6 of the sizes), and each point is
+  found once. Edge to edge, when the least overlap is along the cross product of an edge of each
+  by a margin under the face contact's depth: ``k`` = 16 (``box_box_edges``), the midpoint of the
+  two supporting edges' closest points, that overlap deep, and corners inside the other box
+  through its nearest face;
 - against the ground plane: a sphere's centre, a capsule's two end spheres, a box's 8 corners;
 - against static triangle meshes, the same, a box's 12 edges across mesh ridges
   (``mesh_box_edge`` in ``solvers/rigid/kernels.py``: the deepest point of the edge, the crease of
@@ -256,15 +259,18 @@ def box_box_sat(xa: Any, ha: Any, xb: Any, hb: Any):
     ra = sk.transpose(sk.quat_to_matrix(sk.transform_get_rotation(xa)))     # rows: the axes
     rb = sk.transpose(sk.quat_to_matrix(sk.transform_get_rotation(xb)))
     t = sk.transform_get_translation(xb) - sk.transform_get_translation(xa)
+    tie = (ha[0] + ha[1] + ha[2] + hb[0] + hb[1] + hb[2]) * 1.0e-5
     face = sat_overlap(ra, ha, rb, hb, t, ra[0])
     fi = int(0)
     for i in range(1, 6):
         o = face
+        bias = tie * 0.0
         if i < 3:
             o = sat_overlap(ra, ha, rb, hb, t, ra[i])
         else:
             o = sat_overlap(ra, ha, rb, hb, t, rb[i - 3])
-        if o < face:
+            bias = tie              # (b's faces beat a's by a margin: ties stay a's)
+        if o + bias < face:
             face = o
             fi = i
     edge = face
@@ -370,7 +376,8 @@ def incident_edge(xr: Any, hr: Any, r: int, side: Any, xi: Any, hi: Any, ia: int
 @func
 def box_box_sat_mode(xa: Any, ha: Any, xb: Any, hb: Any):
     """The separating-axis test (``box_box_sat``) and whether the contact is edge to edge: the least
-    overlap is along an edge-edge axis, by a margin (95%, less 1e-6 of the sizes) over the depth of
+    overlap is along an edge-edge axis, by a margin (5% of it, and 1e-4 of the sizes; boxes a hair
+    apart, speculative contacts, have negative depths) under the depth of
     the incident face's edges clipped to the reference face (the least overlapping face's) below
     it, or over the face overlap if none reaches over the reference face. Boxes lying face on face (whose edge axes tie) and a bar lying
     across a face, slightly tilted (whose hanging ends deepen the face overlap, not the contact),
@@ -386,8 +393,8 @@ def box_box_sat_mode(xa: Any, ha: Any, xb: Any, hb: Any):
                 deepest = sk.max(d0, d1)
             deepest = sk.max(deepest, sk.max(d0, d1))
             found = True
-    tol = (ha[0] + ha[1] + ha[2] + hb[0] + hb[1] + hb[2]) * 1.0e-6
-    edge_mode = ea >= 0 and edge < deepest * 0.95 - tol
+    tol = (ha[0] + ha[1] + ha[2] + hb[0] + hb[1] + hb[2]) * 1.0e-4
+    edge_mode = ea >= 0 and edge < deepest - sk.abs(deepest) * 0.05 - tol
     return face, fi, edge, ea, eb, u, edge_mode
 
 
@@ -436,9 +443,76 @@ def box_box_face(xa: Any, ha: Any, xb: Any, hb: Any, k: int):
         s = s1
         depth = d1
         inner = s1 < 1.0
-    if s0 > s1 or not inner or edge_mode:
+    at = p0 + d * s
+    tol = (hr[0] + hr[1] + hr[2]) * 1.0e-6
+    rim = 0                   # (an end on a corner of the reference face: the corner candidates have it)
+    for i in range(3):
+        if i != r and sk.abs(at[i]) >= hr[i] - tol:
+            rim = rim + 1
+    if s0 > s1 or not inner or edge_mode or rim == 2:
         depth = sk.min(face, face * 0.0) - hr[r]
-    return depth, nr * flip, sk.transform_point(xr, p0 + d * s)
+    return depth, nr * flip, sk.transform_point(xr, at)
+
+
+@func
+def box_box_corner(xa: Any, ha: Any, xb: Any, hb: Any, k: int):
+    """Candidate ``k`` (0-7: a's corners, 8-15: b's) of boxes a and b: (depth, normal pushing a,
+    point). Face to face or edge (``box_box_sat_mode``): a corner of the incident face within the
+    reference face's slabs, or of the reference face within the incident face's (1e-6 of the sizes
+    over their border counts: boxes of one size stacked have their corners on it), as deep as it is
+    below the other face, along the reference face's normal (with the clipped incident edges'
+    ends, ``box_box_face``, these are the corners of the faces' overlap); other corners give a
+    depth below -(the reference box's half extent). Edge to edge: a corner inside the other box,
+    through its nearest face (``point_in_box``)."""
+    c = box_corner(xa, ha, k)
+    if k >= 8:
+        c = box_corner(xb, hb, k - 8)
+    face, fi, edge, ea, eb, u, edge_mode = box_box_sat_mode(xa, ha, xb, hb)
+    xr, hr, r, side, nr, xi, hi, ia, iside, flip = reference_frames(xa, ha, xb, hb, fi)
+    depth = sk.min(face, face * 0.0) - hr[r]
+    n = nr * flip
+    if edge_mode:
+        if k < 8:
+            depth, n, c = point_in_box(xb, hb, c)
+        else:
+            depth, n, c = point_in_box(xa, ha, c)
+            n = -n
+        if depth <= 0.0:
+            depth = sk.min(face, face * 0.0) - hr[r]
+    else:
+        # the corner's box, as the face's (frame, half extents, axis, side), and the other one's
+        xo = xr
+        ho = hr
+        ao = r
+        so = side
+        xc = xi
+        hc = hi
+        ac = ia
+        sc = iside
+        of_reference = (k < 8) == (fi < 3)
+        if of_reference:
+            xo = xi
+            ho = hi
+            ao = ia
+            so = iside
+            xc = xr
+            hc = hr
+            ac = r
+            sc = side
+        if sk.transform_point(sk.transform_inverse(xc), c)[ac] * sc > 0.0:     # on its face
+            lo = sk.transform_point(sk.transform_inverse(xo), c)
+            tol = (ho[0] + ho[1] + ho[2]) * 1.0e-6
+            inside = True
+            rim = 0                  # (a reference corner on an incident one: that one has it)
+            for i in range(3):
+                if i != ao:
+                    if sk.abs(lo[i]) > ho[i] + tol:
+                        inside = False
+                    if sk.abs(lo[i]) >= ho[i] - tol:
+                        rim = rim + 1
+            if inside and (not of_reference or rim < 2):
+                depth = ho[ao] - so * lo[ao]
+    return depth, n, c
 
 
 @func
@@ -449,11 +523,8 @@ def pair_candidate(ta: int, xa: Any, sa: Any, tb: int, xb: Any, sb: Any, k: int)
     n = sa * 0.0
     p = sa * 0.0
     if ta == 1 and tb == 1:
-        if k < 8:
-            depth, n, p = point_in_box(xb, sb, box_corner(xa, sa, k))
-        elif k < 16:
-            depth, n, p = point_in_box(xa, sa, box_corner(xb, sb, k - 8))
-            n = -n
+        if k < 16:
+            depth, n, p = box_box_corner(xa, sa, xb, sb, k)
         elif k == 16:
             depth, n, p = box_box_edges(xa, sa, xb, sb)
         else:

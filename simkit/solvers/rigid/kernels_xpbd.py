@@ -12,8 +12,10 @@ A kernel thread takes a group of contacts between the same two bodies (``kernels
 and projects them in turn on copies of the two poses (Gauss-Seidel), on accumulated impulses; the
 group's net change of each pose (``pose_delta``) goes into ``delta``, and ``apply_body_deltas``
 moves each body by the average of what it received (one group per body per launch when the groups
-are coloured). Each contact's depth is ``n . (p_b - p_a)`` at the current poses. Nothing is
-updated in place, so the Tape differentiates the whole step.
+are coloured). Each contact's depth is ``n . (p_b - p_a)`` at the current poses. The first sweep
+of a (sub)step starts each contact from the impulses it ended the one before with
+(``warm_contacts``, ``keep_contacts``). Nothing is updated in place, so the Tape differentiates
+the whole step, warm starts included.
 """
 from __future__ import annotations
 
@@ -123,8 +125,9 @@ def body_state(body_q: Any, body_com: Any, inv_mass: Any, inv_inertia: Any, b: i
 def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), body_com: array(dtype=Any),
                          inv_mass: array(dtype=Any), inv_inertia: array(dtype=Any), groups: array(dtype=int),
                          group_size: int, c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
-                         c_n: array(dtype=Any), c_mu: array(dtype=Any), reverse: int, lam_in: array2d(dtype=Any),
-                         delta: array(dtype=Any), count: array(dtype=Any), lam_out: array2d(dtype=Any)):
+                         c_n: array(dtype=Any), c_mu: array(dtype=Any), reverse: int, warm: int,
+                         held: array(dtype=Any), lam_in: array2d(dtype=Any), delta: array(dtype=Any), count: array(dtype=Any),
+                         lam_out: array2d(dtype=Any)):
     # one group of contacts between the same two bodies (a shape pair's candidates, a shape's ground
     # or mesh candidates), in turn (Gauss-Seidel) on copies of the two poses: a holding contact's
     # point is moved out by its depth and back by its slip since the step began (3x3 point solve);
@@ -149,6 +152,16 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
     cb0 = cb
     ra0 = ra
     rb0 = rb
+    if warm != 0:
+        # the first sweep starts from the impulses of the step before (``warm_contacts``): apply them
+        for k in range(group_size):
+            s = first + k
+            e = tid * group_size + k
+            if c_body[s, 0] == a and c_body[s, 1] == b:
+                p = c_n[s] * lam_in[e, 0] + type(c_n[s])(lam_in[e, 1], lam_in[e, 2], lam_in[e, 3])
+                pa = ca + sk.quat_rotate(ra, c_pa[s] - la)
+                pb = cb + sk.quat_rotate(rb, c_pb[s] - lb)
+                ca, ra, cb, rb = push(ca, ra, ma, ia, pa, cb, rb, mb, ib, pb, p)
     for i in range(group_size):
         k = i
         if reverse != 0:                # alternate sweeps run backwards (symmetric Gauss-Seidel)
@@ -165,7 +178,7 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
             if depth > 0.0 or ln > 0.0:
                 # sticking: the impulse that moves a's point relative to b's by the depth along n
                 # and back by its tangential slip since the step began (3x3 point masses of both)
-                slip = (pa - frame_point(body_q0, a, c_pa[s])) - (pb - frame_point(body_q0, b, c_pb[s]))
+                slip = (pa - frame_point(body_q0, a, c_pa[s])) - (pb - frame_point(body_q0, b, c_pb[s])) + held[e]
                 move = n * depth - (slip - n * sk.dot(slip, n))
                 k3 = point_inverse_mass(ca, ra, ma, ia, pa) + point_inverse_mass(cb, rb, mb, ib, pb)
                 if sk.determinant(k3) > 0.0:
@@ -206,6 +219,76 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
     if b >= 0:
         sk.atomic_add(delta, b, pose_delta(cb, rb, cb0, rb0))
         sk.atomic_add(count, b, count.dtype(1.0))
+
+
+@kernel
+def warm_contacts(groups: array(dtype=int), group_size: int, c_body: array2d(dtype=int), c_pa: array(dtype=Any),
+                  c_n: array(dtype=Any), c_mu: array(dtype=Any), w_body: array2d(dtype=int), w_pa: array(dtype=Any),
+                  w_lam: array2d(dtype=Any), w_slip: array(dtype=Any), dt2: Any, reach: Any,
+                  lam_out: array2d(dtype=Any), held: array(dtype=Any)):
+    # a contact continues the one of the step before in its group's slots that held the same two
+    # bodies at the nearest point on the first (within ``reach``; the candidate that finds a point
+    # may change from step to step, a box's corner to a clipped edge's end): it starts from that
+    # one's impulses (stored per dt^2: forces, times the mass), the normal one (>= 0) and the
+    # friction one in the new tangent plane within its cone, and undoes the slip it left; a new
+    # contact starts from zero
+    g, k = sk.tid()
+    s = groups[g] * group_size + k
+    e = g * group_size + k
+    n = c_n[s]
+    ln = w_lam[s, 0] * 0.0
+    lt = n * ln
+    h = lt
+    if c_body[s, 0] >= 0 or c_body[s, 1] >= 0:
+        first = groups[g] * group_size
+        best = int(-1)
+        near = reach
+        for j in range(group_size):
+            o = first + j
+            if w_body[o, 0] == c_body[s, 0] and w_body[o, 1] == c_body[s, 1]:
+                d = sk.length(w_pa[o] - c_pa[s])
+                if d <= near:
+                    near = d
+                    best = o
+        if best >= 0:
+            ln = sk.max(w_lam[best, 0] * dt2, ln)
+            lt = type(n)(w_lam[best, 1], w_lam[best, 2], w_lam[best, 3]) * dt2
+            lt = lt - n * sk.dot(lt, n)
+            lf = sk.length(lt)
+            if lf > c_mu[s] * ln:
+                lt = lt * (c_mu[s] * ln / lf)
+            h = w_slip[best] - n * sk.dot(w_slip[best], n)
+    held[e] = h
+    lam_out[e, 0] = ln
+    lam_out[e, 1] = lt[0]
+    lam_out[e, 2] = lt[1]
+    lam_out[e, 3] = lt[2]
+
+
+@kernel
+def keep_contacts(body_q: array(dtype=Any), body_q0: array(dtype=Any), groups: array(dtype=int), group_size: int,
+                  c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any), c_n: array(dtype=Any),
+                  c_mu: array(dtype=Any), held: array(dtype=Any), lam: array2d(dtype=Any), inv_dt2: Any,
+                  w_body: array2d(dtype=int), w_pa: array(dtype=Any), w_lam: array2d(dtype=Any),
+                  w_slip: array(dtype=Any)):
+    # the step's final impulses per slot (per dt^2) with the slot's bodies, for the next step's start;
+    # a holding contact's slip left over (the sweeps did not converge) for the next step to undo
+    g, k = sk.tid()
+    s = groups[g] * group_size + k
+    e = g * group_size + k
+    w_body[s, 0] = c_body[s, 0]
+    w_body[s, 1] = c_body[s, 1]
+    w_pa[s] = c_pa[s]
+    for j in range(4):
+        w_lam[s, j] = lam[e, j] * inv_dt2
+    a = c_body[s, 0]
+    b = c_body[s, 1]
+    n = c_n[s]
+    lt = type(n)(lam[e, 1], lam[e, 2], lam[e, 3])
+    if (a >= 0 or b >= 0) and lam[e, 0] > 0.0 and sk.length(lt) < c_mu[s] * lam[e, 0] * 0.99:
+        slip = (frame_point(body_q, a, c_pa[s]) - frame_point(body_q0, a, c_pa[s])) - (
+            frame_point(body_q, b, c_pb[s]) - frame_point(body_q0, b, c_pb[s])) + held[e]
+        w_slip[s] = slip - n * sk.dot(slip, n)
 
 
 @func

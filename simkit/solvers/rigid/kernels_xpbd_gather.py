@@ -10,7 +10,7 @@ against one static mesh.
 from __future__ import annotations
 
 from ... import collision  # noqa: F401 - registers the mesh builtins
-from ...collision.rigid_contacts import box_corner, ground_candidate, ground_candidate_count, pair_candidate, \
+from ...collision.rigid_contacts import ground_candidate, ground_candidate_count, pair_candidate, \
     pair_candidate_count, point_candidate
 from ...kernels import func, kernel
 from ...kernels import lang as sk
@@ -47,27 +47,6 @@ def write_contact(slot: int, depth: Any, n: Any, p: Any, ba: int, bb: int, mu: A
         c_body[slot, 1] = -1
 
 
-@func
-def corner_off_face(xa: Any, sa: Any, xb: Any, sb: Any, k: int, margin: Any):
-    """For box-box candidate ``k`` < 16 (a corner of one box against the other): is the corner
-    outside the other box but not over one of its faces (within ``margin`` of a face's border)? A
-    speculative contact there would push along a face normal the corner cannot reach that way (a
-    corner hanging over an edge, level with the top face, is outside the side face)."""
-    xf = xb
-    half = sb
-    c = box_corner(xa, sa, k)
-    if k >= 8:
-        xf = xa
-        half = sa
-        c = box_corner(xb, sb, k - 8)
-    local = sk.transform_point(sk.transform_inverse(xf), c)
-    inside = int(0)
-    for i in range(3):
-        if half[i] - sk.abs(local[i]) >= margin:
-            inside = inside + 1
-    return inside < 2
-
-
 @kernel
 def gather_pair_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), body_com: array(dtype=Any),
                          shape_body: array(dtype=int), shape_type: array(dtype=int), shape_xform: array(dtype=Any),
@@ -88,9 +67,6 @@ def gather_pair_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), bo
         xa = shape_frame(body_q, shape_body, shape_xform, a)
         xb = shape_frame(body_q, shape_body, shape_xform, b)
         depth, n, p = pair_candidate(ta, xa, shape_size[a], tb, xb, shape_size[b], k)
-        if depth <= 0.0 and ta == 1 and tb == 1 and k < 16:
-            if corner_off_face(xa, shape_size[a], xb, shape_size[b], k, margin):
-                depth = margin * -2.0
     mu = (shape_material[a][3] + shape_material[b][3]) * 0.5
     write_contact(slot, depth, n, p, shape_body[a], shape_body[b], mu, margin, dt, body_q, body_qd, body_com, c_body,
                   c_pa, c_pb, c_n, c_mu)
