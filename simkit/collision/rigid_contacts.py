@@ -399,15 +399,15 @@ def box_box_sat_mode(xa: Any, ha: Any, xb: Any, hb: Any):
 
 
 @func
-def box_box_edges(xa: Any, ha: Any, xb: Any, hb: Any):
-    """(depth, normal pushing a, point) of boxes a and b touching edge to edge
-    (``box_box_sat_mode``): the midpoint of the supporting edges' closest points, the least overlap
-    deep; otherwise a depth <= 0 (< 0: separated)."""
+def box_box_edges(xa: Any, ha: Any, xb: Any, hb: Any, face: Any, edge: Any, ea: int, eb: int, u: Any,
+                  edge_mode: bool):
+    """(depth, normal pushing a, point) of boxes a and b touching edge to edge (``box_box_mode``'s
+    test): the midpoint of the supporting edges' closest points, the least overlap deep; otherwise
+    a depth <= 0 (< 0: separated)."""
     t = sk.transform_get_translation(xb) - sk.transform_get_translation(xa)
     gap = sk.length(t) - sk.length(ha) - sk.length(hb)
     if gap > 0.0:              # the bounding spheres apart: skip the test
         return -gap, t * 0.0, t
-    face, fi, edge, ea, eb, u, edge_mode = box_box_sat_mode(xa, ha, xb, hb)
     depth = sk.min(face, face * 0.0)
     n = u * 0.0
     p = sk.transform_get_translation(xa)
@@ -424,7 +424,7 @@ def box_box_edges(xa: Any, ha: Any, xb: Any, hb: Any):
 
 
 @func
-def box_box_face(xa: Any, ha: Any, xb: Any, hb: Any, k: int):
+def box_box_face(xa: Any, ha: Any, xb: Any, hb: Any, k: int, face: Any, fi: int, edge_mode: bool):
     """Candidate ``k`` (0-7) of boxes a and b touching face to edge (not ``box_box_sat_mode``'s edge
     to edge): (depth, normal pushing a, point) of end ``k % 2`` of incident edge ``k // 2`` clipped
     to the reference box's slabs, its depth below the reference face. An end that is the edge's own
@@ -433,7 +433,6 @@ def box_box_face(xa: Any, ha: Any, xb: Any, hb: Any, k: int):
     gap = sk.length(t) - sk.length(ha) - sk.length(hb)
     if gap > 0.0:              # the bounding spheres apart: skip the test
         return -gap, t * 0.0, t
-    face, fi, edge, ea, eb, u, edge_mode = box_box_sat_mode(xa, ha, xb, hb)
     xr, hr, r, side, nr, xi, hi, ia, iside, flip = reference_frames(xa, ha, xb, hb, fi)
     p0, d, s0, s1, d0, d1 = incident_edge(xr, hr, r, side, xi, hi, ia, iside, k // 2)
     s = s0
@@ -455,7 +454,7 @@ def box_box_face(xa: Any, ha: Any, xb: Any, hb: Any, k: int):
 
 
 @func
-def box_box_corner(xa: Any, ha: Any, xb: Any, hb: Any, k: int):
+def box_box_corner(xa: Any, ha: Any, xb: Any, hb: Any, k: int, face: Any, fi: int, edge_mode: bool):
     """Candidate ``k`` (0-7: a's corners, 8-15: b's) of boxes a and b: (depth, normal pushing a,
     point). Face to face or edge (``box_box_sat_mode``): a corner of the incident face within the
     reference face's slabs, or of the reference face within the incident face's (1e-6 of the sizes
@@ -467,7 +466,10 @@ def box_box_corner(xa: Any, ha: Any, xb: Any, hb: Any, k: int):
     c = box_corner(xa, ha, k)
     if k >= 8:
         c = box_corner(xb, hb, k - 8)
-    face, fi, edge, ea, eb, u, edge_mode = box_box_sat_mode(xa, ha, xb, hb)
+    t = sk.transform_get_translation(xb) - sk.transform_get_translation(xa)
+    gap = sk.length(t) - sk.length(ha) - sk.length(hb)
+    if gap > 0.0:              # the bounding spheres apart: skip the test
+        return -gap, t * 0.0, c
     xr, hr, r, side, nr, xi, hi, ia, iside, flip = reference_frames(xa, ha, xb, hb, fi)
     depth = sk.min(face, face * 0.0) - hr[r]
     n = nr * flip
@@ -516,19 +518,38 @@ def box_box_corner(xa: Any, ha: Any, xb: Any, hb: Any, k: int):
 
 
 @func
-def pair_candidate(ta: int, xa: Any, sa: Any, tb: int, xb: Any, sb: Any, k: int):
-    """Candidate ``k`` of shapes a and b (world frames ``xa``, ``xb``; sizes ``sa``, ``sb``; the box
-    first): (depth [m], unit normal pushing a away from b, contact point)."""
+def box_pair_mode(ta: int, xa: Any, sa: Any, tb: int, xb: Any, sb: Any):
+    """For two boxes whose bounding spheres meet, their separating-axis test (``box_box_sat_mode``:
+    face overlap, its axis, edge overlap, the edges, their axis, edge to edge?), which every one of
+    their 25 candidates needs (run it once per pair); placeholders otherwise."""
+    face = sa[0] * 0.0
+    fi = int(0)
+    edge = face
+    ea = int(-1)
+    eb = int(-1)
+    u = sa * 0.0
+    edge_mode = False
+    if ta == 1 and tb == 1:
+        t = sk.transform_get_translation(xb) - sk.transform_get_translation(xa)
+        if sk.length(t) - sk.length(sa) - sk.length(sb) <= 0.0:
+            face, fi, edge, ea, eb, u, edge_mode = box_box_sat_mode(xa, sa, xb, sb)
+    return face, fi, edge, ea, eb, u, edge_mode
+
+
+@func
+def pair_candidate_in_mode(ta: int, xa: Any, sa: Any, tb: int, xb: Any, sb: Any, k: int, face: Any, fi: int,
+                           edge: Any, ea: int, eb: int, u: Any, edge_mode: bool):
+    """``pair_candidate`` given the pair's ``box_pair_mode``."""
     depth = sa[0] * 0.0
     n = sa * 0.0
     p = sa * 0.0
     if ta == 1 and tb == 1:
         if k < 16:
-            depth, n, p = box_box_corner(xa, sa, xb, sb, k)
+            depth, n, p = box_box_corner(xa, sa, xb, sb, k, face, fi, edge_mode)
         elif k == 16:
-            depth, n, p = box_box_edges(xa, sa, xb, sb)
+            depth, n, p = box_box_edges(xa, sa, xb, sb, face, edge, ea, eb, u, edge_mode)
         else:
-            depth, n, p = box_box_face(xa, sa, xb, sb, k - 17)
+            depth, n, p = box_box_face(xa, sa, xb, sb, k - 17, face, fi, edge_mode)
     elif ta == 1 and tb == 2:
         depth, n, p = box_segment(xa, sa, segment_end(tb, xb, sb, 0), segment_end(tb, xb, sb, 1), sb[0], k)
     elif ta == 1:
@@ -541,6 +562,15 @@ def pair_candidate(ta: int, xa: Any, sa: Any, tb: int, xb: Any, sb: Any, k: int)
         st = sk.closest_point_edge_edge(a0, a1, b0, b1, sa[0] * 0.0 + 1.0e-12)
         depth, n, p = sphere_sphere(a0 + (a1 - a0) * st[0], sa[0], b0 + (b1 - b0) * st[1], sb[0])
     return depth, n, p
+
+
+@func
+def pair_candidate(ta: int, xa: Any, sa: Any, tb: int, xb: Any, sb: Any, k: int):
+    """Candidate ``k`` of shapes a and b (world frames ``xa``, ``xb``; sizes ``sa``, ``sb``; the box
+    first): (depth [m], unit normal pushing a away from b, contact point). A kernel testing all of a
+    pair's candidates runs ``box_pair_mode`` once and ``pair_candidate_in_mode`` per candidate."""
+    face, fi, edge, ea, eb, u, edge_mode = box_pair_mode(ta, xa, sa, tb, xb, sb)
+    return pair_candidate_in_mode(ta, xa, sa, tb, xb, sb, k, face, fi, edge, ea, eb, u, edge_mode)
 
 
 @func

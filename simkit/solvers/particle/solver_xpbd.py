@@ -40,10 +40,13 @@ class XPBDSolver(Solver):
     search distance for particle-particle contacts, as a fraction of the largest radius (particles
     move during the iterations, the grid is built once per step). Rigid bodies:
     ``rigid_contact_margin`` [m]: contacts closer than this now or at the step's end are gathered;
+    ``max_depenetration_velocity`` [m/s]: shapes found overlapping at a (sub)step's start are pushed
+    apart at most this fast (the push becomes velocity);
     ``broad_phase``: as ``RigidBodySolver``'s."""
 
     def __init__(self, iterations: int = 10, *, substeps: int = 1, relaxation: float = 1.0,
-                 contact_margin: float = 0.5, rigid_contact_margin: float = 0.005, broad_phase: str = "auto"):
+                 contact_margin: float = 0.5, rigid_contact_margin: float = 0.005,
+                 max_depenetration_velocity: float = 1.0, broad_phase: str = "auto"):
         super().__init__()
         if int(iterations) < 0:
             raise ValueError(f"iterations must be >= 0, got {iterations}")
@@ -56,6 +59,9 @@ class XPBDSolver(Solver):
         self.relaxation = float(relaxation)
         self.contact_margin = float(contact_margin)
         self.rigid_contact_margin = float(rigid_contact_margin)
+        if not float(max_depenetration_velocity) > 0.0:
+            raise ValueError(f"max_depenetration_velocity must be > 0, got {max_depenetration_velocity}")
+        self.max_depenetration_velocity = float(max_depenetration_velocity)
         self.broad_phase = broad_phase
         self._counts: dict = {}
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 from ...collision.rigid_contacts import (
     box_corner,
     box_edge,
+    box_pair_mode,
     ground_candidate,
     ground_candidate_count,
     nearest_face,
-    pair_candidate,
     pair_candidate_count,
+    pair_candidate_in_mode,
     point_candidate,
 )
 from ...kernels import func, kernel
@@ -53,27 +54,30 @@ def eval_rigid_pair_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any)
                              shape_body: array(dtype=int), shape_type: array(dtype=int),
                              shape_xform: array(dtype=Any), shape_size: array(dtype=Any),
                              shape_material: array(dtype=Any), pairs: array(dtype=int), f: array(dtype=Any)):
-    pair, k = sk.tid()
+    # one thread per pair: two boxes' separating-axis test serves all 25 of their candidates
+    pair = sk.tid()
     a = pairs[2 * pair]
     b = pairs[2 * pair + 1]
     ta = shape_type[a]
     tb = shape_type[b]
-    if k >= pair_candidate_count(ta, tb):
-        return
-    depth, n, p = pair_candidate(ta, shape_frame(body_q, shape_body, shape_xform, a), shape_size[a], tb,
-                                 shape_frame(body_q, shape_body, shape_xform, b), shape_size[b], k)
-    if depth <= 0.0:
-        return
+    xa = shape_frame(body_q, shape_body, shape_xform, a)
+    xb = shape_frame(body_q, shape_body, shape_xform, b)
+    sa = shape_size[a]
+    sb = shape_size[b]
+    face, fi, edge, ea, eb, u, edge_mode = box_pair_mode(ta, xa, sa, tb, xb, sb)
     ba = shape_body[a]
     bb = shape_body[b]
-    va, ca = point_velocity(body_q, body_qd, body_com, ba, p)
-    vb, cb = point_velocity(body_q, body_qd, body_com, bb, p)
     mat = (shape_material[a] + shape_material[b]) * 0.5
-    fc = contact_force(n, va - vb, -depth, mat[0], mat[1], mat[2], mat[3])
-    if ba >= 0:
-        sk.atomic_add(f, ba, type(body_qd[ba])(sk.cross(p - ca, fc), fc))
-    if bb >= 0:
-        sk.atomic_sub(f, bb, type(body_qd[bb])(sk.cross(p - cb, fc), fc))
+    for k in range(pair_candidate_count(ta, tb)):
+        depth, n, p = pair_candidate_in_mode(ta, xa, sa, tb, xb, sb, k, face, fi, edge, ea, eb, u, edge_mode)
+        if depth > 0.0:
+            va, ca = point_velocity(body_q, body_qd, body_com, ba, p)
+            vb, cb = point_velocity(body_q, body_qd, body_com, bb, p)
+            fc = contact_force(n, va - vb, -depth, mat[0], mat[1], mat[2], mat[3])
+            if ba >= 0:
+                sk.atomic_add(f, ba, type(body_qd[ba])(sk.cross(p - ca, fc), fc))
+            if bb >= 0:
+                sk.atomic_sub(f, bb, type(body_qd[bb])(sk.cross(p - cb, fc), fc))
 
 
 @kernel

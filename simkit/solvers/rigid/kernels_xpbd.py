@@ -126,12 +126,15 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
                          inv_mass: array(dtype=Any), inv_inertia: array(dtype=Any), groups: array(dtype=int),
                          group_size: int, c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
                          c_n: array(dtype=Any), c_mu: array(dtype=Any), reverse: int, warm: int,
-                         held: array(dtype=Any), lam_in: array2d(dtype=Any), delta: array(dtype=Any), count: array(dtype=Any),
-                         lam_out: array2d(dtype=Any)):
+                         held: array(dtype=Any), recover: Any, lam_in: array2d(dtype=Any), delta: array(dtype=Any),
+                         count: array(dtype=Any), lam_out: array2d(dtype=Any)):
     # one group of contacts between the same two bodies (a shape pair's candidates, a shape's ground
     # or mesh candidates), in turn (Gauss-Seidel) on copies of the two poses: a holding contact's
     # point is moved out by its depth and back by its slip since the step began (3x3 point solve);
-    # a sliding one gets the normal its depth asks for and friction on the edge of its cone.
+    # a sliding one gets the normal its depth asks for and friction on the edge of its cone. A
+    # contact already deeper than ``recover`` [m] when the step began is pushed out by that much
+    # only (the rest in later steps): the push becomes velocity, and all at once an overlap of 1 cm
+    # resolved in a substep of 1/240 s sends bodies apart at 2.4 m/s.
     # lam: each contact's impulses this step so far (normal, then the friction vector); like
     # projected Gauss-Seidel on accumulated impulses, a correction may take back part of an earlier
     # one (the normal total stays >= 0, the friction within mu times it)
@@ -175,6 +178,8 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
             pa = ca + sk.quat_rotate(ra, c_pa[s] - la)
             pb = cb + sk.quat_rotate(rb, c_pb[s] - lb)
             depth = sk.dot(n, pb - pa)
+            begun = sk.dot(n, frame_point(body_q0, b, c_pb[s]) - frame_point(body_q0, a, c_pa[s]))
+            depth = depth - sk.max(begun - recover, depth * 0.0)
             if depth > 0.0 or ln > 0.0:
                 # sticking: the impulse that moves a's point relative to b's by the depth along n
                 # and back by its tangential slip since the step began (3x3 point masses of both)

@@ -10,8 +10,8 @@ against one static mesh.
 from __future__ import annotations
 
 from ... import collision  # noqa: F401 - registers the mesh builtins
-from ...collision.rigid_contacts import ground_candidate, ground_candidate_count, pair_candidate, \
-    pair_candidate_count, point_candidate
+from ...collision.rigid_contacts import box_pair_mode, ground_candidate, ground_candidate_count, \
+    pair_candidate_count, pair_candidate_in_mode, point_candidate
 from ...kernels import func, kernel
 from ...kernels import lang as sk
 from ...kernels import types as T
@@ -54,22 +54,26 @@ def gather_pair_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), bo
                          candidates: int, margin: Any, dt: Any,
                          c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
                          c_n: array(dtype=Any), c_mu: array(dtype=Any)):
-    pair, k = sk.tid()
+    # one thread per pair: two boxes' separating-axis test serves all 25 of their candidates
+    pair = sk.tid()
     a = pairs[2 * pair]
     b = pairs[2 * pair + 1]
     ta = shape_type[a]
     tb = shape_type[b]
-    slot = pair * candidates + k
-    depth = margin * -2.0
-    n = sk.transform_get_translation(shape_xform[a]) * 0.0
-    p = n
-    if k < pair_candidate_count(ta, tb):
-        xa = shape_frame(body_q, shape_body, shape_xform, a)
-        xb = shape_frame(body_q, shape_body, shape_xform, b)
-        depth, n, p = pair_candidate(ta, xa, shape_size[a], tb, xb, shape_size[b], k)
+    xa = shape_frame(body_q, shape_body, shape_xform, a)
+    xb = shape_frame(body_q, shape_body, shape_xform, b)
+    sa = shape_size[a]
+    sb = shape_size[b]
+    face, fi, edge, ea, eb, u, edge_mode = box_pair_mode(ta, xa, sa, tb, xb, sb)
     mu = (shape_material[a][3] + shape_material[b][3]) * 0.5
-    write_contact(slot, depth, n, p, shape_body[a], shape_body[b], mu, margin, dt, body_q, body_qd, body_com, c_body,
-                  c_pa, c_pb, c_n, c_mu)
+    for k in range(candidates):
+        depth = margin * -2.0
+        n = sk.transform_get_translation(shape_xform[a]) * 0.0
+        p = n
+        if k < pair_candidate_count(ta, tb):
+            depth, n, p = pair_candidate_in_mode(ta, xa, sa, tb, xb, sb, k, face, fi, edge, ea, eb, u, edge_mode)
+        write_contact(pair * candidates + k, depth, n, p, shape_body[a], shape_body[b], mu, margin, dt, body_q,
+                      body_qd, body_com, c_body, c_pa, c_pb, c_n, c_mu)
 
 
 @kernel
@@ -84,10 +88,12 @@ def gather_ground_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), 
     kind = shape_type[s]
     depth = margin * -2.0
     p = up * 0.0
+    n = up * 0.0           # (no candidate k: a zero normal marks the slot empty, however fast the body turns)
     if b >= 0 and k < ground_candidate_count(kind):
         depth, p = ground_candidate(kind, shape_frame(body_q, shape_body, shape_xform, s), shape_size[s], k, up,
                                     height)
-    write_contact(s * 8 + k, depth, up, p, b, -1, shape_material[s][3], margin, dt, body_q, body_qd, body_com,
+        n = up
+    write_contact(s * 8 + k, depth, n, p, b, -1, shape_material[s][3], margin, dt, body_q, body_qd, body_com,
                   c_body, c_pa, c_pb, c_n, c_mu)
 
 

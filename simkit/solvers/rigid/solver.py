@@ -140,7 +140,7 @@ def begin_body_step(solver: Solver, model: Model, state_in: State, control: Cont
                   model.rigid_shape_material]
     pairs, pair_count = shape_pairs(solver, model, state_in.body_q, fresh)
     if pair_count:
-        launch(eval_rigid_pair_contacts, (pair_count, model.rigid_pair_candidates), device=dev,
+        launch(eval_rigid_pair_contacts, pair_count, device=dev,
                inputs=shape_args + [pairs], outputs=[f])
     if model.ground and model.rigid_shape_count:
         launch(eval_rigid_ground_contacts, (model.rigid_shape_count, 8), device=dev,

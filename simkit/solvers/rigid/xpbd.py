@@ -143,7 +143,8 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                     lam = solver.scratch(model, "xb_l" + key, shape, model.dtype, fresh=fresh)
                 lams[key] = solver.scratch(model, f"xb_l{key}_{tag}", shape, model.dtype, fresh=fresh)
                 # (odd sweeps run a group's contacts backwards; the first one applies the warm start)
-                tail = [lam, s(h)] if joint else [it % 2, int(it == 0 and warm is not None), held[key], lam]
+                tail = [lam, s(h)] if joint else [it % 2, int(it == 0 and warm is not None), held[key],
+                                                     s(solver.max_depenetration_velocity * h), lam]
                 launch(kern, threads, device=dev, inputs=[q] + bodies + args + tail, outputs=[delta, count, lams[key]])
             q_next = solver.scratch(model, f"xb_q{c}_{tag}", n, q.dtype, fresh=fresh, zero=False)
             launch(apply_body_deltas, n, device=dev, inputs=[q, model.body_com, delta, count], outputs=[q_next])
@@ -275,7 +276,7 @@ def gather_contacts(solver, model: Model, q0, qd, q_pred, dt, fresh: bool) -> li
     if pair_count:
         cand = model.rigid_pair_candidates
         out.append((cand, slots("pairs", pair_count * cand)))
-        launch(gather_pair_contacts, (pair_count, cand), device=dev,
+        launch(gather_pair_contacts, pair_count, device=dev,
                inputs=shape_args + [model.rigid_shape_material, pairs, cand, margin, dt], outputs=out[-1][1])
     if model.ground:
         out.append((8, slots("ground", shapes * 8)))
