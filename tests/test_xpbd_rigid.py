@@ -81,6 +81,32 @@ def test_a_box_on_a_slope_sticks_or_slides_at_g_sin_minus_mu_cos(mu, slides):
         np.testing.assert_allclose(end.body_qd.numpy()[0], 0.0, atol=1e-3)
 
 
+@pytest.mark.parametrize("iterations,substeps,tol", [(2, 4, 0.01), (10, 1, 0.05)])
+def test_a_ball_rolls_down_a_slope_at_five_sevenths_g_sin(iterations, substeps, tol):
+    # a solid ball rolling without slipping: a = 5/7 g sin(theta), v = w r, its centre a radius up.
+    # The contact is the bottom of the sphere every step (a point fixed to the ball turned away with
+    # it: the ball sank through the ground at one step of 10 sweeps, or hovered 9 mm up at substeps)
+    theta, g = math.radians(20.0), 9.81
+    b = sk.ModelBuilder(gravity=(g * math.sin(theta), -g * math.cos(theta), 0.0))
+    body = b.add_body(pos=(0.0, 0.1, 0.0))
+    b.add_shape_sphere(body, radius=0.1, mu=0.5)
+    b.add_ground_plane()
+    model = b.finalize(dtype=f64)
+    s0, s1 = model.state(), model.state()
+    solver = sk.XPBDSolver(iterations=iterations, substeps=substeps)
+    x = []
+    for _ in range(120):
+        solver.step(model, s0, s1, None, DT)
+        s0, s1 = s1, s0
+        x.append(s0.body_q.numpy()[0, 0])
+    t = DT * np.arange(1, 121)
+    a = np.polyfit(t[20:], np.array(x)[20:], 2)[0] * 2.0
+    assert a == pytest.approx(5.0 / 7.0 * g * math.sin(theta), rel=tol)
+    qd = s0.body_qd.numpy()[0]
+    assert qd[3] == pytest.approx(-qd[2] * 0.1, rel=3 * tol)
+    assert s0.body_q.numpy()[0, 1] == pytest.approx(0.1, abs=1e-4)
+
+
 def test_a_sliding_box_stops_after_v2_over_2_mu_g():
     # each step slows it by mu g dt and then moves it: v0^2 / 2 mu g less half a step at v0
     b = sk.ModelBuilder()
@@ -111,6 +137,25 @@ def test_a_stack_of_boxes_stands_still(device):
     assert np.abs(q[0, [0, 2]]).max() < 2e-3
     np.testing.assert_allclose(end.body_qd.numpy()[:, 3:], 0.0, atol=1e-2)
     np.testing.assert_allclose(end.body_qd.numpy()[:, :3], 0.0, atol=2e-2)   # (rocks a little: iterations)
+
+
+@pytest.mark.parametrize("solver", [sk.XPBDSolver, sk.RigidBodySolver])
+def test_a_free_spin_keeps_its_rate_and_turns_by_w_t(solver):
+    # a sphere spinning at 20 rad/s, no gravity: a step turns it by exactly w dt (the first-order
+    # update turned it short by (w dt)^3 / 12, and XPBD, taking w back from the turn, lost 40% a second)
+    b = sk.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    body = b.add_body(pos=(0.0, 1.0, 0.0), ang_vel=(0.0, 0.0, 20.0))
+    b.add_shape_sphere(body, radius=0.1)
+    model = b.finalize(dtype=f64)
+    s0, s1 = model.state(), model.state()
+    step = solver() if solver is sk.RigidBodySolver else solver(iterations=2, substeps=2)
+    for _ in range(45):
+        step.step(model, s0, s1, None, DT)
+        s0, s1 = s1, s0
+    np.testing.assert_allclose(s0.body_qd.numpy()[0], [0.0, 0.0, 20.0, 0.0, 0.0, 0.0], atol=1e-9)
+    angle = 20.0 * 45 * DT                                   # 15 rad
+    np.testing.assert_allclose(s0.body_q.numpy()[0, 3:], [0.0, 0.0, math.sin(angle / 2), math.cos(angle / 2)],
+                               atol=1e-9)
 
 
 @pytest.mark.parametrize("kinds", [("sphere", "sphere"), ("box", "sphere"), ("box", "box"), ("capsule", "capsule")])

@@ -377,11 +377,11 @@ def incident_edge(xr: Any, hr: Any, r: int, side: Any, xi: Any, hi: Any, ia: int
 def box_box_sat_mode(xa: Any, ha: Any, xb: Any, hb: Any):
     """The separating-axis test (``box_box_sat``) and whether the contact is edge to edge: the least
     overlap is along an edge-edge axis, by a margin (5% of it, and 1e-4 of the sizes; boxes a hair
-    apart, speculative contacts, have negative depths) under the depth of
-    the incident face's edges clipped to the reference face (the least overlapping face's) below
-    it, or over the face overlap if none reaches over the reference face. Boxes lying face on face (whose edge axes tie) and a bar lying
-    across a face, slightly tilted (whose hanging ends deepen the face overlap, not the contact),
-    are face contacts."""
+    apart, speculative contacts, have negative depths) under the depth of the incident face's
+    edges clipped to the reference face (the least overlapping face's) below it, or under the face
+    overlap if none reaches over the reference face. Boxes lying face on face (whose edge axes tie)
+    and a bar lying across a face, slightly tilted (whose hanging ends deepen the face overlap, not
+    the contact), are face contacts."""
     face, fi, edge, ea, eb, u = box_box_sat(xa, ha, xb, hb)
     xr, hr, r, side, nr, xi, hi, ia, iside, flip = reference_frames(xa, ha, xb, hb, fi)
     deepest = face

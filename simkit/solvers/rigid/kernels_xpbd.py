@@ -24,6 +24,7 @@ from ...kernels import lang as sk
 from ...kernels import types as T
 from ...kernels.types import Any
 from ...runtime import array, array2d
+from .kernels import rotation_rate
 from .kernels_joints import body_frame
 
 
@@ -34,6 +35,27 @@ def frame_point(body_q: Any, b: int, local: Any):
     if b >= 0:
         p = sk.transform_point(body_q[b], local)
     return p
+
+
+@func
+def moved_since(body_q0: Any, b: int, c: Any, r: Any, lc: Any, p: Any):
+    """How far the material point of body ``b`` now at world ``p`` (the body's centre of mass ``c``,
+    rotation ``r``, local centre ``lc``) moved since the poses ``body_q0``; zero for the world. A
+    round shape's contact point is a different material point every step as it rolls: its slip is
+    this point's, not the first one's."""
+    d = p * 0.0
+    if b >= 0:
+        d = p - sk.transform_point(body_q0[b], lc + sk.quat_rotate_inv(r, p - c))
+    return d
+
+
+@func
+def point_moved(body_q: Any, body_q0: Any, b: int, p: Any):
+    """``moved_since`` for body ``b`` at its pose ``body_q[b]``."""
+    d = p * 0.0
+    if b >= 0:
+        d = p - sk.transform_point(body_q0[b], sk.transform_point(sk.transform_inverse(body_q[b]), p))
+    return d
 
 
 @func
@@ -125,9 +147,9 @@ def body_state(body_q: Any, body_com: Any, inv_mass: Any, inv_inertia: Any, b: i
 def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), body_com: array(dtype=Any),
                          inv_mass: array(dtype=Any), inv_inertia: array(dtype=Any), groups: array(dtype=int),
                          group_size: int, c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
-                         c_n: array(dtype=Any), c_mu: array(dtype=Any), reverse: int, warm: int,
-                         held: array(dtype=Any), recover: Any, lam_in: array2d(dtype=Any), delta: array(dtype=Any),
-                         count: array(dtype=Any), lam_out: array2d(dtype=Any)):
+                         c_n: array(dtype=Any), c_mu: array(dtype=Any), c_rad: array2d(dtype=Any), reverse: int,
+                         warm: int, held: array(dtype=Any), recover: Any, lam_in: array2d(dtype=Any),
+                         delta: array(dtype=Any), count: array(dtype=Any), lam_out: array2d(dtype=Any)):
     # one group of contacts between the same two bodies (a shape pair's candidates, a shape's ground
     # or mesh candidates), in turn (Gauss-Seidel) on copies of the two poses: a holding contact's
     # point is moved out by its depth and back by its slip since the step began (3x3 point solve);
@@ -162,8 +184,8 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
             e = tid * group_size + k
             if c_body[s, 0] == a and c_body[s, 1] == b:
                 p = c_n[s] * lam_in[e, 0] + type(c_n[s])(lam_in[e, 1], lam_in[e, 2], lam_in[e, 3])
-                pa = ca + sk.quat_rotate(ra, c_pa[s] - la)
-                pb = cb + sk.quat_rotate(rb, c_pb[s] - lb)
+                pa = ca + sk.quat_rotate(ra, c_pa[s] - la) - c_n[s] * c_rad[s, 0]
+                pb = cb + sk.quat_rotate(rb, c_pb[s] - lb) + c_n[s] * c_rad[s, 1]
                 ca, ra, cb, rb = push(ca, ra, ma, ia, pa, cb, rb, mb, ib, pb, p)
     for i in range(group_size):
         k = i
@@ -175,15 +197,17 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
         lt = type(c_n[s])(lam_in[e, 1], lam_in[e, 2], lam_in[e, 3])
         if c_body[s, 0] == a and c_body[s, 1] == b:
             n = c_n[s]
-            pa = ca + sk.quat_rotate(ra, c_pa[s] - la)
-            pb = cb + sk.quat_rotate(rb, c_pb[s] - lb)
+            # (a round shape's point: the centre of its sphere, less its radius along the normal)
+            pa = ca + sk.quat_rotate(ra, c_pa[s] - la) - n * c_rad[s, 0]
+            pb = cb + sk.quat_rotate(rb, c_pb[s] - lb) + n * c_rad[s, 1]
             depth = sk.dot(n, pb - pa)
-            begun = sk.dot(n, frame_point(body_q0, b, c_pb[s]) - frame_point(body_q0, a, c_pa[s]))
+            begun = sk.dot(n, frame_point(body_q0, b, c_pb[s]) - frame_point(body_q0, a, c_pa[s])) + c_rad[s, 0] + \
+                c_rad[s, 1]
             depth = depth - sk.max(begun - recover, depth * 0.0)
             if depth > 0.0 or ln > 0.0:
                 # sticking: the impulse that moves a's point relative to b's by the depth along n
                 # and back by its tangential slip since the step began (3x3 point masses of both)
-                slip = (pa - frame_point(body_q0, a, c_pa[s])) - (pb - frame_point(body_q0, b, c_pb[s])) + held[e]
+                slip = moved_since(body_q0, a, ca, ra, la, pa) - moved_since(body_q0, b, cb, rb, lb, pb) + held[e]
                 move = n * depth - (slip - n * sk.dot(slip, n))
                 k3 = point_inverse_mass(ca, ra, ma, ia, pa) + point_inverse_mass(cb, rb, mb, ib, pb)
                 if sk.determinant(k3) > 0.0:
@@ -273,7 +297,8 @@ def warm_contacts(groups: array(dtype=int), group_size: int, c_body: array2d(dty
 @kernel
 def keep_contacts(body_q: array(dtype=Any), body_q0: array(dtype=Any), groups: array(dtype=int), group_size: int,
                   c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any), c_n: array(dtype=Any),
-                  c_mu: array(dtype=Any), held: array(dtype=Any), lam: array2d(dtype=Any), inv_dt2: Any,
+                  c_mu: array(dtype=Any), c_rad: array2d(dtype=Any), held: array(dtype=Any), lam: array2d(dtype=Any),
+                  inv_dt2: Any,
                   w_body: array2d(dtype=int), w_pa: array(dtype=Any), w_lam: array2d(dtype=Any),
                   w_slip: array(dtype=Any)):
     # the step's final impulses per slot (per dt^2) with the slot's bodies, for the next step's start;
@@ -291,8 +316,9 @@ def keep_contacts(body_q: array(dtype=Any), body_q0: array(dtype=Any), groups: a
     n = c_n[s]
     lt = type(n)(lam[e, 1], lam[e, 2], lam[e, 3])
     if (a >= 0 or b >= 0) and lam[e, 0] > 0.0 and sk.length(lt) < c_mu[s] * lam[e, 0] * 0.99:
-        slip = (frame_point(body_q, a, c_pa[s]) - frame_point(body_q0, a, c_pa[s])) - (
-            frame_point(body_q, b, c_pb[s]) - frame_point(body_q0, b, c_pb[s])) + held[e]
+        pa = frame_point(body_q, a, c_pa[s]) - n * c_rad[s, 0]
+        pb = frame_point(body_q, b, c_pb[s]) + n * c_rad[s, 1]
+        slip = point_moved(body_q, body_q0, a, pa) - point_moved(body_q, body_q0, b, pb) + held[e]
         w_slip[s] = slip - n * sk.dot(slip, n)
 
 
@@ -323,7 +349,7 @@ def apply_body_deltas(body_q: array(dtype=Any), body_com: array(dtype=Any), delt
 def body_velocities(q0: array(dtype=Any), q1: array(dtype=Any), body_com: array(dtype=Any), dt: Any,
                     q_out: array(dtype=Any), qd_out: array(dtype=Any)):
     # the velocities that carry the step's start pose to its end: v of the centre of mass, and w
-    # from the rotation r1 r0^-1 (the shorter way round)
+    # from the rotation r1 r0^-1 (the shorter way round; its exact angle, as integrate_bodies turns)
     i = sk.tid()
     a = q0[i]
     b = q1[i]
@@ -331,6 +357,6 @@ def body_velocities(q0: array(dtype=Any), q1: array(dtype=Any), body_com: array(
     dq = sk.transform_get_rotation(b) * sk.quat_inverse(sk.transform_get_rotation(a))
     if dq[3] < 0.0:
         dq = -dq
-    w = type(v)(dq[0], dq[1], dq[2]) * (2.0 / dt)
+    w = rotation_rate(type(v)(dq[0], dq[1], dq[2]), dq[3], dt)
     q_out[i] = b
     qd_out[i] = T.vector(w[0], w[1], w[2], v[0], v[1], v[2])

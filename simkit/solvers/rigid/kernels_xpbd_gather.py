@@ -23,15 +23,21 @@ from .kernels import mesh_box_edge, mesh_box_vertex, mesh_face_plane, point_velo
 
 @func
 def write_contact(slot: int, depth: Any, n: Any, p: Any, ba: int, bb: int, mu: Any, margin: Any, dt: Any,
-                  body_q: Any, body_qd: Any, body_com: Any, c_body: Any, c_pa: Any, c_pb: Any, c_n: Any, c_mu: Any):
+                  body_q: Any, body_qd: Any, body_com: Any, c_body: Any, c_pa: Any, c_pb: Any, c_n: Any, c_mu: Any,
+                  c_rad: Any, rad_a: Any, rad_b: Any):
     """Fill contact ``slot`` if it touches within ``margin`` now or after ``dt`` at the bodies'
-    velocities ``body_qd`` (speculative: depth - dt n . (v_a - v_b)), or mark it empty."""
+    velocities ``body_qd`` (speculative: depth - dt n . (v_a - v_b)), or mark it empty. ``rad_a``,
+    ``rad_b``: the radius of a round feature (sphere, capsule) at the contact on a, b (0: a corner,
+    an edge, a face): its point is kept as the sphere's centre, so that rolling keeps the contact
+    at the bottom of the sphere (a point fixed to the body would turn away with it)."""
     va, ca = point_velocity(body_q, body_qd, body_com, ba, p)
     vb, cb = point_velocity(body_q, body_qd, body_com, bb, p)
     ahead = depth - sk.dot(n, va - vb) * dt
     if sk.max(depth, ahead) > -margin and sk.length(n) > 0.0:
-        pa = p
-        pb = p + n * depth
+        pa = p + n * rad_a
+        pb = p + n * (depth - rad_b)
+        c_rad[slot, 0] = rad_a
+        c_rad[slot, 1] = rad_b
         if ba >= 0:
             pa = sk.transform_point(sk.transform_inverse(body_q[ba]), pa)
         if bb >= 0:
@@ -53,7 +59,7 @@ def gather_pair_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), bo
                          shape_size: array(dtype=Any), shape_material: array(dtype=Any), pairs: array(dtype=int),
                          candidates: int, margin: Any, dt: Any,
                          c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
-                         c_n: array(dtype=Any), c_mu: array(dtype=Any)):
+                         c_n: array(dtype=Any), c_mu: array(dtype=Any), c_rad: array2d(dtype=Any)):
     # one thread per pair: two boxes' separating-axis test serves all 25 of their candidates
     pair = sk.tid()
     a = pairs[2 * pair]
@@ -66,6 +72,12 @@ def gather_pair_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), bo
     sb = shape_size[b]
     face, fi, edge, ea, eb, u, edge_mode = box_pair_mode(ta, xa, sa, tb, xb, sb)
     mu = (shape_material[a][3] + shape_material[b][3]) * 0.5
+    rad_a = sa[0] * 0.0          # (spheres and capsules are round: their size[0] is the radius)
+    rad_b = rad_a
+    if ta != 1:
+        rad_a = sa[0]
+    if tb != 1:
+        rad_b = sb[0]
     for k in range(candidates):
         depth = margin * -2.0
         n = sk.transform_get_translation(shape_xform[a]) * 0.0
@@ -73,7 +85,7 @@ def gather_pair_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), bo
         if k < pair_candidate_count(ta, tb):
             depth, n, p = pair_candidate_in_mode(ta, xa, sa, tb, xb, sb, k, face, fi, edge, ea, eb, u, edge_mode)
         write_contact(pair * candidates + k, depth, n, p, shape_body[a], shape_body[b], mu, margin, dt, body_q,
-                      body_qd, body_com, c_body, c_pa, c_pb, c_n, c_mu)
+                      body_qd, body_com, c_body, c_pa, c_pb, c_n, c_mu, c_rad, rad_a, rad_b)
 
 
 @kernel
@@ -82,7 +94,7 @@ def gather_ground_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), 
                            shape_size: array(dtype=Any), shape_material: array(dtype=Any), up: Any, height: Any,
                            margin: Any, dt: Any,
                            c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
-                           c_n: array(dtype=Any), c_mu: array(dtype=Any)):
+                           c_n: array(dtype=Any), c_mu: array(dtype=Any), c_rad: array2d(dtype=Any)):
     s, k = sk.tid()
     b = shape_body[s]
     kind = shape_type[s]
@@ -93,8 +105,11 @@ def gather_ground_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), 
         depth, p = ground_candidate(kind, shape_frame(body_q, shape_body, shape_xform, s), shape_size[s], k, up,
                                     height)
         n = up
+    rad = shape_size[s][0] * 0.0
+    if kind != 1:
+        rad = shape_size[s][0]
     write_contact(s * 8 + k, depth, n, p, b, -1, shape_material[s][3], margin, dt, body_q, body_qd, body_com,
-                  c_body, c_pa, c_pb, c_n, c_mu)
+                  c_body, c_pa, c_pb, c_n, c_mu, c_rad, rad, rad * 0.0)
 
 
 @kernel
@@ -102,7 +117,8 @@ def gather_mesh_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), bo
                          shape_body: array(dtype=int), shape_type: array(dtype=int), shape_xform: array(dtype=Any),
                          shape_size: array(dtype=Any), mesh_id: array(dtype=T.uint64), mesh_mu: array(dtype=Any),
                          margin: Any, dt: Any, body_q_pred: array(dtype=Any), c_body: array2d(dtype=int),
-                         c_pa: array(dtype=Any), c_pb: array(dtype=Any), c_n: array(dtype=Any), c_mu: array(dtype=Any)):
+                         c_pa: array(dtype=Any), c_pb: array(dtype=Any), c_n: array(dtype=Any), c_mu: array(dtype=Any),
+                         c_rad: array2d(dtype=Any)):
     # slots (shape, mesh, k, j): j = 0 the candidate point k (at the step's start, speculative); at
     # the predicted poses, touching only: j = 1, 2 a box's edges k and k + 8 across mesh ridges, j = 3
     # the deepest mesh peak in the box's octant k
@@ -115,8 +131,10 @@ def gather_mesh_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), bo
     depth = margin * -2.0
     n = size * 0.0
     p = n
+    rad = size[0] * 0.0
     if b >= 0 and k < ground_candidate_count(kind):
         c, r = point_candidate(kind, xf, size, k)
+        rad = r
         reach = sk.max(margin, sk.max(size[0], sk.max(size[1], size[2])))
         gap, n = mesh_contact(mesh_id[m], c, r, reach)
         if sk.abs(gap + r) < 1.0e-3:
@@ -129,7 +147,7 @@ def gather_mesh_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), bo
         depth = -gap
         p = c - n * r
     write_contact(slot, depth, n, p, b, -1, mesh_mu[m], margin, dt, body_q, body_qd, body_com, c_body, c_pa, c_pb,
-                  c_n, c_mu)
+                  c_n, c_mu, c_rad, rad, rad * 0.0)
     xf = shape_frame(body_q_pred, shape_body, shape_xform, s)
     for j in range(1, 4):
         e = k + (j - 1) * 8
@@ -142,4 +160,4 @@ def gather_mesh_contacts(body_q: array(dtype=Any), body_qd: array(dtype=Any), bo
             if depth <= 0.0:   # (no ridge or peak: no contact, not a nearby one)
                 depth = margin * -2.0
         write_contact(slot + j, depth, n, p, b, -1, mesh_mu[m], margin, dt * 0.0, body_q_pred, body_qd, body_com,
-                      c_body, c_pa, c_pb, c_n, c_mu)
+                      c_body, c_pa, c_pb, c_n, c_mu, c_rad, rad * 0.0, rad * 0.0)

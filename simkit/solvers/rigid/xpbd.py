@@ -93,9 +93,10 @@ def joint_sweeps(solver, model: Model, control: Control | None) -> list:
     if control.joint_target is None or control.joint_target.shape[0] != model.joint_count:
         raise ValueError(f"control.joint_target must hold {model.joint_count} targets "
                          f"(make the control with model.control())")
-    args = [model.joint_type, model.joint_parent, model.joint_child, model.joint_anchor_parent, model.joint_anchor_child,
-            model.joint_axis_parent, model.joint_axis_child, model.joint_rest_rotation, model.joint_target_ke,
-            model.joint_target_kd, control.joint_target, model.joint_limit_lower, model.joint_limit_upper]
+    args = [model.joint_type, model.joint_parent, model.joint_child, model.joint_anchor_parent,
+            model.joint_anchor_child, model.joint_axis_parent, model.joint_axis_child, model.joint_rest_rotation,
+            model.joint_target_ke, model.joint_target_kd, control.joint_target, model.joint_limit_lower,
+            model.joint_limit_upper]
     return [[(solve_joints_xpbd, idx.shape[0], args + [idx], idx.shape[0], f"j{c}")]
             for c, idx in enumerate(joint_colors(solver, model))]
 
@@ -250,13 +251,13 @@ def contact_colors(solver, model: Model, contacts: list) -> list:
 
 
 def gather_contacts(solver, model: Model, q0, qd, q_pred, dt, fresh: bool) -> list:
-    """The contact slots (bodies, points on each, normal, friction): (group size, arrays) for the
-    shape pairs, the ground and the static meshes each (a Tape needs each array written by one
-    launch). A group holds the slots of one shape pair, or of one shape against the ground or a
-    mesh: contacts between the same two bodies. Taken at the step's start ``q0`` with the predicted
-    velocities ``qd`` (speculative: within the margin now or at the step's end), where the nearest
-    feature of a resting contact is the one it rests on; a box's edges and peaks against meshes at
-    the predicted poses ``q_pred``."""
+    """The contact slots (bodies, points on each, normal, friction, the radii of round features):
+    (group size, arrays) for the shape pairs, the ground and the static meshes each (a Tape needs
+    each array written by one launch). A group holds the slots of one shape pair, or of one shape
+    against the ground or a mesh: contacts between the same two bodies. Taken at the step's start
+    ``q0`` with the predicted velocities ``qd`` (speculative: within the margin now or at the step's
+    end), where the nearest feature of a resting contact is the one it rests on; a box's edges and
+    peaks against meshes at the predicted poses ``q_pred``."""
     shapes = model.rigid_shape_count
     if not shapes:
         return []
@@ -269,7 +270,8 @@ def gather_contacts(solver, model: Model, q0, qd, q_pred, dt, fresh: bool) -> li
         return [solver.scratch(model, f"xb_{key}_body", (total, 2), T.int32, fresh=fresh, zero=False,
                                requires_grad=False)] + [
             solver.scratch(model, f"xb_{key}_{k}", total, t, fresh=fresh, zero=False)
-            for k, t in (("pa", vec), ("pb", vec), ("n", vec), ("mu", model.dtype))]
+            for k, t in (("pa", vec), ("pb", vec), ("n", vec), ("mu", model.dtype))] + [
+            solver.scratch(model, f"xb_{key}_rad", (total, 2), model.dtype, fresh=fresh, zero=False)]
 
     out = []
     pairs, pair_count = shape_pairs(solver, model, q0, fresh)
