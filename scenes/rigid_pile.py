@@ -6,8 +6,8 @@
 ``rows`` layers of 3 x 3 bodies (a mix of the three shapes, random orientations and spins) start
 above a static ramp (a box tilted by 20 degrees) and fall under gravity; ``sk.RigidBodySolver``
 steps them with penalty contacts between every pair of shapes, the ramp and the ground (40
-substeps per frame), or ``--solver xpbd``: ``sk.XPBDSolver`` with hard contacts (2 substeps of 10
-iterations). The stage holds each body as a transform (time-sampled) over its shapes' meshes.
+substeps per frame), or ``--solver xpbd``: ``sk.XPBDSolver`` with hard contacts (a step per frame of 4
+substeps of 2 sweeps). The stage holds each body as a transform (time-sampled) over its shapes' meshes.
 """
 from __future__ import annotations
 
@@ -56,12 +56,12 @@ def run(steps: int = 180, usd: str | None = None, device: str = "cpu", progress=
         fps: float = 60.0, substeps: int | None = None, solver: str = "penalty") -> np.ndarray:
     """Simulate ``steps`` frames; write ``usd`` when given. Returns the final body frames (n, 7).
     ``solver``: "penalty" (``RigidBodySolver``, 40 substeps per frame by default) or "xpbd"
-    (``XPBDSolver``, 2 by default)."""
+    (``XPBDSolver``, one step per frame of ``substeps`` substeps of 2 sweeps, 4 by default)."""
     model = build(rows, device)
     if solver not in ("penalty", "xpbd"):
         raise ValueError(f"rigid_pile: solver must be 'penalty' or 'xpbd', got {solver!r}")
     if solver == "xpbd":
-        solver, substeps = sk.XPBDSolver(iterations=10), substeps or 2
+        solver, substeps = sk.XPBDSolver(iterations=2, substeps=substeps or 4), 1
     else:
         solver, substeps = sk.RigidBodySolver(), substeps or 40
     dt = 1.0 / fps / substeps
