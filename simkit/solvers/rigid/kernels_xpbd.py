@@ -252,22 +252,23 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
 
 @kernel
 def warm_contacts(groups: array(dtype=int), group_size: int, c_body: array2d(dtype=int), c_pa: array(dtype=Any),
-                  c_n: array(dtype=Any), c_mu: array(dtype=Any), w_body: array2d(dtype=int), w_pa: array(dtype=Any),
+                  c_n: array(dtype=Any), w_body: array2d(dtype=int), w_pa: array(dtype=Any),
                   w_lam: array2d(dtype=Any), w_slip: array(dtype=Any), dt2: Any, reach: Any,
                   lam_out: array2d(dtype=Any), held: array(dtype=Any)):
     # a contact continues the one of the step before in its group's slots that held the same two
     # bodies at the nearest point on the first (within ``reach``; the candidate that finds a point
     # may change from step to step, a box's corner to a clipped edge's end): it starts from that
-    # one's impulses (stored per dt^2: forces, times the mass), the normal one (>= 0) and the
-    # friction one in the new tangent plane within its cone, and undoes the slip it left; a new
-    # contact starts from zero
+    # one's normal impulse (stored per dt^2: a force, times the mass) and undoes the slip it left;
+    # a new contact starts from zero. Friction starts from zero: carried over, the friction
+    # impulses that hold a stack's contacts against each other (they cancel, and the sweeps never
+    # take them back) grew until stacks of cubes rocked, and at mu = 100 fell over
     g, k = sk.tid()
     s = groups[g] * group_size + k
     e = g * group_size + k
     n = c_n[s]
     ln = w_lam[s, 0] * 0.0
-    lt = n * ln
-    h = lt
+    h = n * ln
+    lt = h
     if c_body[s, 0] >= 0 or c_body[s, 1] >= 0:
         first = groups[g] * group_size
         best = int(-1)
@@ -281,12 +282,18 @@ def warm_contacts(groups: array(dtype=int), group_size: int, c_body: array2d(dty
                     best = o
         if best >= 0:
             ln = sk.max(w_lam[best, 0] * dt2, ln)
-            lt = type(n)(w_lam[best, 1], w_lam[best, 2], w_lam[best, 3]) * dt2
-            lt = lt - n * sk.dot(lt, n)
-            lf = sk.length(lt)
-            if lf > c_mu[s] * ln:
-                lt = lt * (c_mu[s] * ln / lf)
             h = w_slip[best] - n * sk.dot(w_slip[best], n)
+            # the group's net friction, shared in proportion to the normal impulses
+            f = n * 0.0
+            total = ln * 0.0
+            for j in range(group_size):
+                o = first + j
+                if w_body[o, 0] == c_body[s, 0] and w_body[o, 1] == c_body[s, 1]:
+                    f = f + type(n)(w_lam[o, 1], w_lam[o, 2], w_lam[o, 3])
+                    total = total + w_lam[o, 0]
+            if total > 0.0:
+                lt = f * (ln / total)
+                lt = lt - n * sk.dot(lt, n)
     held[e] = h
     lam_out[e, 0] = ln
     lam_out[e, 1] = lt[0]

@@ -13,8 +13,8 @@ acts at the position level within mu times the normal impulse).
 
 Contacts persist: each keeps its final impulses and, when it holds, the slip the sweeps left over
 (``state_out.contact_impulses``). The next (sub)step's contact at the nearest point of the same
-two bodies starts from them (its first sweep applies them: a resting stack begins already carrying
-its weight) and undoes that slip. Without them, what Gauss-Seidel leaves unconverged each step
+two bodies starts from its normal impulse and a share of the pair's net friction (its first sweep
+applies them: a resting stack begins already carrying its weight) and undoes that slip. Without them, what Gauss-Seidel leaves unconverged each step
 turned into velocity: a box on the ground at two iterations walked 15 mm/s, stacks crept and
 rocked over. Contacts are coloured from the gathered slots (one read-back per step); inside a
 CUDA graph capture all groups form one colour and bodies average their groups' corrections
@@ -128,7 +128,7 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
             lams[key] = solver.scratch(model, "xb_l" + key, (idx.shape[0] * size, 4), model.dtype, fresh=fresh,
                                        zero=False)
             launch(warm_contacts, (idx.shape[0], size), device=dev,
-                   inputs=[idx, size, slots[0], slots[1], slots[3], slots[4]] + list(warm[k]) +
+                   inputs=[idx, size, slots[0], slots[1], slots[3]] + list(warm[k]) +
                           [s(h * h), s(solver.rigid_contact_margin)],
                    outputs=[lams[key], held[key]])
     for it in range(solver.iterations):
