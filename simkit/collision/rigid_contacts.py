@@ -401,7 +401,7 @@ def box_box_sat_mode(xa: Any, ha: Any, xb: Any, hb: Any):
 @func
 def box_box_edges(xa: Any, ha: Any, xb: Any, hb: Any, face: Any, edge: Any, ea: int, eb: int, u: Any,
                   edge_mode: bool):
-    """(depth, normal pushing a, point) of boxes a and b touching edge to edge (``box_box_mode``'s
+    """(depth, normal pushing a, point) of boxes a and b touching edge to edge (``box_pair_mode``'s
     test): the midpoint of the supporting edges' closest points, the least overlap deep; otherwise
     a depth <= 0 (< 0: separated)."""
     t = sk.transform_get_translation(xb) - sk.transform_get_translation(xa)

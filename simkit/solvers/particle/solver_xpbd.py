@@ -34,11 +34,12 @@ from .kernels_xpbd import (apply_deltas, predict_positions, solve_ground, solve_
 
 class XPBDSolver(Solver):
     """``iterations``: constraint passes per (sub)step; ``substeps``: steps of ``dt / substeps`` each
-    ``step`` takes (rigid contacts are gathered once per step; tall stacks rest still with 8-16
-    substeps of 1-2 iterations, where more iterations of one step do not converge);
-    ``relaxation``: scale of the averaged spring and triangle corrections (1: plain averaging; 1.5 converges faster); ``contact_margin``: extra
-    search distance for particle-particle contacts, as a fraction of the largest radius (particles
-    move during the iterations, the grid is built once per step). Rigid bodies:
+    ``step`` takes (rigid contacts are gathered once per step; tall stacks rest still at 16
+    substeps of one iteration, where more iterations of one step do not converge); ``relaxation``:
+    scale of the averaged spring and triangle corrections (1: plain averaging; 1.5 converges
+    faster); ``contact_margin``: extra search distance for particle-particle contacts, as a
+    fraction of the largest radius (particles move during the iterations, the grid is built once
+    per step). Rigid bodies:
     ``rigid_contact_margin`` [m]: contacts closer than this now or at the step's end are gathered;
     ``max_depenetration_velocity`` [m/s]: shapes found overlapping at a (sub)step's start are pushed
     apart at most this fast (the push becomes velocity);

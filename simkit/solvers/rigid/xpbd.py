@@ -14,11 +14,11 @@ acts at the position level within mu times the normal impulse).
 Contacts persist: each keeps its final impulses and, when it holds, the slip the sweeps left over
 (``state_out.contact_impulses``). The next (sub)step's contact at the nearest point of the same
 two bodies starts from its normal impulse and a share of the pair's net friction (its first sweep
-applies them: a resting stack begins already carrying its weight) and undoes that slip. Without them, what Gauss-Seidel leaves unconverged each step
-turned into velocity: a box on the ground at two iterations walked 15 mm/s, stacks crept and
-rocked over. Contacts are coloured from the gathered slots (one read-back per step); inside a
-CUDA graph capture all groups form one colour and bodies average their groups' corrections
-(Jacobi: converges more slowly).
+applies them: a resting stack begins already carrying its weight) and undoes that slip. Without
+them, what Gauss-Seidel leaves unconverged each step turned into velocity: a box on the ground at
+two iterations walked 15 mm/s, stacks crept and rocked over. Contacts are coloured from the
+gathered slots (one read-back per step); inside a CUDA graph capture all groups form one colour
+and bodies average their groups' corrections (Jacobi: converges more slowly).
 """
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ from ...model import Control, Model, State
 from ...runtime import array, is_capturing, launch, zeros
 from .coloring import color_lists
 from .kernels import integrate_bodies
-from .kernels_xpbd import apply_body_deltas, body_velocities, keep_contacts, solve_contact_groups, warm_contacts
+from .kernels_xpbd import (apply_body_deltas, body_velocities, keep_contacts, solve_contact_groups,
+                           warm_contacts)
 from .kernels_xpbd_gather import gather_ground_contacts, gather_mesh_contacts, gather_pair_contacts
 from .kernels_xpbd_joints import solve_joints_xpbd
 from .solver import shape_pairs
