@@ -27,8 +27,9 @@ class State:
             coordinates, shape [body_count], spatial_vector.
         body_f: external wrenches on bodies (torque about the centre of mass [N m], force [N]),
             shape [body_count], spatial_vector; read like ``particle_f``.
-        contact_impulses: what the solver that made this state keeps for the next step (``XPBDSolver``:
-            each rigid contact slot's impulses, its warm start); None for a new state.
+        contact_impulses, contact_ids: what the solver that made this state keeps for the next step
+            (``XPBDSolver``: each rigid contact slot's impulses, its warm start, and the shape pairs
+            the slots belonged to); None for a new state.
     """
 
     def __init__(self, particle_q: array, particle_qd: array, particle_f: array, body_q: array | None = None,
@@ -37,7 +38,7 @@ class State:
         self.particle_qd = particle_qd
         self.particle_f = particle_f
         self.body_q, self.body_qd, self.body_f = body_q, body_qd, body_f
-        self.contact_impulses = None
+        self.contact_impulses = self.contact_ids = None
 
     @property
     def particle_count(self) -> int:

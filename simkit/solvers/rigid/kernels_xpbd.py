@@ -251,12 +251,20 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
 
 
 @kernel
+def count_up(out: array(dtype=int)):
+    # 0, 1, 2, ...
+    i = sk.tid()
+    out[i] = i
+
+
+@kernel
 def warm_contacts(groups: array(dtype=int), group_size: int, c_body: array2d(dtype=int), c_pa: array(dtype=Any),
                   c_n: array(dtype=Any), w_body: array2d(dtype=int), w_pa: array(dtype=Any),
-                  w_lam: array2d(dtype=Any), w_slip: array(dtype=Any), dt2: Any, reach: Any,
-                  lam_out: array2d(dtype=Any), held: array(dtype=Any)):
-    # a contact continues the one of the step before in its group's slots that held the same two
-    # bodies at the nearest point on the first (within ``reach``; the candidate that finds a point
+                  w_lam: array2d(dtype=Any), w_slip: array(dtype=Any), prev: array(dtype=int), dt2: Any,
+                  reach: Any, lam_out: array2d(dtype=Any), held: array(dtype=Any)):
+    # a contact continues the one of the step before in its group's slots then (``prev``: the group
+    # it was, -1 none) that held the same two bodies at the nearest point on the first (within
+    # ``reach``; the candidate that finds a point
     # may change from step to step, a box's corner to a clipped edge's end): it starts from that
     # one's normal impulse (stored per dt^2: a force, times the mass) and undoes the slip it left;
     # a new contact starts from zero. Friction starts from zero: carried over, the friction
@@ -269,8 +277,8 @@ def warm_contacts(groups: array(dtype=int), group_size: int, c_body: array2d(dty
     ln = w_lam[s, 0] * 0.0
     h = n * ln
     lt = h
-    if c_body[s, 0] >= 0 or c_body[s, 1] >= 0:
-        first = groups[g] * group_size
+    if (c_body[s, 0] >= 0 or c_body[s, 1] >= 0) and prev[groups[g]] >= 0:
+        first = prev[groups[g]] * group_size
         best = int(-1)
         near = reach
         for j in range(group_size):

@@ -31,7 +31,7 @@ from ...model import Control, Model, State
 from ...runtime import array, is_capturing, launch, zeros
 from .coloring import color_lists
 from .kernels import integrate_bodies
-from .kernels_xpbd import (apply_body_deltas, body_velocities, keep_contacts, solve_contact_groups,
+from .kernels_xpbd import (apply_body_deltas, body_velocities, count_up, keep_contacts, solve_contact_groups,
                            warm_contacts)
 from .kernels_xpbd_gather import gather_ground_contacts, gather_mesh_contacts, gather_pair_contacts
 from .kernels_xpbd_joints import solve_joints_xpbd
@@ -119,13 +119,14 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
     n, s, dev = model.body_count, model.scalar, model.device
     wrench_t = T.spatial_vector if model.dtype is T.float32 else T.spatial_vectord
     bodies = [q_start, model.body_com, model.body_inv_mass, model.body_inv_inertia]
-    warm = warm_impulses(before, contacts) if solver.iterations else None
-    lams, held = {}, {}
+    warm = warm_impulses(solver, model, before, contacts, fresh) if solver.iterations else [None] * len(contacts)
+    lams, held, warmed = {}, {}, set()
     for k, idx, key in kept:         # each contact's impulses and slip left over from before
-        size, slots = contacts[k]
+        size, slots, _ = contacts[k]
         held[key] = solver.scratch(model, "xb_h" + key, idx.shape[0] * size, model.vec_type, fresh=fresh,
-                                   zero=warm is None)
-        if warm is not None:
+                                   zero=warm[k] is None)
+        if warm[k] is not None:
+            warmed.add(key)
             lams[key] = solver.scratch(model, "xb_l" + key, (idx.shape[0] * size, 4), model.dtype, fresh=fresh,
                                        zero=False)
             launch(warm_contacts, (idx.shape[0], size), device=dev,
@@ -145,7 +146,7 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                     lam = solver.scratch(model, "xb_l" + key, shape, model.dtype, fresh=fresh)
                 lams[key] = solver.scratch(model, f"xb_l{key}_{tag}", shape, model.dtype, fresh=fresh)
                 # (odd sweeps run a group's contacts backwards; the first one applies the warm start)
-                tail = [lam, s(h)] if joint else [it % 2, int(it == 0 and warm is not None), held[key],
+                tail = [lam, s(h)] if joint else [it % 2, int(it == 0 and key in warmed), held[key],
                                                      s(solver.max_depenetration_velocity * h), lam]
                 launch(kern, threads, device=dev, inputs=[q] + bodies + args + tail, outputs=[delta, count, lams[key]])
             q_next = solver.scratch(model, f"xb_q{c}_{tag}", n, q.dtype, fresh=fresh, zero=False)
@@ -154,15 +155,36 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
     return q, lams, held
 
 
-def warm_impulses(state, contacts: list):
-    """What ``state`` kept per contact slot (``keep_impulses``) when its contact sets have the slots
-    of ``contacts``, else None (a new state, another broad-phase pair count: a cold start)."""
-    got = getattr(state, "contact_impulses", None)
-    if not got or len(got) != len(contacts):
-        return None
-    if any(w[0].shape != slots[0].shape for w, (_, slots) in zip(got, contacts)):
-        return None
-    return got
+def warm_impulses(solver, model: Model, state, contacts: list, fresh: bool) -> list:
+    """Per contact set, what ``state`` kept (``keep_impulses``) with, per group now, the group it
+    was then (an int32 array, -1: none), or None (a new state, a set it did not have: a cold
+    start). The ground's and the meshes' groups keep their places; shape pairs are found again by
+    their shapes (``ids``), as the broad phase may find other pairs in another order."""
+    got = getattr(state, "contact_impulses", None) or []
+    was = getattr(state, "contact_ids", None) or []
+    out = []
+    for k, (size, slots, ids) in enumerate(contacts):
+        groups = slots[0].shape[0] // size
+        if k >= len(got) or k >= len(was) or got[k] is None or got[k][0].shape[0] // size == 0:
+            out.append(None)
+            continue
+        old_ids = was[k]
+        if ids is None and old_ids is None:
+            if got[k][0].shape != slots[0].shape:
+                out.append(None)
+                continue
+            # (each group is the one it was: filled on the device, which a graph capture allows)
+            prev = solver.scratch(model, f"xb_same{k}", groups, T.int32, fresh=fresh, zero=False,
+                                  requires_grad=False)
+            launch(count_up, groups, device=model.device, inputs=[], outputs=[prev])
+        elif ids is not None and old_ids is not None:
+            at = np.minimum(np.searchsorted(old_ids, ids), len(old_ids) - 1)
+            prev = array(np.where(old_ids[at] == ids, at, -1).astype(np.int32), dtype=T.int32, device=model.device)
+        else:
+            out.append(None)
+            continue
+        out.append(tuple(got[k]) + (prev,))
+    return out
 
 
 def keep_impulses(model: Model, state, contacts: list, kept: list, lams: dict, held: dict, q0, q, inv_dt2,
@@ -172,11 +194,11 @@ def keep_impulses(model: Model, state, contacts: list, kept: list, lams: dict, h
     (sub)step from ``q0`` to ``q``; ``kept``: (set, group indices, key) of each contact launch, whose
     final impulses are ``lams[key]`` and slips carried in ``held[key]``."""
     if not contacts or not lams:
-        state.contact_impulses = None
+        state.contact_impulses = state.contact_ids = None
         return
     old = getattr(state, "contact_impulses", None) or []
     out = []
-    for k, (size, slots) in enumerate(contacts):
+    for k, (size, slots, _) in enumerate(contacts):
         total = slots[0].shape[0]
         arrays = old[k] if k < len(old) and not fresh else None     # (reused between steps)
         if arrays is None or arrays[0].shape != (total, 2) or arrays[2].dtype is not model.dtype:
@@ -190,10 +212,11 @@ def keep_impulses(model: Model, state, contacts: list, kept: list, lams: dict, h
                 a.zero_()
         out.append(arrays)
     for k, idx, key in kept:
-        size, slots = contacts[k]
+        size, slots, _ = contacts[k]
         launch(keep_contacts, (idx.shape[0], size), device=model.device,
                inputs=[q, q0, idx, size] + slots + [held[key], lams[key], inv_dt2], outputs=list(out[k]))
     state.contact_impulses = out
+    state.contact_ids = [ids for _, _, ids in contacts]
 
 
 def movable(solver, model: Model) -> np.ndarray:
@@ -228,9 +251,9 @@ def contact_colors(solver, model: Model, contacts: list) -> list:
     dev = model.device
     if not can_read_back(dev):
         return [[(k, (size, slots, array(np.arange(slots[0].shape[0] // size, dtype=np.int32), dtype=T.int32,
-                                         device=dev))) for k, (size, slots) in enumerate(contacts)]]
+                                         device=dev))) for k, (size, slots, _) in enumerate(contacts)]]
     a, b, where = [], [], []
-    for k, (size, slots) in enumerate(contacts):
+    for k, (size, slots, _) in enumerate(contacts):
         ends = slots[0].numpy().reshape(-1, size, 2).max(axis=1)       # empty slots hold -1, -1
         active = np.nonzero((ends >= 0).any(axis=1))[0]
         a.append(ends[active, 0])
@@ -243,7 +266,7 @@ def contact_colors(solver, model: Model, contacts: list) -> list:
     for idx in color_lists(np.concatenate(a), np.concatenate(b), movable(solver, model)):
         parts = []
         mine = where[idx]                                  # (set, group) of this colour's groups
-        for k, (size, slots) in enumerate(contacts):
+        for k, (size, slots, _) in enumerate(contacts):
             groups = mine[mine[:, 0] == k, 1]
             if groups.size:
                 parts.append((k, (size, slots, array(groups.astype(np.int32), dtype=T.int32, device=dev))))
@@ -278,17 +301,27 @@ def gather_contacts(solver, model: Model, q0, qd, q_pred, dt, fresh: bool) -> li
     pairs, pair_count = shape_pairs(solver, model, q0, fresh)
     if pair_count:
         cand = model.rigid_pair_candidates
-        out.append((cand, slots("pairs", pair_count * cand)))
+        ids = None             # (all pairs: each keeps its place)
+        if pairs is not model.rigid_pairs and can_read_back(dev):
+            # the Bvh's pairs come in any order: sort them, and name each by its shapes, so that the
+            # next step finds its contacts again (warm_impulses)
+            found = pairs.numpy()
+            ab = found[:2 * pair_count].reshape(-1, 2).astype(np.int64)
+            ab = ab[np.lexsort((ab[:, 1], ab[:, 0]))]
+            found[:2 * pair_count] = ab.ravel()
+            pairs.assign(found)
+            ids = ab[:, 0] * shapes + ab[:, 1]
+        out.append((cand, slots("pairs", pair_count * cand), ids))
         launch(gather_pair_contacts, pair_count, device=dev,
                inputs=shape_args + [model.rigid_shape_material, pairs, cand, margin, dt], outputs=out[-1][1])
     if model.ground:
-        out.append((8, slots("ground", shapes * 8)))
+        out.append((8, slots("ground", shapes * 8), None))
         launch(gather_ground_contacts, (shapes, 8), device=dev,
                inputs=shape_args + [model.rigid_shape_material, model.vector(model.up_vector),
                                     s(model.ground_height), margin, dt],
                outputs=out[-1][1])
     if model.shape_count:
-        out.append((32, slots("meshes", shapes * model.shape_count * 32)))
+        out.append((32, slots("meshes", shapes * model.shape_count * 32), None))
         launch(gather_mesh_contacts, (shapes, model.shape_count, 8), device=dev,
                inputs=shape_args + [model.shape_mesh_id, model.shape_mu, margin, dt, q_pred], outputs=out[-1][1])
     return out
