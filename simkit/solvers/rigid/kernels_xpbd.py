@@ -54,7 +54,8 @@ def point_moved(body_q: Any, body_q0: Any, b: int, p: Any):
     """``moved_since`` for body ``b`` at its pose ``body_q[b]``."""
     d = p * 0.0
     if b >= 0:
-        d = p - sk.transform_point(body_q0[b], sk.transform_point(sk.transform_inverse(body_q[b]), p))
+        d = moved_since(body_q0, b, sk.transform_get_translation(body_q[b]), sk.transform_get_rotation(body_q[b]),
+                        p * 0.0, p)
     return d
 
 
@@ -264,12 +265,12 @@ def warm_contacts(groups: array(dtype=int), group_size: int, c_body: array2d(dty
                   reach: Any, lam_out: array2d(dtype=Any), held: array(dtype=Any)):
     # a contact continues the one of the step before in its group's slots then (``prev``: the group
     # it was, -1 none) that held the same two bodies at the nearest point on the first (within
-    # ``reach``; the candidate that finds a point
-    # may change from step to step, a box's corner to a clipped edge's end): it starts from that
-    # one's normal impulse (stored per dt^2: a force, times the mass) and undoes the slip it left;
-    # a new contact starts from zero. Friction starts from zero: carried over, the friction
-    # impulses that hold a stack's contacts against each other (they cancel, and the sweeps never
-    # take them back) grew until stacks of cubes rocked, and at mu = 100 fell over
+    # ``reach``; the candidate that finds a point may change from step to step, a box's corner to a
+    # clipped edge's end): it starts from that one's normal impulse (stored per dt^2: a force, times
+    # the mass) and a share of the pair's net friction in proportion to it, and undoes the slip it
+    # left; a new contact starts from zero. (Each contact's own friction, carried over, held a
+    # stack's contacts against each other: those impulses cancel, the sweeps never take them back,
+    # and they grew until stacks of cubes rocked, and at mu = 100 fell over)
     g, k = sk.tid()
     s = groups[g] * group_size + k
     e = g * group_size + k
