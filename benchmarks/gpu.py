@@ -55,17 +55,20 @@ def nbody(p: sk.array(dtype=sk.vec3), acc: sk.array(dtype=sk.vec3), n: int):
 NBODY_FLOPS = 20  # per interaction: 3 sub, 6 dot/add, sqrt, mul, div, 6 fma/add (as commonly counted)
 
 
-def time_gpu(fn, device, repeat):
-    """Median seconds of fn() measured with CUDA events on the device's current stream."""
+def time_gpu(fn, device, repeat, batch=10):
+    """Median seconds of one fn() on the GPU, measured with CUDA events on the device's current stream
+    around ``batch`` calls at a time: the host enqueues the next call while the GPU runs one, so the
+    time is the device's and not the host's launch latency (which a lone call would add to it)."""
     start, end = sk.Event(device, enable_timing=True), sk.Event(device, enable_timing=True)
     fn()
     sk.synchronize_device(device)
     samples = []
     for _ in range(repeat):
         sk.record_event(start)
-        fn()
+        for _ in range(batch):
+            fn()
         sk.record_event(end)
-        samples.append(sk.get_event_elapsed_time(start, end) / 1000.0)
+        samples.append(sk.get_event_elapsed_time(start, end) / 1000.0 / batch)
     return float(np.median(samples))
 
 

@@ -219,7 +219,7 @@ class SimkitSolverScene:
                                 cell_y=0.0198, cell_z=0.0198, mass=1.0e-3, radius_mean=0.01)
             b.particle_ke, b.particle_kd, b.particle_kf, b.particle_mu = 1.0e2, 0.1, 0.1, 0.5
             b.add_ground_plane(ke=1.0e2, kd=0.1, kf=0.1, mu=0.5)
-            self.model = b.finalize()
+            self.model = b.finalize(device="cpu")
             self.q0 = particle_block(size, 0.01)
             self.dt = 5.0e-4
         self.model.particle_q.assign(self.q0)
@@ -246,7 +246,7 @@ class SimkitSolverScene:
         def run():
             m.requires_grad = True
             s = m.state()
-            loss = sk.zeros(1, dtype=float, requires_grad=True)
+            loss = sk.zeros(1, dtype=float, requires_grad=True, device=m.device)
             tape = sk.Tape()
             with tape:
                 for _ in range(steps):

@@ -63,7 +63,7 @@ def stepper(model, mode: str, steps: int):
 
 def rollout(model, steps: int):
     solver = sk.RigidBodySolver(broad_phase="bvh")
-    loss = sk.zeros(1, requires_grad=True)
+    loss = sk.zeros(1, requires_grad=True, device=model.device)
 
     @sk.kernel
     def height(q: sk.array(dtype=sk.transform), loss: sk.array(dtype=float)):
@@ -125,7 +125,7 @@ def cube_stack(n: int):
         body = b.add_body(pos=(0.001 * k, 0.05 + 0.1 * k, 0.0), rot=(0.0, np.sin(t), 0.0, np.cos(t)))
         b.add_shape_box(body, hx=0.05, hy=0.05, hz=0.05, mu=0.6)
     b.add_ground_plane()
-    return b.finalize()
+    return b.finalize(device="cpu")
 
 
 def stack_table(n: int, seconds: float):

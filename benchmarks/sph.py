@@ -286,7 +286,7 @@ class SolverScene:
             m.requires_grad = True
             s = m.state()
             start = s.particle_q
-            loss = sk.zeros(1, dtype=sk.float32, requires_grad=True)
+            loss = sk.zeros(1, dtype=sk.float32, requires_grad=True, device=m.device)
             tape = sk.Tape()
             with tape:
                 for _ in range(steps):

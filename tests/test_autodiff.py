@@ -490,7 +490,10 @@ def test_checkpointed_1000_step_rollout_matches_plain_tape_with_less_memory(devi
     tracemalloc.stop()
     print(f"peak traced memory, 1000 steps: plain tape {peak_plain / 1e6:.2f} MB, "
           f"checkpointed every 25 steps {peak_ckpt / 1e6:.2f} MB")
-    assert loss_ckpt == loss_plain
+    if device == "cpu":
+        assert loss_ckpt == loss_plain
+    else:  # the loss is summed with atomics, in any order on a GPU
+        assert loss_ckpt == pytest.approx(loss_plain, rel=1e-14)
     np.testing.assert_allclose(v0.grad.numpy(), g_plain, rtol=1e-12)
     assert np.abs(g_plain).max() > 0
     if device == "cpu":  # host memory only measures CPU arrays

@@ -40,6 +40,28 @@ def test_gpu_benchmark_runs_and_reports_every_metric(tmp_path, monkeypatch):
     assert fake.calls["cuGraphLaunch"] > 0  # the graph-launch row replayed a captured graph
 
 
+def test_gpu_breakdown_runs_and_times_each_part(tmp_path, monkeypatch):
+    pytest.importorskip("cuda.bindings")
+    if sk.is_cuda_available():
+        pytest.skip("with a GPU, tools/gpu_check.sh runs the breakdown itself")
+    from cuda_emulator import EmulatedWorld, FakeDriver
+
+    breakdown = _load("gpu_breakdown")
+    monkeypatch.setattr(breakdown, "N_SAXPY", 1 << 12)
+    out = tmp_path / "breakdown.md"
+    with EmulatedWorld(FakeDriver(arch="sm_90")) as fake:
+        assert breakdown.main(["--quick", "--markdown", str(out)]) == 0
+        sk.synchronize()
+    assert not fake.violations
+    rows = [line.split("|")[1:-1] for line in out.read_text().splitlines() if line.startswith("| ")]
+    values = {r[0].strip(): float(r[1]) for r in rows if r[0].strip() not in ("launch, one thread",
+                                                                              "bandwidth (bytes read + written)")}
+    assert {"sk.launch (device given)", "cuLaunchKernel (cuda-python, ready arguments)", "sk.copy",
+            "saxpy, block 1024, grid full", "saxpy, 4 independent elements per thread"} <= set(values)
+    assert all(math.isfinite(v) and v > 0 for v in values.values()), values
+    assert fake.calls["cuLaunchKernel"] > 1000  # (the quick run launches each timed part 1000 times)
+
+
 def test_nbody_check_rejects_wrong_accelerations():
     import numpy as np
 

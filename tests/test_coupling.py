@@ -146,7 +146,9 @@ def test_solvers_that_step_one_kind_say_so():
 def test_a_light_box_floats_in_sph_water_at_its_archimedes_draft():
     # CPU, float32, ~7 s: a box of half the water's density settles in a tank of 512 particles; it
     # floats with half its height submerged (within 20%: the contacts keep particle centres a radius
-    # away from the box, so it sits a little deep) and stays upright
+    # away from the box, so it sits a little deep) and stays upright: within 10 degrees, as the
+    # lumpy 2 cm "water" rocks it by 2.4 degrees on one machine and by 4.8 on another (other
+    # compiler and vector width)
     s = 0.02
     b = sk.ModelBuilder()
     b.add_fluid_block(pos=(s / 2, s / 2, s / 2), dim_x=8, dim_y=8, dim_z=8, spacing=s)
@@ -161,4 +163,4 @@ def test_a_light_box_floats_in_sph_water_at_its_archimedes_draft():
     draft = surface - (q[1] - 0.03)
     assert draft == pytest.approx(0.5 * 0.06, rel=0.2)
     assert abs(end.body_qd.numpy()[0, 4]) < 0.01
-    np.testing.assert_allclose(np.abs(rotate(q[3:], np.array([0.0, 1.0, 0.0]))), [0.0, 1.0, 0.0], atol=0.05)
+    assert rotate(q[3:], np.array([0.0, 1.0, 0.0]))[1] > np.cos(np.radians(10.0))

@@ -340,6 +340,11 @@ def test_grid_is_capped(fake_cuda):
     unit.launch(entry, _packed_saxpy(x, y), bounds_bytes((8,))[0], driver.GRID_CAP * 256 + 1000, 256, None)
     assert fake_cuda.launches[-1][1:3] == (driver.GRID_CAP, 256)
     np.testing.assert_array_equal(y.numpy(), np.full(8, 2.0, np.float32))
+    # launch(max_blocks=...) caps it lower (as in Warp); every element is still done once
+    x, y = sk.ones(1000, device="cuda:0"), sk.zeros(1000, device="cuda:0")
+    sk.launch(saxpy, dim=1000, inputs=[3.0, x, y], device="cuda:0", block_dim=64, max_blocks=2)
+    assert fake_cuda.launches[-1][1:3] == (2, 64)
+    np.testing.assert_array_equal(y.numpy(), np.full(1000, 3.0, np.float32))
 
 
 def _packed_saxpy(x, y):

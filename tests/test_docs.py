@@ -3,6 +3,7 @@
 Illustrative fragments that cannot run on their own are fenced as ```py instead.
 """
 import glob
+import importlib.util
 import os
 import re
 import subprocess
@@ -23,6 +24,11 @@ def _blocks():
 
 @pytest.mark.parametrize("code", list(_blocks()))
 def test_doc_example_runs(code, tmp_path):
+    # the optional packages an example imports (usd-core's pxr, trimesh) are in the README's test
+    # install; where one is missing (tools/gpu_check.sh's GPU machine), its examples skip
+    for mod in ("pxr", "trimesh"):
+        if re.search(rf"^\s*(import|from) {mod}\b", code, re.M) and importlib.util.find_spec(mod) is None:
+            pytest.skip(f"the example imports {mod}, which is not installed")
     script = tmp_path / "example.py"
     script.write_text(code)
     env = dict(os.environ, SIMKIT_VERIFY_CUDA="0")

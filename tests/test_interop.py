@@ -87,7 +87,7 @@ def test_dlpack_numpy_every_scalar_dtype_zero_copy(dt):
 @pytest.mark.parametrize("dtype,esh", [(sk.vec3, (3,)), (sk.vec2d, (2,)), (sk.mat33, (3, 3)), (sk.quat, (4,)),
                                        (sk.transform, (7,)), (sk.vec4i, (4,))])
 def test_dlpack_vector_matrix_export_trailing_dims_and_regroup(dtype, esh):
-    a = sk.zeros((2, 3), dtype=dtype)
+    a = sk.zeros((2, 3), dtype=dtype, device="cpu")
     n = np.from_dlpack(a)
     scalar = sk.float32 if dtype in (sk.vec3, sk.mat33, sk.quat, sk.transform) else None
     assert n.shape == (2, 3) + esh
@@ -110,7 +110,7 @@ def test_dlpack_noncontiguous_views_keep_strides():
     v = np.zeros((6, 3), dtype=np.float32)[::2]  # every other vec3: element dims contiguous, outer strided
     a = sk.from_dlpack(v, dtype=sk.vec3)
     assert a.shape == (3,) and a.strides == (24,)
-    sk.launch(k_scale_vec, dim=3, inputs=[sk.from_numpy(np.ones((3, 3), np.float32), dtype=sk.vec3), 2.0],
+    sk.launch(k_scale_vec, dim=3, inputs=[sk.from_numpy(np.ones((3, 3), np.float32), dtype=sk.vec3, device="cpu"), 2.0],
               outputs=[a], device="cpu")
     assert np.all(v == 2.0)
 
@@ -249,7 +249,7 @@ def test_torch_zero_copy_both_directions():
     t = torch.zeros(4, 3)
     a = sk.from_torch(t, dtype=sk.vec3)
     assert a.shape == (4,) and a.dtype is sk.vec3 and a.ptr == t.data_ptr() and a.device == "cpu"
-    sk.launch(k_scale_vec, dim=4, inputs=[sk.from_numpy(np.ones((4, 3), np.float32), dtype=sk.vec3), 5.0],
+    sk.launch(k_scale_vec, dim=4, inputs=[sk.from_numpy(np.ones((4, 3), np.float32), dtype=sk.vec3, device="cpu"), 5.0],
               outputs=[a])
     assert torch.all(t == 5)
     b = sk.zeros(3, dtype=sk.mat22)
@@ -376,7 +376,7 @@ def test_torch_training_loop_through_simkit_matches_torch_only():
     torch = pytest.importorskip("torch")
 
     def energy(x, i0, i1, rest):
-        e = sk.zeros(1, dtype=sk.float64, requires_grad=True)
+        e = sk.zeros(1, dtype=sk.float64, requires_grad=True, device=x.device)
         sk.launch(k_springs, dim=len(i0), inputs=[x, i0, i1, rest, 5.0], outputs=[e])
         return e
 
@@ -466,6 +466,32 @@ def test_cuda_array_interface_and_dlpack_device(cuda_device):
     assert b.ptr == a.ptr and b.shape == (4, 2) and b.device == a.device
     c = sk.from_dlpack(sk.to_dlpack(a), dtype=sk.vec3)
     assert c.ptr == a.ptr and c.device == a.device
+
+
+def test_launch_runs_where_its_foreign_arrays_are(cuda_device):
+    # the default device is the GPU; a launch on CPU tensors alone runs on the CPU (as on a machine
+    # with a GPU, where a CPU torch tensor once made the launch pick the default device and fail)
+    torch = pytest.importorskip("torch")
+
+    class DLPackOnly:  # a CPU producer known by __dlpack_device__ only (no array interface)
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, **kw):
+            return self.t.__dlpack__(**kw)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    t = torch.ones(4)
+    with sk.ScopedDevice(cuda_device):
+        assert sk.get_device() == cuda_device
+        assert interop.foreign_device(t).is_cpu and interop.foreign_device(DLPackOnly(t)).is_cpu
+        assert interop.foreign_device(np.ones(2)).is_cpu
+        sk.launch(k_inc, dim=4, inputs=[t])
+        sk.launch(k_inc, dim=4, inputs=[DLPackOnly(t)])
+    assert torch.all(t == 3)
+    assert interop.foreign_device(sk.zeros(2, device="cpu")) is None  # simkit arrays are not foreign
 
 
 @needs_gpu

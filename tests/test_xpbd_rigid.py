@@ -325,7 +325,7 @@ def rollout(scene, qd0, steps, tape=None, substeps=1):
     states = [model.state(requires_grad=True) for _ in range(steps + 1)]
     states[0].body_qd.assign(qd0)
     solver = sk.XPBDSolver(iterations=4 // substeps, substeps=substeps)
-    loss = sk.zeros(1, dtype=f64, requires_grad=True)
+    loss = sk.zeros(1, dtype=f64, requires_grad=True, device=model.device)
     with tape if tape is not None else sk.Tape():
         for i in range(steps):
             solver.step(model, states[i], states[i + 1], None, DT)

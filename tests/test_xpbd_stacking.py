@@ -165,7 +165,8 @@ def test_contacts_are_found_again_when_the_broad_phase_reorders_its_pairs(monkey
         calls.append(count)
         if len(calls) % 2:
             ab = pairs.numpy()[:2 * count].reshape(-1, 2)[::-1].ravel()
-            pairs = sk.array(np.concatenate([ab, pairs.numpy()[2 * count:]]).astype(np.int32), dtype=sk.int32)
+            pairs = sk.array(np.concatenate([ab, pairs.numpy()[2 * count:]]).astype(np.int32), dtype=sk.int32,
+                             device=pairs.device)
         return pairs, count
 
     monkeypatch.setattr(xpbd, "shape_pairs", shuffled)

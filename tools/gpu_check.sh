@@ -6,14 +6,18 @@
 #
 # With the session's device tool: first, here, `bash tools/gpu_wheels.sh` (the test dependencies the
 # GPU image lacks, as wheels in .whl/), then run `bash tools/gpu_check.sh` with carry [".whl"] and a
-# timeout_s of about 560. warp-lang's wheel (149 MB) is over the transfer limit: no warp-lang columns.
+# timeout_s of about 560 (the first run, on an H200, took 126 s). warp-lang's wheel (149 MB) is over
+# the transfer limit: no warp-lang columns. Every stage's whole log comes back in $OUT (7 files).
+# Keep the machine for a rerun rather than giving it back between runs: new loans can pause.
 #
 # Stages (in order of value, so a timeout still leaves the most important results):
-#   1. nvidia-smi and what simkit sees (devices, driver version, NVRTC version)
-#   2. tests/test_cuda_backend.py (the CUDA backend on the real GPU)
-#   3. benchmarks/gpu.py (its table is also written to $OUT/gpu_benchmark.md)
-#   4. the whole suite (every `device`-parametrized test also runs on cuda:0), spread over
-#      processes by pytest-xdist when installed
+#   1. nvidia-smi, what simkit sees (devices, driver, NVRTC) and the package versions: gpu_info.log
+#   2. tests/test_cuda_backend.py (the CUDA backend on the real GPU): cuda_backend.log
+#   3. benchmarks/gpu.py: gpu_bench.log, its table in gpu_benchmark.md
+#   4. benchmarks/gpu_breakdown.py (launch overhead part by part, saxpy bandwidth variants):
+#      gpu_breakdown.log, gpu_breakdown.md
+#   5. the whole suite (every `device`-parametrized test also runs on cuda:0, and tests that use
+#      the default device run on the GPU), spread over processes by pytest-xdist: suite.log
 set -u -o pipefail
 cd "$(dirname "$0")/.."
 
@@ -24,21 +28,29 @@ if ls .whl/*.whl >/dev/null 2>&1; then
         --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 fi
 
+# simkit is not installed there: the scripts and tests import it from this checkout
+export PYTHONPATH=$PWD${PYTHONPATH:+:$PYTHONPATH}
+
 T_START=$SECONDS
 BUDGET=${GPU_CHECK_BUDGET:-460}   # seconds for everything (under 8 minutes)
 STATUS=0
 PY=${PYTHON:-python3}
 # pytest-xdist, where installed, spreads the test files over processes: each compiles its own modules
 # (NVRTC takes up to ~30 s for the largest), so the compile time is divided among the cores
-XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n ${GPU_CHECK_WORKERS:-8} --dist loadfile")
+XDIST=$($PY -c "import xdist" 2>/dev/null && echo "-n ${GPU_CHECK_WORKERS:-12} --dist loadfile")
 export PYTHONUNBUFFERED=1
+# JAX (in the GPU image) would otherwise take 75% of the GPU's memory in the first process that imports it
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+# every stage's whole log comes back in $OUT (the tool returns only the output's tail)
+LOGS=${OUT:-/tmp/gpu_check}
+mkdir -p "$LOGS"
 # With a GPU, every test module is compiled for it: skip the extra NVRTC checks for sm_80/sm_90.
 export SIMKIT_VERIFY_CUDA=${SIMKIT_VERIFY_CUDA:-0}
 
 left() { echo $((BUDGET - (SECONDS - T_START))); }
 
-stage() {  # stage NAME MAX_SECONDS CMD...
-    local name=$1 max=$2; shift 2
+stage() {  # stage NAME LOG MAX_SECONDS CMD...
+    local name=$1 log=$LOGS/$2 max=$3; shift 3
     local t=$(left)
     if [ "$t" -le 10 ]; then
         echo "== $name: SKIPPED (time budget spent)"; STATUS=1; return
@@ -46,8 +58,8 @@ stage() {  # stage NAME MAX_SECONDS CMD...
     [ "$max" -gt "$t" ] && max=$t
     echo "== $name (limit ${max}s)"
     local t0=$SECONDS
-    timeout --signal=INT --kill-after=15 "$max" "$@"
-    local rc=$?
+    timeout --signal=INT --kill-after=15 "$max" "$@" 2>&1 | tee "$log"
+    local rc=${PIPESTATUS[0]}
     if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
         echo "== $name: TIMED OUT after $((SECONDS - t0))s"; STATUS=1
     elif [ $rc -ne 0 ]; then
@@ -59,15 +71,23 @@ stage() {  # stage NAME MAX_SECONDS CMD...
 }
 
 echo "== nvidia-smi"
-nvidia-smi || { echo "nvidia-smi failed"; STATUS=1; }
+nvidia-smi 2>&1 | tee "$LOGS/gpu_info.log" || { echo "nvidia-smi failed"; STATUS=1; }
 
 echo "== simkit view of the GPU"
-$PY - <<'EOF' || STATUS=1
+$PY - <<'EOF' 2>&1 | tee -a "$LOGS/gpu_info.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || STATUS=1
 import sys
 import simkit as sk
 from simkit.kernels.backends.cuda import driver, nvrtc
 print("simkit", sk.__version__, "devices:", [f"{d.alias} {d.name} {d.arch}" for d in sk.get_devices()])
 print("CUDA driver version:", driver.driver_version(), "NVRTC:", nvrtc.version() if nvrtc.is_available() else None)
+import importlib.metadata as md
+for pkg in ("cuda-bindings", "numpy", "torch", "jax", "pytest", "pytest-xdist", "trimesh"):
+    try:
+        print(f"  {pkg} {md.version(pkg)}")
+    except md.PackageNotFoundError:
+        print(f"  {pkg} (not installed)")
+import platform, shutil
+print("python", platform.python_version(), "C++ compiler:", shutil.which("g++") or shutil.which("c++"))
 if not sk.is_cuda_available():
     print("NO CUDA DEVICE:", driver.unavailable_reason())
     sys.exit(1)
@@ -76,10 +96,11 @@ if [ $STATUS -ne 0 ] && [ "${GPU_CHECK_ALLOW_NO_GPU:-0}" != 1 ]; then  # (=1: dr
     echo "== no usable GPU: stopping"; exit 1
 fi
 
-stage "CUDA backend tests" 120 $PY -m pytest tests/test_cuda_backend.py -q -rs --durations=10 --maxfail=20
+stage "CUDA backend tests" cuda_backend.log 120 $PY -m pytest tests/test_cuda_backend.py -q -rfEs --durations=10 --maxfail=20
 # the benchmark before the suite: its numbers go into docs/benchmarks.md, and the GPU is otherwise idle
-stage "GPU benchmarks" 100 $PY benchmarks/gpu.py --markdown "${OUT:-/tmp}/gpu_benchmark.md"
-stage "full test suite" 400 $PY -m pytest tests -q --durations=15 --maxfail=40 $XDIST --ignore=tests/test_cuda_backend.py
+stage "GPU benchmarks" gpu_bench.log 100 $PY benchmarks/gpu.py --markdown "$LOGS/gpu_benchmark.md"
+stage "GPU breakdown" gpu_breakdown.log 90 $PY benchmarks/gpu_breakdown.py --markdown "$LOGS/gpu_breakdown.md"
+stage "full test suite" suite.log 400 $PY -m pytest tests -q -rfE --tb=short --durations=15 --maxfail=40 $XDIST --ignore=tests/test_cuda_backend.py
 
 echo "== gpu_check finished in $((SECONDS - T_START))s: $([ $STATUS -eq 0 ] && echo PASS || echo FAIL)"
 exit $STATUS

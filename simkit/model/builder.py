@@ -368,8 +368,9 @@ class ModelBuilder(RigidBuilderMixin, JointBuilderMixin):
 
     # ------------------------------------------------------------------ finalize
 
-    def finalize(self, device="cpu", requires_grad: bool = False, *, dtype=T.float32) -> Model:
-        """Copy everything to ``device`` as a ``Model``. ``requires_grad`` gives the particle, spring
+    def finalize(self, device=None, requires_grad: bool = False, *, dtype=T.float32) -> Model:
+        """Copy everything to ``device`` (default: the default device, as for arrays: ``cuda:0`` where
+        a GPU is present, else the CPU) as a ``Model``. ``requires_grad`` gives the particle, spring
         and triangle arrays gradients (and the states made by ``model.state()``); ``dtype`` is
         float32 or float64 (positions become vec3d; mesh collision stays float32)."""
         dtype = T.normalize_dtype(dtype)

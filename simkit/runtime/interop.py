@@ -378,13 +378,7 @@ def from_dlpack(obj, dtype=None, device=None) -> array:
     n = t.ndim
     shape = tuple(t.shape[i] for i in range(n))
     strides = (tuple(t.strides[i] * ssize for i in range(n)) if t.strides else _contiguous(shape, ssize))
-    dt = t.device.device_type
-    if dt in (kDLCPU, kDLCUDAHost):
-        dev = get_device("cpu")
-    elif dt in (kDLCUDA, kDLCUDAManaged):
-        dev = get_device(f"cuda:{t.device.device_id}")
-    else:
-        raise BufferError(f"DLPack device type {dt} is not supported (CPU and CUDA only)")
+    dev = dl_to_device(t.device.device_type, t.device.device_id)
     if device is not None and get_device(device) != dev:
         raise ValueError(f"the tensor is on {dev.alias}, not {get_device(device).alias} (from_dlpack never copies)")
     ptr = (t.data or 0) + t.byte_offset
@@ -460,6 +454,15 @@ def _not_foreign(obj) -> bool:
     return isinstance(obj, (array, int, float, bool, np.generic, T.value_base)) or obj is None
 
 
+def dl_to_device(device_type: int, device_id: int):
+    """The simkit device of a DLPack ``(device_type, device_id)`` (CPU and CUDA only)."""
+    if device_type in (kDLCPU, kDLCUDAHost):
+        return get_device("cpu")
+    if device_type in (kDLCUDA, kDLCUDAManaged):
+        return get_device(f"cuda:{device_id}")
+    raise BufferError(f"DLPack device type {device_type} is not supported (CPU and CUDA only)")
+
+
 def foreign_device(obj):
     """The device of a foreign array object (None if ``obj`` is not one)."""
     if _not_foreign(obj):
@@ -468,6 +471,10 @@ def foreign_device(obj):
         return get_device("cpu")
     if _has(obj, "__cuda_array_interface__"):
         return _pointer_device(int(obj.__cuda_array_interface__["data"][0] or 0))
+    if _has(obj, "__dlpack_device__") and _has(obj, "__dlpack__"):  # a CPU torch tensor, say
+        return dl_to_device(*(int(x) for x in obj.__dlpack_device__()))
+    if _has(obj, "__array_interface__"):
+        return get_device("cpu")
     return None
 
 

@@ -235,7 +235,8 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         if adj_inputs is not None or adj_outputs is not None:
             adj = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
             packed, contiguous = _check_and_pack(kernel, spec, args, device, adj)
-        _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True)
+        _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True,
+             max_blocks=max_blocks)
         return
     key = device.kind if config.mode != "debug" else native_key(device, False)
     native = spec.native.get(key)
@@ -258,7 +259,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
                 if err is not None:
                     raise_kernel_error(kernel, err)
         else:
-            _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream)
+            _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks)
     if spec.writes:
         tape.bump_written(spec, kernel, args)
     if record_tape and tape._active and tape._active[-1] is not None:
@@ -270,25 +271,25 @@ def _parallel_min(kernel) -> int:
     return config.cpu_parallel_min if kernel.parallel_min is None else kernel.parallel_min
 
 
-def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream):
+def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks=0):
     if device.is_cpu:
         threads = config.cpu_threads or _ncpu
         entry(packed, bounds, threads if size >= _parallel_min(kernel) else 1, 1 if contiguous else 0)
         err = unit.library.error()
     else:
-        err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device)
+        err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
     if err is not None:
         raise_kernel_error(kernel, err)
 
 
-def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint):
+def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint, max_blocks=0):
     kind = native_key(device, adjoint)
     native = spec.native.get(kind)
     if native is None:
         kernel.module.load(spec, device, adjoint=adjoint)
         native = spec.native[kind]
     if size:
-        _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream)
+        _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream, max_blocks)
 
 
 def _needs_grad(v) -> bool:

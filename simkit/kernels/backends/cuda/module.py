@@ -201,8 +201,10 @@ class Unit:
         return ordinal, int(stream)  # a raw CUstream handle (int or cuda-python CUstream)
 
     def launch(self, entry: Entry, packed: bytes, bounds: bytes, size: int, block_dim: int = 256, stream=None,
-               device=None):
-        """Launch ``entry`` over ``size`` threads; returns None, or (code, line, a, b, c) in debug mode."""
+               device=None, max_blocks: int = 0):
+        """Launch ``entry`` over ``size`` threads in blocks of ``block_dim``, at most ``max_blocks`` of
+        them (0: ``driver.GRID_CAP``; a grid-stride loop covers the rest); returns None, or
+        (code, line, a, b, c) in debug mode."""
         if size <= 0:
             return None
         if stream is None:  # the common case, kept short: launch overhead is a target (benchmarks/gpu.py)
@@ -220,7 +222,7 @@ class Unit:
             raise RuntimeError(f"kernel {entry.cname}: argument layout mismatch (packed {nb} bytes, "
                                f"bounds {len(bounds)} bytes; the kernel expects {sizes[0]} and {sizes[1]})")
         block = max(1, min(int(block_dim) if block_dim else 256, maxt, 1024))
-        grid = min((int(size) + block - 1) // block, driver.GRID_CAP)
+        grid = min((int(size) + block - 1) // block, max_blocks if max_blocks > 0 else driver.GRID_CAP)
         api = st.api
         stack = rec.stack if entry.which == "bwd" else None
         r = api.cuCtxSetCurrent(st.ctx)

@@ -1,0 +1,168 @@
+"""Where a GPU launch's time goes, and what saxpy's bandwidth depends on (run by tools/gpu_check.sh
+after benchmarks/gpu.py, whose two targets it explains):
+
+- launch overhead taken apart: ``sk.launch``, the CUDA unit's launch alone (argument checks and
+  packing done), the argument buffer it builds, and each driver call through cuda-python
+  (``cuCtxSetCurrent``, ``cuLaunchKernel`` with ready arguments);
+- saxpy bandwidth over block sizes, with the grid capped (grid-stride loop) or not, and a saxpy of
+  four independent elements per thread (more loads in flight), as fractions of the copy bandwidth;
+- the same copy and saxpy through PyTorch, where it has CUDA (what the card gives a tuned library).
+
+    python benchmarks/gpu_breakdown.py [--quick] [--markdown out.md]
+
+Without a GPU it prints a notice and exits 0.
+"""
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import sys
+import time
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+from gpu import saxpy, time_gpu, tiny  # noqa: E402
+
+import simkit as sk  # noqa: E402
+from simkit.kernels.backends.cuda import driver  # noqa: E402
+from simkit.kernels.backends.cuda import module as cuda_module  # noqa: E402
+from simkit.runtime.launch import _check_and_pack, bounds_bytes  # noqa: E402
+
+N_SAXPY = 1 << 26
+
+
+@sk.kernel
+def saxpy4(a: float, x: sk.array(dtype=float), y: sk.array(dtype=float), q: int):
+    """saxpy over 4 q elements, four per thread (i, i + q, ...): all eight loads before any store."""
+    i = sk.tid()
+    x0, x1, x2, x3 = x[i], x[i + q], x[i + 2 * q], x[i + 3 * q]
+    y0, y1, y2, y3 = y[i], y[i + q], y[i + 2 * q], y[i + 3 * q]
+    y[i] = a * x0 + y0
+    y[i + q] = a * x1 + y1
+    y[i + 2 * q] = a * x2 + y2
+    y[i + 3 * q] = a * x3 + y3
+
+
+def per_call_us(fn, k: int, device) -> float:
+    fn()
+    sk.synchronize_device(device)
+    t0 = time.perf_counter()
+    for _ in range(k):
+        fn()
+    sk.synchronize_device(device)
+    return (time.perf_counter() - t0) / k * 1e6
+
+
+def launch_rows(device, k: int) -> list:
+    """(what, microseconds per call) for each part of a launch of a one-thread kernel."""
+    t = sk.zeros(1, device=device)
+    sk.launch(tiny, 1, inputs=[1.0, t], device=device)
+    spec = tiny.specs[None]
+    entry, unit = spec.native[device.kind]
+    packed, _ = _check_and_pack(tiny, spec, [1.0, t], device)
+    bounds = bounds_bytes((1,))[0]
+    st = driver.state(device.ordinal)
+    api = st.api
+    func = unit._loaded[device.ordinal].funcs[entry.name][0]
+    off = (len(packed) + 15) & ~15
+
+    def argument_buffer():
+        buf = ctypes.create_string_buffer(packed.ljust(off, b"\0") + bounds)
+        addr = ctypes.addressof(buf)
+        return buf, cuda_module._ARGV(addr, addr + off)
+
+    keep, argv = argument_buffer()
+    params = ctypes.addressof(argv)
+    stream = st.default_stream
+    return [
+        ("sk.launch (device given)", per_call_us(lambda: sk.launch(tiny, 1, inputs=[1.0, t], device=device),
+                                                 k, device)),
+        ("sk.launch (device inferred)", per_call_us(lambda: sk.launch(tiny, 1, inputs=[1.0, t]), k, device)),
+        ("unit launch alone (packed arguments)", per_call_us(lambda: unit.launch(entry, packed, bounds, 1),
+                                                             k, device)),
+        ("argument buffer (ctypes)", per_call_us(argument_buffer, k, device)),
+        ("cuCtxSetCurrent (cuda-python)", per_call_us(lambda: api.cuCtxSetCurrent(st.ctx), k, device)),
+        ("cuLaunchKernel (cuda-python, ready arguments)",
+         per_call_us(lambda: api.cuLaunchKernel(func, 1, 1, 1, 256, 1, 1, 0, stream, params, 0), k, device)),
+    ]
+
+
+def bandwidth_rows(device, n: int, repeat: int) -> list:
+    """(what, GB/s, fraction of the copy bandwidth): bytes read plus written per second."""
+    x, y, z = sk.ones(n, device=device), sk.ones(n, device=device), sk.zeros(n, device=device)
+    copy = 8 * n / time_gpu(lambda: sk.copy(z, x), device, repeat)
+    rows = [("sk.copy", copy, 1.0)]
+    saved = driver.GRID_CAP
+    try:
+        for block in (128, 256, 512, 1024):
+            for cap in (saved, 2**31 - 1):
+                driver.GRID_CAP = cap
+                s = 12 * n / time_gpu(lambda: sk.launch(saxpy, n, inputs=[2.0, x, y], device=device,
+                                                        block_dim=block), device, repeat)
+                rows.append((f"saxpy, block {block}, grid {'capped' if cap == saved else 'full'}", s, s / copy))
+    finally:
+        driver.GRID_CAP = saved
+    q = n // 4
+    s = 12 * 4 * q / time_gpu(lambda: sk.launch(saxpy4, q, inputs=[2.0, x, y, q], device=device), device, repeat)
+    rows.append(("saxpy, 4 independent elements per thread", s, s / copy))
+    return rows + torch_rows(n, repeat, copy)
+
+
+def torch_rows(n: int, repeat: int, copy: float) -> list:
+    try:
+        import torch
+    except ImportError:
+        return []
+    if not torch.cuda.is_available():
+        return []
+    x, y, z = (torch.ones(n, device="cuda") for _ in range(3))
+
+    def timed(fn, batch=10):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        fn()
+        samples = []
+        for _ in range(repeat):
+            s.record()
+            for _ in range(batch):
+                fn()
+            e.record()
+            e.synchronize()
+            samples.append(s.elapsed_time(e) / 1000.0 / batch)
+        return float(np.median(samples))
+
+    c = 8 * n / timed(lambda: z.copy_(x))
+    s = 12 * n / timed(lambda: y.add_(x, alpha=2.0))
+    return [("torch copy_", c, c / copy), ("torch add_ (saxpy)", s, s / copy)]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--markdown")
+    a = ap.parse_args(argv)
+    if not sk.is_cuda_available():
+        print("benchmarks/gpu_breakdown.py: no CUDA GPU available; nothing measured")
+        return 0
+    device = sk.get_device("cuda:0")
+    common.progress(f"launch overhead on {device.name}")
+    launches = launch_rows(device, 1000 if a.quick else 20000)
+    common.progress("bandwidth")
+    bandwidth = bandwidth_rows(device, N_SAXPY // (8 if a.quick else 1), 5 if a.quick else 15)
+    lines = [f"GPU: {device.name} ({device.arch})", "", "| launch, one thread | us per call |", "|---|---|"]
+    lines += [f"| {what} | {us:.2f} |" for what, us in launches]
+    lines += ["", "| bandwidth (bytes read + written) | GB/s | of sk.copy |", "|---|---|---|"]
+    lines += [f"| {what} | {gbs / 1e9:.0f} | {frac:.3f} |" for what, gbs, frac in bandwidth]
+    text = "\n".join(lines)
+    print(text)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
