@@ -2,6 +2,7 @@
 Function), JAX (arrays, jitted kernels with gradients), CUDA array interface. Zero copy everywhere:
 writes through one side are visible on the other. Framework tests skip when it is not installed."""
 import gc
+import sys
 
 import numpy as np
 import pytest
@@ -466,6 +467,42 @@ def test_cuda_array_interface_and_dlpack_device(cuda_device):
     assert b.ptr == a.ptr and b.shape == (4, 2) and b.device == a.device
     c = sk.from_dlpack(sk.to_dlpack(a), dtype=sk.vec3)
     assert c.ptr == a.ptr and c.device == a.device
+
+
+def test_a_refused_capsule_keeps_the_consumers_error_and_is_released(cuda_device, monkeypatch):
+    # numpy refuses a GPU tensor and frees the capsule with its error still set; a Python capsule
+    # destructor lost that error (numpy then raised SystemError, "returned NULL without setting an
+    # exception"), the compiled one keeps it and still releases the export
+    unraisable = []
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    a = sk.zeros(3, device=cuda_device)
+    base = _live()
+    with pytest.raises((BufferError, RuntimeError), match="[Dd]evice"):
+        np.from_dlpack(a)
+    assert _live() == base and not unraisable
+    c = sk.to_dlpack(a)  # an unconsumed capsule, dropped, is released too
+    del c
+    assert _live() == base and not unraisable
+
+
+def test_capsules_work_with_the_python_destructor_where_nothing_compiles(monkeypatch):
+    from simkit.runtime import dlpack_native
+
+    def no_compiler():
+        raise RuntimeError("no C++ compiler")
+
+    monkeypatch.setattr(dlpack_native, "_build", no_compiler)
+    monkeypatch.setattr(dlpack_native, "_resolved", None)
+    monkeypatch.setattr(interop, "_destructor", 0)
+    base = _live()
+    a = sk.array(np.arange(4, dtype=np.float32), device="cpu")
+    assert np.from_dlpack(a).tolist() == [0, 1, 2, 3]
+    assert interop._destructor == interop._DESTRUCTOR_ADDR
+    c = sk.to_dlpack(a)
+    del c
+    assert _live() == base
+    monkeypatch.undo()  # (the compiled destructor again, for the tests after this one)
+    assert interop._native_destructor() != interop._DESTRUCTOR_ADDR
 
 
 def test_launch_runs_where_its_foreign_arrays_are(cuda_device):

@@ -118,6 +118,16 @@ def _make_callbacks():
 _deleter, _capsule_destructor = _make_callbacks()
 _DELETER_ADDR = ctypes.cast(_deleter, ctypes.c_void_p).value
 _DESTRUCTOR_ADDR = ctypes.cast(_capsule_destructor, ctypes.c_void_p).value
+_destructor = 0  # the capsule destructor in use, once resolved (dlpack_native)
+
+
+def _native_destructor() -> int:
+    """The compiled capsule destructor (built on the first export), else the Python one."""
+    global _destructor
+    from .dlpack_native import capsule_destructor
+
+    _destructor = capsule_destructor(_DELETER_ADDR, _DESTRUCTOR_ADDR)
+    return _destructor
 
 
 class _Export:
@@ -240,7 +250,8 @@ def to_dlpack(a: array, stream=None, versioned: bool = False, _flags: int = 0):
     addr = ctypes.addressof(m)
     _live[addr] = h
     name = _NAMES[b"dltensor_versioned" if versioned else b"dltensor"]
-    return _capsule_new(addr, ctypes.addressof(name), _DESTRUCTOR_ADDR)
+    destructor = _destructor or _native_destructor()
+    return _capsule_new(addr, ctypes.addressof(name), destructor)
 
 
 def array_dlpack(a: array, stream=None, max_version=None, dl_device=None, copy=None):
