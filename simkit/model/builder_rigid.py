@@ -81,11 +81,12 @@ class RigidBuilderMixin:
     def _init_bodies(self):
         self.body_q, self.body_qd = [], []
         self.rigid_shape_body, self.rigid_shape_type, self.rigid_shape_xform, self.rigid_shape_size = [], [], [], []
-        self.rigid_shape_density, self.rigid_shape_material = [], []
+        self.rigid_shape_density, self.rigid_shape_material, self.rigid_shape_restitution = [], [], []
         self.rigid_contact_ke = 1.0e4     # [N/m]
         self.rigid_contact_kd = 1.0e2     # [N s/m]
         self.rigid_contact_kf = 1.0e2     # [N s/m]
         self.rigid_contact_mu = 0.5
+        self.rigid_contact_restitution = 0.0   # (XPBDSolver: 0 inelastic, 1 elastic)
         self.body_angular_damping = 0.0   # [1/s]
 
     @property
@@ -108,7 +109,7 @@ class RigidBuilderMixin:
         self.body_qd.append(_vec(ang_vel, "add_body: ang_vel") + _vec(vel, "add_body: vel"))
         return len(self.body_q) - 1
 
-    def _add_rigid_shape(self, kind, body, pos, rot, size, density, ke, kd, kf, mu) -> int:
+    def _add_rigid_shape(self, kind, body, pos, rot, size, density, ke, kd, kf, mu, restitution) -> int:
         name = f"add_shape_{SHAPE_NAMES[kind]}"
         if not (isinstance(body, (int, np.integer)) and -1 <= body < self.body_count):
             raise ValueError(f"{name}: body must be -1 (static) or a body index in [0, {self.body_count}), got {body!r}")
@@ -122,38 +123,45 @@ class RigidBuilderMixin:
                          for k, v in zip(("ke", "kd", "kf", "mu"), (ke, kd, kf, mu)))
         if not all(m >= 0.0 and math.isfinite(m) for m in material):
             raise ValueError(f"{name}: ke, kd, kf, mu must be finite numbers >= 0, got {material}")
+        e = float(self.rigid_contact_restitution if restitution is None else restitution)
+        if not 0.0 <= e <= 1.0:
+            raise ValueError(f"{name}: restitution must be in [0, 1], got {e}")
         self.rigid_shape_body.append(int(body))
         self.rigid_shape_type.append(kind)
         self.rigid_shape_xform.append(_vec(pos, f"{name}: pos") + tuple(q / np.linalg.norm(q)))
         self.rigid_shape_size.append(size)
         self.rigid_shape_density.append(density)
         self.rigid_shape_material.append(material)
+        self.rigid_shape_restitution.append(e)
         return self.rigid_shape_count - 1
 
     def add_shape_sphere(self, body: int, *, radius: float, pos=(0.0, 0.0, 0.0), density: float = 1000.0,
-                         ke=None, kd=None, kf=None, mu=None) -> int:
+                         ke=None, kd=None, kf=None, mu=None, restitution=None) -> int:
         """A solid sphere of ``radius`` [m] centred at ``pos`` in the body's frame (body -1: the
-        world). Contact: ``ke`` [N/m], ``kd`` [N s/m], ``kf`` [N s/m], ``mu`` (defaults: the
+        world). Contact: ``ke`` [N/m], ``kd`` [N s/m], ``kf`` [N s/m], ``mu``, and ``restitution``
+        (0 to 1; ``XPBDSolver`` only, the penalty solvers' bounce comes from ``kd``) (defaults: the
         builder's ``rigid_contact_*``; a pair of shapes uses the mean of theirs)."""
         size = (_positive(radius, "add_shape_sphere: radius"), 0.0, 0.0)
-        return self._add_rigid_shape(SPHERE, body, pos, (0.0, 0.0, 0.0, 1.0), size, density, ke, kd, kf, mu)
+        return self._add_rigid_shape(SPHERE, body, pos, (0.0, 0.0, 0.0, 1.0), size, density, ke, kd, kf, mu,
+                                     restitution)
 
     def add_shape_box(self, body: int, *, hx: float, hy: float, hz: float, pos=(0.0, 0.0, 0.0),
-                      rot=(0.0, 0.0, 0.0, 1.0), density: float = 1000.0, ke=None, kd=None, kf=None, mu=None) -> int:
+                      rot=(0.0, 0.0, 0.0, 1.0), density: float = 1000.0, ke=None, kd=None, kf=None, mu=None,
+                      restitution=None) -> int:
         """A solid box of half extents ``hx``, ``hy``, ``hz`` [m], placed at ``pos``, ``rot`` in
         the body's frame. Contact parameters as for ``add_shape_sphere``."""
         size = tuple(_positive(v, f"add_shape_box: {n}") for v, n in ((hx, "hx"), (hy, "hy"), (hz, "hz")))
-        return self._add_rigid_shape(BOX, body, pos, rot, size, density, ke, kd, kf, mu)
+        return self._add_rigid_shape(BOX, body, pos, rot, size, density, ke, kd, kf, mu, restitution)
 
     def add_shape_capsule(self, body: int, *, radius: float, half_height: float, pos=(0.0, 0.0, 0.0),
                           rot=(0.0, 0.0, 0.0, 1.0), density: float = 1000.0, ke=None, kd=None, kf=None,
-                          mu=None) -> int:
+                          mu=None, restitution=None) -> int:
         """A solid capsule: the points within ``radius`` [m] of the segment from ``(0, -half_height,
         0)`` to ``(0, half_height, 0)`` [m] (along the shape's y axis), placed at ``pos``, ``rot``
         in the body's frame. Contact parameters as for ``add_shape_sphere``."""
         size = (_positive(radius, "add_shape_capsule: radius"),
                 _positive(half_height, "add_shape_capsule: half_height"), 0.0)
-        return self._add_rigid_shape(CAPSULE, body, pos, rot, size, density, ke, kd, kf, mu)
+        return self._add_rigid_shape(CAPSULE, body, pos, rot, size, density, ke, kd, kf, mu, restitution)
 
     # ------------------------------------------------------------------ finalize
 
@@ -220,6 +228,7 @@ class RigidBuilderMixin:
         m.rigid_shape_xform = real(self.rigid_shape_xform, (s, 7), xf_t, False)
         m.rigid_shape_size = real(self.rigid_shape_size, (s, 3), m.vec_type, False)
         m.rigid_shape_material = real(self.rigid_shape_material, (s, 4), T.vector(4, m.dtype), False)
+        m.rigid_shape_restitution = real(self.rigid_shape_restitution, (s,), m.dtype, False)
         pairs = self._rigid_pairs()
         m.rigid_pair_count = len(pairs)
         m.rigid_pairs = array(np.asarray(pairs, dtype=np.int32).reshape(-1), dtype=T.int32, device=dev)

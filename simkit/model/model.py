@@ -83,6 +83,8 @@ class Model:
         rigid_shape_xform: placement in the body frame, transform.
         rigid_shape_size: (radius, 0, 0), half extents, or (radius, half height, 0) [m], vec3.
         rigid_shape_material: (ke [N/m], kd [N s/m], kf [N s/m], mu) per shape, vec4.
+        rigid_shape_restitution: the coefficient of restitution per shape (``XPBDSolver``; a pair
+            uses the mean of its two), scalar.
         rigid_pairs: the two shapes of each pair (a box first), shape [2 * rigid_pair_count], int32;
             ``rigid_pair_candidates``: the most contact points any pair tests.
 
@@ -144,7 +146,7 @@ class Model:
         self.body_filter = None        # int32 per body: a body joined to it (its shapes do not collide), or -1
         self.rigid_shape_count = self.rigid_pair_count = self.rigid_pair_candidates = 0
         self.rigid_shape_body = self.rigid_shape_type = self.rigid_shape_xform = self.rigid_shape_size = None
-        self.rigid_shape_material = self.rigid_pairs = None
+        self.rigid_shape_material = self.rigid_shape_restitution = self.rigid_pairs = None
 
         self.joint_count = 0
         self.joint_type = self.joint_parent = self.joint_child = None

@@ -8,8 +8,11 @@ candidates of the penalty solver: shape pairs, the ground, static meshes; those 
 ``dt / substeps``: predict, ``iterations`` Gauss-Seidel sweeps (the joints, then the contact groups,
 one colour at a time: ``coloring.py``, constraints of a colour share no movable body, so each
 launch is exact for its bodies and the next colour sees the result), and the velocities that carry
-the substep's start pose to its end pose (contacts are inelastic; friction, static and sliding,
-acts at the position level within mu times the normal impulse).
+the substep's start pose to its end pose (inelastic: friction, static and sliding, acts at the
+position level within mu times the normal impulse), then, for shapes with restitution, the
+velocity pass that bounces the contacts that hit (``kernels_xpbd_restitution.py``). An impact
+(a body pair's contacts deeper on average than a resting contact sags in a substep) is first met
+by its contacts as one push (``solve_contact_groups``).
 
 Contacts persist: each keeps its final impulses and, when it holds, the slip the sweeps left over
 (``state_out.contact_impulses``). The next (sub)step's contact at the nearest point of the same
@@ -35,6 +38,7 @@ from .kernels_xpbd import (apply_body_deltas, body_velocities, count_up, keep_co
                            warm_contacts)
 from .kernels_xpbd_gather import gather_ground_contacts, gather_mesh_contacts, gather_pair_contacts
 from .kernels_xpbd_joints import solve_joints_xpbd
+from .kernels_xpbd_restitution import apply_velocity_deltas, restitute_contact_groups
 from .solver import shape_pairs
 
 
@@ -65,25 +69,69 @@ def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, cont
     q_pred, qd_pred = predict(q0, state_in.body_qd, dt, "")
     sweeps = joint_sweeps(solver, model, control)
     contacts = gather_contacts(solver, model, q0, qd_pred, q_pred, s(dt), fresh)
-    kept = []    # (set, group indices, key) of every contact launch
+    colors = []  # per colour, (set, group indices, key) of each contact launch
     if contacts:
         for c, parts in enumerate(contact_colors(solver, model, contacts)):
             sweeps.append([(solve_contact_groups, idx.shape[0], [idx, size] + slots, idx.shape[0] * size,
                             f"c{c}_{k}") for k, (size, slots, idx) in parts])
-            kept += [(k, idx, f"c{c}_{k}") for k, (size, slots, idx) in parts]
+            colors.append([(k, idx, f"c{c}_{k}") for k, (size, slots, idx) in parts])
+    kept = [launch_ for color in colors for launch_ in color]
+    bounce = bool(colors) and bounces(solver, model)
     q_start, qd_start, before = q0, state_in.body_qd, state_in
     for sub in range(subs):
         last = sub == subs - 1
-        q = q_pred if subs == 1 else predict(q_start, qd_start, h, "s")[0]
+        q, qd_bar = (q_pred, qd_pred) if subs == 1 else predict(q_start, qd_start, h, "s")
         q, lams, held = solve_sweeps(solver, model, sweeps, contacts, kept, before, q_start, q, h, fresh)
         after = state_out if last else substep_holder(solver, model, fresh)
         q_out, qd_out = state_out.body_q, state_out.body_qd
         if not last:                  # (two pairs in turn: a substep's start is the one before's end)
             q_out = solver.scratch(model, f"xb_qe{sub % 2}", n, q0.dtype, fresh=fresh, zero=False)
             qd_out = solver.scratch(model, f"xb_qde{sub % 2}", n, wrench_t, fresh=fresh, zero=False)
-        launch(body_velocities, n, device=dev, inputs=[q_start, q, model.body_com, s(h)], outputs=[q_out, qd_out])
-        keep_impulses(model, after, contacts, kept, lams, held, q_start, q, s(1.0 / (h * h)), fresh)
+        qd_solved = solver.scratch(model, "xb_qdv", n, wrench_t, fresh=fresh, zero=False) if bounce else qd_out
+        launch(body_velocities, n, device=dev, inputs=[q_start, q, model.body_com, s(h)], outputs=[q_out, qd_solved])
+        if bounce:
+            restitute(solver, model, contacts, colors, lams, q_out, qd_solved, qd_bar, h, qd_out, fresh)
+        keep_impulses(model, after, contacts, kept, lams, held, q_start, q, s(1.0 / (h * h)), qd_bar,
+                      s(resting_speed(model, h)), fresh)
         q_start, qd_start, before = q_out, qd_out, after
+
+
+def resting_speed(model: Model, h: float) -> float:
+    """Contacts approaching slower than this before a (sub)step of ``h`` are resting ones (2 |g| h):
+    they neither bounce nor count as impacts."""
+    return 2.0 * float(np.linalg.norm(np.asarray(model.gravity, dtype=np.float64))) * h
+
+
+def bounces(solver, model: Model) -> bool:
+    """Does any shape have a coefficient of restitution above zero? Read once per model."""
+    cache = solver.__dict__.setdefault("_bounces", {})
+    got = cache.get(id(model))
+    e = model.rigid_shape_restitution
+    if got is None or got[0] is not e:
+        got = cache[id(model)] = (e, e is not None and bool((e.numpy() > 0.0).any()))
+    return got[1]
+
+
+def restitute(solver, model: Model, contacts: list, colors: list, lams: dict, q, qd, qd_pre, h: float, qd_out,
+              fresh: bool) -> None:
+    """The velocity pass (``kernels_xpbd_restitution.py``): from the velocities ``qd`` the solved
+    poses ``q`` give and those predicted before the solve, ``qd_pre``, each contact that pushed
+    leaves at its restitution times its approach speed; one colour at a time, into ``qd_out``."""
+    n, dev = model.body_count, model.device
+    threshold = model.scalar(resting_speed(model, h))
+    bodies = [model.body_com, model.body_inv_mass, model.body_inv_inertia]
+    for c, launches in enumerate(colors):
+        delta = solver.scratch(model, "xb_vdelta", n, qd.dtype, fresh=fresh)
+        count = solver.scratch(model, "xb_vcount", n, model.dtype, fresh=fresh, requires_grad=False)
+        for k, idx, key in launches:
+            size, slots, _ = contacts[k]
+            launch(restitute_contact_groups, idx.shape[0], device=dev,
+                   inputs=[q, qd, qd_pre] + bodies + [idx, size] + slots + [threshold, model.scalar(h)],
+                   outputs=[delta, count])
+        nxt = qd_out if c == len(colors) - 1 else solver.scratch(model, f"xb_qdr{c % 2}", n, qd.dtype, fresh=fresh,
+                                                                 zero=False)
+        launch(apply_velocity_deltas, n, device=dev, inputs=[qd, delta, count], outputs=[nxt])
+        qd = nxt
 
 
 def joint_sweeps(solver, model: Model, control: Control | None) -> list:
@@ -147,7 +195,8 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                 lams[key] = solver.scratch(model, f"xb_l{key}_{tag}", shape, model.dtype, fresh=fresh)
                 # (odd sweeps run a group's contacts backwards; the first one applies the warm start)
                 tail = [lam, s(h)] if joint else [it % 2, int(it == 0 and key in warmed), held[key],
-                                                     s(solver.max_depenetration_velocity * h), lam]
+                                                     s(solver.max_depenetration_velocity * h),
+                                                     s(resting_speed(model, h) * h), lam]
                 launch(kern, threads, device=dev, inputs=[q] + bodies + args + tail, outputs=[delta, count, lams[key]])
             q_next = solver.scratch(model, f"xb_q{c}_{tag}", n, q.dtype, fresh=fresh, zero=False)
             launch(apply_body_deltas, n, device=dev, inputs=[q, model.body_com, delta, count], outputs=[q_next])
@@ -188,7 +237,7 @@ def warm_impulses(solver, model: Model, state, contacts: list, fresh: bool) -> l
 
 
 def keep_impulses(model: Model, state, contacts: list, kept: list, lams: dict, held: dict, q0, q, inv_dt2,
-                  fresh: bool) -> None:
+                  qd_pre, threshold, fresh: bool) -> None:
     """Store in ``state.contact_impulses``, per contact set, each slot's (bodies, point on the first
     body, final impulses per dt^2 (normal, friction vector), slip left over when it holds) after a
     (sub)step from ``q0`` to ``q``; ``kept``: (set, group indices, key) of each contact launch, whose
@@ -214,7 +263,8 @@ def keep_impulses(model: Model, state, contacts: list, kept: list, lams: dict, h
     for k, idx, key in kept:
         size, slots, _ = contacts[k]
         launch(keep_contacts, (idx.shape[0], size), device=model.device,
-               inputs=[q, q0, idx, size] + slots + [held[key], lams[key], inv_dt2], outputs=list(out[k]))
+               inputs=[q, q0, idx, size] + slots + [held[key], lams[key], inv_dt2, qd_pre, model.body_com, threshold],
+               outputs=list(out[k]))
     state.contact_impulses = out
     state.contact_ids = [ids for _, _, ids in contacts]
 
@@ -294,8 +344,9 @@ def gather_contacts(solver, model: Model, q0, qd, q_pred, dt, fresh: bool) -> li
         return [solver.scratch(model, f"xb_{key}_body", (total, 2), T.int32, fresh=fresh, zero=False,
                                requires_grad=False)] + [
             solver.scratch(model, f"xb_{key}_{k}", total, t, fresh=fresh, zero=False)
-            for k, t in (("pa", vec), ("pb", vec), ("n", vec), ("mu", model.dtype))] + [
-            solver.scratch(model, f"xb_{key}_rad", (total, 2), model.dtype, fresh=fresh, zero=False)]
+            for k, t in (("pa", vec), ("pb", vec), ("n", vec))] + [
+            solver.scratch(model, f"xb_{key}_{k}", (total, 2), model.dtype, fresh=fresh, zero=False)
+            for k in ("mu", "rad")]     # (friction and restitution; the radii of round features)
 
     out = []
     pairs, pair_count = shape_pairs(solver, model, q0, fresh)
@@ -313,15 +364,17 @@ def gather_contacts(solver, model: Model, q0, qd, q_pred, dt, fresh: bool) -> li
             ids = ab[:, 0] * shapes + ab[:, 1]
         out.append((cand, slots("pairs", pair_count * cand), ids))
         launch(gather_pair_contacts, pair_count, device=dev,
-               inputs=shape_args + [model.rigid_shape_material, pairs, cand, margin, dt], outputs=out[-1][1])
+               inputs=shape_args + [model.rigid_shape_material, model.rigid_shape_restitution, pairs, cand, margin, dt],
+               outputs=out[-1][1])
     if model.ground:
         out.append((8, slots("ground", shapes * 8), None))
         launch(gather_ground_contacts, (shapes, 8), device=dev,
-               inputs=shape_args + [model.rigid_shape_material, model.vector(model.up_vector),
-                                    s(model.ground_height), margin, dt],
+               inputs=shape_args + [model.rigid_shape_material, model.rigid_shape_restitution,
+                                    model.vector(model.up_vector), s(model.ground_height), margin, dt],
                outputs=out[-1][1])
     if model.shape_count:
         out.append((32, slots("meshes", shapes * model.shape_count * 32), None))
         launch(gather_mesh_contacts, (shapes, model.shape_count, 8), device=dev,
-               inputs=shape_args + [model.shape_mesh_id, model.shape_mu, margin, dt, q_pred], outputs=out[-1][1])
+               inputs=shape_args + [model.rigid_shape_restitution, model.shape_mesh_id, model.shape_mu, margin, dt,
+                                    q_pred], outputs=out[-1][1])
     return out
