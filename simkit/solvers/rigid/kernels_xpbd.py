@@ -201,9 +201,10 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
                 pb = cb + sk.quat_rotate(rb, c_pb[s] - lb) + c_n[s] * c_rad[s, 1]
                 ca, ra, cb, rb = push(ca, ra, ma, ia, pa, cb, rb, mb, ib, pb, p)
     # an impact (the penetrating contacts' depth-weighted mean depth beyond ``impact``, more than a
-    # resting contact sags in a substep) is met by the contacts as one first: one push at their mean
-    # point for their mean depth, shared among them in proportion to depth. Contact by contact, the
-    # first corner of a box landing flat was pushed out alone, which tipped the box over
+    # resting contact sags in a substep; looked for in a (sub)step's first sweep) is met by the
+    # contacts as one first: one push at their mean point for their mean depth, shared among them in
+    # proportion to depth. Contact by contact, the first corner of a box landing flat was pushed out
+    # alone, which tipped the box over
     ca1 = ca
     ra1 = ra
     cb1 = cb
@@ -212,16 +213,17 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
     ppa = ca * 0.0
     ppb = ppa
     pn_sum = ppa
-    for k in range(group_size):
-        s = first + k
-        if c_body[s, 0] == a and c_body[s, 1] == b:
-            depth = contact_depth(body_q0, a, b, ca, ra, la, cb, rb, lb, c_pa[s], c_pb[s], c_n[s], c_rad[s, 0],
-                                  c_rad[s, 1], recover)
-            if depth > 0.0:
-                total = total + depth
-                ppa = ppa + (ca + sk.quat_rotate(ra, c_pa[s] - la) - c_n[s] * c_rad[s, 0]) * depth
-                ppb = ppb + (cb + sk.quat_rotate(rb, c_pb[s] - lb) + c_n[s] * c_rad[s, 1]) * depth
-                pn_sum = pn_sum + c_n[s] * depth
+    if impact >= 0.0:      # (the first sweep of a (sub)step; later ones get -1)
+        for k in range(group_size):
+            s = first + k
+            if c_body[s, 0] == a and c_body[s, 1] == b:
+                depth = contact_depth(body_q0, a, b, ca, ra, la, cb, rb, lb, c_pa[s], c_pb[s], c_n[s], c_rad[s, 0],
+                                      c_rad[s, 1], recover)
+                if depth > 0.0:
+                    total = total + depth
+                    ppa = ppa + (ca + sk.quat_rotate(ra, c_pa[s] - la) - c_n[s] * c_rad[s, 0]) * depth
+                    ppb = ppb + (cb + sk.quat_rotate(rb, c_pb[s] - lb) + c_n[s] * c_rad[s, 1]) * depth
+                    pn_sum = pn_sum + c_n[s] * depth
     patch = total * 0.0
     if total > 0.0:
         ppa = ppa / total

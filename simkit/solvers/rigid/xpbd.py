@@ -196,7 +196,7 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                 # (odd sweeps run a group's contacts backwards; the first one applies the warm start)
                 tail = [lam, s(h)] if joint else [it % 2, int(it == 0 and key in warmed), held[key],
                                                      s(solver.max_depenetration_velocity * h),
-                                                     s(resting_speed(model, h) * h), lam]
+                                                     s(resting_speed(model, h) * h if it == 0 else -1.0), lam]
                 launch(kern, threads, device=dev, inputs=[q] + bodies + args + tail, outputs=[delta, count, lams[key]])
             q_next = solver.scratch(model, f"xb_q{c}_{tag}", n, q.dtype, fresh=fresh, zero=False)
             launch(apply_body_deltas, n, device=dev, inputs=[q, model.body_com, delta, count], outputs=[q_next])
