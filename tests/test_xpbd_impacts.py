@@ -49,6 +49,32 @@ def test_a_box_dropped_flat_lands_flat(height, iterations, substeps):
     assert ys[-1] == pytest.approx(0.1, abs=5e-4) and abs(vs[-1]) < 1e-3
 
 
+@pytest.mark.parametrize("iterations,substeps,most", [(4, 1, 5.0), (1, 16, 15.0)])
+def test_a_box_dropped_on_a_resting_box_stays_on_it(iterations, substeps, most):
+    # the impact passes through the lower box into the ground one body per sweep, so some overlap is
+    # left and parted later (measured: 2.4 degrees of tilt at 4 x 1, 12 at 16 x 1; before this, at
+    # 16 x 1 the top box tipped over, 95 degrees, and fell off)
+    b = sk.ModelBuilder()
+    base = b.add_body(pos=(0.0, 0.1, 0.0))
+    b.add_shape_box(base, hx=0.1, hy=0.1, hz=0.1)
+    top = b.add_body(pos=(0.0, 1.3, 0.0))
+    b.add_shape_box(top, hx=0.1, hy=0.1, hz=0.1)
+    b.add_ground_plane()
+    model = b.finalize(device="cpu", dtype=f64)
+    solver = sk.XPBDSolver(iterations=iterations, substeps=substeps)
+    s0, s1 = model.state(), model.state()
+    tilt = 0.0
+    for _ in range(150):
+        solver.step(model, s0, s1, None, DT)
+        s0, s1 = s1, s0
+        for q in s0.body_q.numpy():
+            tilt = max(tilt, np.degrees(np.arccos(np.clip(1.0 - 2.0 * (q[3] ** 2 + q[5] ** 2), -1.0, 1.0))))
+    q = s0.body_q.numpy()
+    assert tilt < most
+    np.testing.assert_allclose(q[:, 1], [0.1, 0.3], atol=1e-3)
+    assert np.abs(q[:, [0, 2]]).max() < 0.1
+
+
 def first_apex(ys, vs):
     up = np.argmax(vs > 0.0)                    # the first step moving up: the bounce
     assert up > 0, "no bounce"
