@@ -162,29 +162,39 @@ def warp_results(quick):
     return {"saxpy GB/s": sax / 1e9, "launch us": (time.perf_counter() - t0) / k * 1e6}
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
+def run_report(argv, description: str, script: str, report) -> int:
+    """The command line of the GPU benchmarks: ``--quick``, ``--markdown FILE``; ``report(device,
+    quick)`` measures and returns the table's lines. Without a GPU: a notice, and 0."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--markdown")
     a = ap.parse_args(argv)
     if not sk.is_cuda_available():
-        print("benchmarks/gpu.py: no CUDA GPU available; nothing measured")
+        print(f"benchmarks/{script}: no CUDA GPU available; nothing measured")
         return 0
     device = sk.get_device("cuda:0")
-    common.progress(f"simkit on {device.name} ({device.arch})")
-    s = simkit_results(device, a.quick)
-    w = warp_results(a.quick)
-    lines = [f"GPU: {device.name} ({device.arch})", "", "| metric | simkit | warp-lang | target |", "|---|---|---|---|"]
-    targets = {"saxpy / copy": ">= 0.85", "launch us": "<= 10", "graph launch us": "<= 5"}
-    for key, val in s.items():
-        wv = f"{w[key]:.3g}" if w and key in w else "-"
-        lines.append(f"| {key} | {val:.3g} | {wv} | {targets.get(key, '')} |")
-    text = "\n".join(lines)
+    text = "\n".join([f"GPU: {device.name} ({device.arch})", ""] + report(device, a.quick))
     print(text)
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(text + "\n")
     return 0
+
+
+def report(device, quick: bool) -> list:
+    common.progress(f"simkit on {device.name} ({device.arch})")
+    s = simkit_results(device, quick)
+    w = warp_results(quick)
+    lines = ["| metric | simkit | warp-lang | target |", "|---|---|---|---|"]
+    targets = {"saxpy / copy": ">= 0.85", "launch us": "<= 10", "graph launch us": "<= 5"}
+    for key, val in s.items():
+        wv = f"{w[key]:.3g}" if w and key in w else "-"
+        lines.append(f"| {key} | {val:.3g} | {wv} | {targets.get(key, '')} |")
+    return lines
+
+
+def main(argv=None):
+    return run_report(argv, __doc__, "gpu.py", report)
 
 
 if __name__ == "__main__":

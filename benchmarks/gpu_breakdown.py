@@ -14,7 +14,6 @@ Without a GPU it prints a notice and exits 0.
 """
 from __future__ import annotations
 
-import argparse
 import ctypes
 import os
 import sys
@@ -25,7 +24,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from gpu import saxpy, time_gpu, tiny  # noqa: E402
+from gpu import run_report, saxpy, time_gpu, tiny  # noqa: E402
 
 import simkit as sk  # noqa: E402
 from simkit.kernels.backends.cuda import driver  # noqa: E402
@@ -139,29 +138,19 @@ def torch_rows(n: int, repeat: int, copy: float) -> list:
     return [("torch copy_", c, c / copy), ("torch add_ (saxpy)", s, s / copy)]
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--markdown")
-    a = ap.parse_args(argv)
-    if not sk.is_cuda_available():
-        print("benchmarks/gpu_breakdown.py: no CUDA GPU available; nothing measured")
-        return 0
-    device = sk.get_device("cuda:0")
+def report(device, quick: bool) -> list:
     common.progress(f"launch overhead on {device.name}")
-    launches = launch_rows(device, 1000 if a.quick else 20000)
+    launches = launch_rows(device, 1000 if quick else 20000)
     common.progress("bandwidth")
-    bandwidth = bandwidth_rows(device, N_SAXPY // (8 if a.quick else 1), 5 if a.quick else 15)
-    lines = [f"GPU: {device.name} ({device.arch})", "", "| launch, one thread | us per call |", "|---|---|"]
+    bandwidth = bandwidth_rows(device, N_SAXPY // (8 if quick else 1), 5 if quick else 15)
+    lines = ["| launch, one thread | us per call |", "|---|---|"]
     lines += [f"| {what} | {us:.2f} |" for what, us in launches]
     lines += ["", "| bandwidth (bytes read + written) | GB/s | of sk.copy |", "|---|---|---|"]
-    lines += [f"| {what} | {gbs / 1e9:.0f} | {frac:.3f} |" for what, gbs, frac in bandwidth]
-    text = "\n".join(lines)
-    print(text)
-    if a.markdown:
-        with open(a.markdown, "w") as f:
-            f.write(text + "\n")
-    return 0
+    return lines + [f"| {what} | {gbs / 1e9:.0f} | {frac:.3f} |" for what, gbs, frac in bandwidth]
+
+
+def main(argv=None):
+    return run_report(argv, __doc__, "gpu_breakdown.py", report)
 
 
 if __name__ == "__main__":

@@ -18,21 +18,28 @@ def _load(name):
     return mod
 
 
-def test_gpu_benchmark_runs_and_reports_every_metric(tmp_path, monkeypatch):
+def _run_on_emulated_gpu(name, tmp_path, monkeypatch, **sizes):
+    """benchmarks/<name>.py --quick on the emulated GPU, with ``sizes`` set small: (its markdown
+    table, the fake driver)."""
     pytest.importorskip("cuda.bindings")
     if sk.is_cuda_available():
-        pytest.skip("with a GPU, tools/gpu_check.sh runs the benchmark itself")
+        pytest.skip("with a GPU, tools/gpu_check.sh runs it itself")
     from cuda_emulator import EmulatedWorld, FakeDriver
 
-    gpu = _load("gpu")
-    monkeypatch.setattr(gpu, "N_SAXPY", 1 << 12)
-    monkeypatch.setattr(gpu, "N_BODY", 256)
-    out = tmp_path / "gpu.md"
+    mod = _load(name)
+    for key, value in sizes.items():
+        monkeypatch.setattr(mod, key, value)
+    out = tmp_path / f"{name}.md"
     with EmulatedWorld(FakeDriver(arch="sm_90")) as fake:
-        assert gpu.main(["--quick", "--markdown", str(out)]) == 0
+        assert mod.main(["--quick", "--markdown", str(out)]) == 0
         sk.synchronize()
     assert not fake.violations
-    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in out.read_text().splitlines()
+    return out.read_text(), fake
+
+
+def test_gpu_benchmark_runs_and_reports_every_metric(tmp_path, monkeypatch):
+    text, fake = _run_on_emulated_gpu("gpu", tmp_path, monkeypatch, N_SAXPY=1 << 12, N_BODY=256)
+    rows = {line.split("|")[1].strip(): line.split("|")[2].strip() for line in text.splitlines()
             if line.startswith("| ") and not line.startswith("| metric")}
     assert set(rows) == {"copy GB/s", "saxpy GB/s", "saxpy / copy", "launch us", "graph launch us",
                          "n-body GFLOP/s"}
@@ -41,19 +48,8 @@ def test_gpu_benchmark_runs_and_reports_every_metric(tmp_path, monkeypatch):
 
 
 def test_gpu_breakdown_runs_and_times_each_part(tmp_path, monkeypatch):
-    pytest.importorskip("cuda.bindings")
-    if sk.is_cuda_available():
-        pytest.skip("with a GPU, tools/gpu_check.sh runs the breakdown itself")
-    from cuda_emulator import EmulatedWorld, FakeDriver
-
-    breakdown = _load("gpu_breakdown")
-    monkeypatch.setattr(breakdown, "N_SAXPY", 1 << 12)
-    out = tmp_path / "breakdown.md"
-    with EmulatedWorld(FakeDriver(arch="sm_90")) as fake:
-        assert breakdown.main(["--quick", "--markdown", str(out)]) == 0
-        sk.synchronize()
-    assert not fake.violations
-    rows = [line.split("|")[1:-1] for line in out.read_text().splitlines() if line.startswith("| ")]
+    text, fake = _run_on_emulated_gpu("gpu_breakdown", tmp_path, monkeypatch, N_SAXPY=1 << 12)
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ")]
     values = {r[0].strip(): float(r[1]) for r in rows if r[0].strip() not in ("launch, one thread",
                                                                               "bandwidth (bytes read + written)")}
     assert {"sk.launch (device given)", "cuLaunchKernel (cuda-python, ready arguments)", "sk.copy",

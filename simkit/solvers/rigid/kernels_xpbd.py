@@ -130,6 +130,18 @@ def push(ca: Any, ra: Any, ma: Any, ia: Any, pa: Any, cb: Any, rb: Any, mb: Any,
 
 
 @func
+def group_bodies(c_body: Any, first: int, group_size: int):
+    """The two bodies of the contact group whose slots begin at ``first`` (-1: the world; an empty
+    group: -1, -1, as its empty slots hold)."""
+    a = int(-1)
+    b = int(-1)
+    for k in range(group_size):
+        a = sk.max(a, c_body[first + k, 0])
+        b = sk.max(b, c_body[first + k, 1])
+    return a, b
+
+
+@func
 def body_state(body_q: Any, body_com: Any, inv_mass: Any, inv_inertia: Any, b: int, like: Any):
     """(centre of mass, rotation, local centre of mass, inverse mass, inverse inertia) of body
     ``b``; the world's (b < 0) has no mass and the identity frame. ``like``: any body index >= 0."""
@@ -176,11 +188,7 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
     # (the groups of one colour: no two share a movable body; lam is indexed per launch)
     tid = sk.tid()
     first = groups[tid] * group_size
-    a = int(-1)
-    b = int(-1)
-    for k in range(group_size):         # (empty slots hold -1, -1)
-        a = sk.max(a, c_body[first + k, 0])
-        b = sk.max(b, c_body[first + k, 1])
+    a, b = group_bodies(c_body, first, group_size)
     if a < 0 and b < 0:
         return
     like = sk.max(a, b)

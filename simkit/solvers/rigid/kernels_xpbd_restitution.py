@@ -24,7 +24,7 @@ from ...kernels import types as T
 from ...kernels.types import Any
 from ...runtime import array, array2d
 from .kernels import point_velocity
-from .kernels_xpbd import body_state, point_weight, world_inverse_inertia
+from .kernels_xpbd import body_state, group_bodies, point_weight, world_inverse_inertia
 
 
 @kernel
@@ -36,11 +36,7 @@ def restitute_contact_groups(body_q: array(dtype=Any), body_qd: array(dtype=Any)
                              delta: array(dtype=Any), count: array(dtype=Any)):
     tid = sk.tid()
     first = groups[tid] * group_size
-    a = int(-1)
-    b = int(-1)
-    for k in range(group_size):         # (empty slots hold -1, -1)
-        a = sk.max(a, c_body[first + k, 0])
-        b = sk.max(b, c_body[first + k, 1])
+    a, b = group_bodies(c_body, first, group_size)
     if a < 0 and b < 0:
         return
     like = sk.max(a, b)
