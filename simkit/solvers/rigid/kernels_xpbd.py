@@ -157,14 +157,23 @@ def body_state(body_q: Any, body_com: Any, inv_mass: Any, inv_inertia: Any, b: i
 
 
 @func
-def contact_depth(body_q0: Any, a: int, b: int, ca: Any, ra: Any, la: Any, cb: Any, rb: Any, lb: Any, pa_local: Any,
-                  pb_local: Any, n: Any, rad_a: Any, rad_b: Any, recover: Any):
-    """A contact's depth ``n . (p_b - p_a)`` at the poses (centre of mass, rotation) of a and b, less
-    what of its depth at the step's start ``body_q0`` is beyond ``recover`` (parted in later steps)."""
-    pa = ca + sk.quat_rotate(ra, pa_local - la) - n * rad_a
-    pb = cb + sk.quat_rotate(rb, pb_local - lb) + n * rad_b
+def contact_points(ca: Any, ra: Any, la: Any, cb: Any, rb: Any, lb: Any, c_pa: Any, c_pb: Any, c_n: Any, c_rad: Any,
+                   s: int):
+    """Contact slot ``s``'s points on a and on b (world) at the poses (centre of mass, rotation, local
+    centre) of a and b; a round shape's point is the centre of its sphere less its radius along n."""
+    return (ca + sk.quat_rotate(ra, c_pa[s] - la) - c_n[s] * c_rad[s, 0],
+            cb + sk.quat_rotate(rb, c_pb[s] - lb) + c_n[s] * c_rad[s, 1])
+
+
+@func
+def contact_depth(body_q0: Any, a: int, b: int, ca: Any, ra: Any, la: Any, cb: Any, rb: Any, lb: Any, c_pa: Any,
+                  c_pb: Any, c_n: Any, c_rad: Any, s: int, recover: Any):
+    """Contact slot ``s``'s depth ``n . (p_b - p_a)`` at the poses of a and b, less what of its depth
+    at the step's start ``body_q0`` is beyond ``recover`` (parted in later steps)."""
+    pa, pb = contact_points(ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s)
+    n = c_n[s]
     depth = sk.dot(n, pb - pa)
-    begun = sk.dot(n, frame_point(body_q0, b, pb_local) - frame_point(body_q0, a, pa_local)) + rad_a + rad_b
+    begun = sk.dot(n, frame_point(body_q0, b, c_pb[s]) - frame_point(body_q0, a, c_pa[s])) + c_rad[s, 0] + c_rad[s, 1]
     return depth - sk.max(begun - recover, depth * 0.0)
 
 
@@ -205,8 +214,7 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
             e = tid * group_size + k
             if c_body[s, 0] == a and c_body[s, 1] == b:
                 p = c_n[s] * lam_in[e, 0] + type(c_n[s])(lam_in[e, 1], lam_in[e, 2], lam_in[e, 3])
-                pa = ca + sk.quat_rotate(ra, c_pa[s] - la) - c_n[s] * c_rad[s, 0]
-                pb = cb + sk.quat_rotate(rb, c_pb[s] - lb) + c_n[s] * c_rad[s, 1]
+                pa, pb = contact_points(ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s)
                 ca, ra, cb, rb = push(ca, ra, ma, ia, pa, cb, rb, mb, ib, pb, p)
     # an impact (the penetrating contacts' depth-weighted mean depth beyond ``impact``, more than a
     # resting contact sags in a substep; looked for in a (sub)step's first sweep) is met by the
@@ -225,12 +233,12 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
         for k in range(group_size):
             s = first + k
             if c_body[s, 0] == a and c_body[s, 1] == b:
-                depth = contact_depth(body_q0, a, b, ca, ra, la, cb, rb, lb, c_pa[s], c_pb[s], c_n[s], c_rad[s, 0],
-                                      c_rad[s, 1], recover)
+                depth = contact_depth(body_q0, a, b, ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s, recover)
                 if depth > 0.0:
+                    pa, pb = contact_points(ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s)
                     total = total + depth
-                    ppa = ppa + (ca + sk.quat_rotate(ra, c_pa[s] - la) - c_n[s] * c_rad[s, 0]) * depth
-                    ppb = ppb + (cb + sk.quat_rotate(rb, c_pb[s] - lb) + c_n[s] * c_rad[s, 1]) * depth
+                    ppa = ppa + pa * depth
+                    ppb = ppb + pb * depth
                     pn_sum = pn_sum + c_n[s] * depth
     patch = total * 0.0
     if total > 0.0:
@@ -250,16 +258,13 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
         e = tid * group_size + k
         ln = lam_in[e, 0]
         if patch > 0.0 and c_body[s, 0] == a and c_body[s, 1] == b:   # (its share of the push)
-            ln = ln + patch * sk.max(contact_depth(body_q0, a, b, ca1, ra1, la, cb1, rb1, lb, c_pa[s], c_pb[s],
-                                                   c_n[s], c_rad[s, 0], c_rad[s, 1], recover), total * 0.0) / total
+            ln = ln + patch * sk.max(contact_depth(body_q0, a, b, ca1, ra1, la, cb1, rb1, lb, c_pa, c_pb, c_n, c_rad,
+                                                   s, recover), total * 0.0) / total
         lt = type(c_n[s])(lam_in[e, 1], lam_in[e, 2], lam_in[e, 3])
         if c_body[s, 0] == a and c_body[s, 1] == b:
             n = c_n[s]
-            # (a round shape's point: the centre of its sphere, less its radius along the normal)
-            pa = ca + sk.quat_rotate(ra, c_pa[s] - la) - n * c_rad[s, 0]
-            pb = cb + sk.quat_rotate(rb, c_pb[s] - lb) + n * c_rad[s, 1]
-            depth = contact_depth(body_q0, a, b, ca, ra, la, cb, rb, lb, c_pa[s], c_pb[s], n, c_rad[s, 0], c_rad[s, 1],
-                                  recover)
+            pa, pb = contact_points(ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s)
+            depth = contact_depth(body_q0, a, b, ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s, recover)
             if depth > 0.0 or ln > 0.0:
                 # sticking: the impulse that moves a's point relative to b's by the depth along n
                 # and back by its tangential slip since the step began (3x3 point masses of both)

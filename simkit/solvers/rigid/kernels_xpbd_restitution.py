@@ -24,7 +24,7 @@ from ...kernels import types as T
 from ...kernels.types import Any
 from ...runtime import array, array2d
 from .kernels import point_velocity
-from .kernels_xpbd import body_state, group_bodies, point_weight, world_inverse_inertia
+from .kernels_xpbd import body_state, contact_points, group_bodies, point_weight, world_inverse_inertia
 
 
 @kernel
@@ -69,8 +69,7 @@ def restitute_contact_groups(body_q: array(dtype=Any), body_qd: array(dtype=Any)
         s = first + k
         if c_body[s, 0] == a and c_body[s, 1] == b and c_mu[s, 1] > 0.0:
             nk = c_n[s]
-            pak = ca + sk.quat_rotate(ra, c_pa[s] - la) - nk * c_rad[s, 0]
-            pbk = cb + sk.quat_rotate(rb, c_pb[s] - lb) + nk * c_rad[s, 1]
+            pak, pbk = contact_points(ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s)
             ua, _ = point_velocity(body_q, body_qd_pre, body_com, a, pak)
             ub, _ = point_velocity(body_q, body_qd_pre, body_com, b, pbk)
             vk = sk.dot(nk, ua - ub)

@@ -90,7 +90,7 @@ def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, cont
         qd_solved = solver.scratch(model, "xb_qdv", n, wrench_t, fresh=fresh, zero=False) if bounce else qd_out
         launch(body_velocities, n, device=dev, inputs=[q_start, q, model.body_com, s(h)], outputs=[q_out, qd_solved])
         if bounce:
-            restitute(solver, model, contacts, colors, lams, q_out, qd_solved, qd_bar, h, qd_out, fresh)
+            restitute(solver, model, contacts, colors, q_out, qd_solved, qd_bar, h, qd_out, fresh)
         keep_impulses(model, after, contacts, kept, lams, held, q_start, q, s(1.0 / (h * h)), qd_bar,
                       s(resting_speed(model, h)), fresh)
         q_start, qd_start, before = q_out, qd_out, after
@@ -112,11 +112,12 @@ def bounces(solver, model: Model) -> bool:
     return got[1]
 
 
-def restitute(solver, model: Model, contacts: list, colors: list, lams: dict, q, qd, qd_pre, h: float, qd_out,
+def restitute(solver, model: Model, contacts: list, colors: list, q, qd, qd_pre, h: float, qd_out,
               fresh: bool) -> None:
     """The velocity pass (``kernels_xpbd_restitution.py``): from the velocities ``qd`` the solved
-    poses ``q`` give and those predicted before the solve, ``qd_pre``, each contact that pushed
-    leaves at its restitution times its approach speed; one colour at a time, into ``qd_out``."""
+    poses ``q`` give and those predicted before the solve, ``qd_pre``, the contacts of each body
+    pair that hit leave at their restitution times their approach speed; one colour at a time, into
+    ``qd_out``."""
     n, dev = model.body_count, model.device
     threshold = model.scalar(resting_speed(model, h))
     bodies = [model.body_com, model.body_inv_mass, model.body_inv_inertia]
