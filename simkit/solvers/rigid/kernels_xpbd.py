@@ -181,8 +181,11 @@ def contact_depth(body_q0: Any, a: int, b: int, ca: Any, ra: Any, la: Any, cb: A
 def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), body_com: array(dtype=Any),
                          inv_mass: array(dtype=Any), inv_inertia: array(dtype=Any), groups: array(dtype=int),
                          group_size: int, c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
-                         c_n: array(dtype=Any), c_mu: array2d(dtype=Any), c_rad: array2d(dtype=Any), reverse: int,
-                         warm: int, held: array(dtype=Any), recover: Any, impact: Any, lam_in: array2d(dtype=Any),
+                         c_n: array(dtype=Any), c_mu: array2d(dtype=Any), c_rad: array2d(dtype=Any),
+                         body_qd_pre: array(dtype=Any), reverse: int,
+                         warm: int, held: array(dtype=Any), recover: Any, impact: Any, grounded: array(dtype=int),
+                         up: Any,
+                         lam_in: array2d(dtype=Any),
                          delta: array(dtype=Any), count: array(dtype=Any), lam_out: array2d(dtype=Any)):
     # one group of contacts between the same two bodies (a shape pair's candidates, a shape's ground
     # or mesh candidates), in turn (Gauss-Seidel) on copies of the two poses: a holding contact's
@@ -216,11 +219,11 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
                 p = c_n[s] * lam_in[e, 0] + type(c_n[s])(lam_in[e, 1], lam_in[e, 2], lam_in[e, 3])
                 pa, pb = contact_points(ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s)
                 ca, ra, cb, rb = push(ca, ra, ma, ia, pa, cb, rb, mb, ib, pb, p)
-    # an impact (the penetrating contacts' depth-weighted mean depth beyond ``impact``, more than a
-    # resting contact sags in a substep; looked for in a (sub)step's first sweep) is met by the
-    # contacts as one first: one push at their mean point for their mean depth, shared among them in
-    # proportion to depth. Contact by contact, the first corner of a box landing flat was pushed out
-    # alone, which tipped the box over
+    # an impact (the penetrating contacts approaching, before the solve at the velocities
+    # ``body_qd_pre``, faster than ``impact`` on depth-weighted average; looked for in a (sub)step's
+    # first sweep) is met by the contacts as one first: one push at their mean point for their mean
+    # depth, shared among them in proportion to depth. Contact by contact, the first corner of a box
+    # landing flat was pushed out alone, which tipped the box over
     ca1 = ca
     ra1 = ra
     cb1 = cb
@@ -229,6 +232,7 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
     ppa = ca * 0.0
     ppb = ppa
     pn_sum = ppa
+    approach = total
     if impact >= 0.0:      # (the first sweep of a (sub)step; later ones get -1)
         for k in range(group_size):
             s = first + k
@@ -236,6 +240,9 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
                 depth = contact_depth(body_q0, a, b, ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s, recover)
                 if depth > 0.0:
                     pa, pb = contact_points(ca, ra, la, cb, rb, lb, c_pa, c_pb, c_n, c_rad, s)
+                    ua, _ = point_velocity(body_q, body_qd_pre, body_com, a, pa)
+                    ub, _ = point_velocity(body_q, body_qd_pre, body_com, b, pb)
+                    approach = approach - sk.dot(c_n[s], ua - ub) * depth
                     total = total + depth
                     ppa = ppa + pa * depth
                     ppb = ppb + pb * depth
@@ -246,10 +253,26 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
         ppb = ppb / total
         nn = sk.normalize(pn_sum)
         mean = sk.dot(nn, ppb - ppa)
-        if mean > impact:
-            patch = mean / (point_weight(ca, ra, ma, ia, ppa, nn) + point_weight(cb, rb, mb, ib, ppb, nn))
-            patch = patch * turn_share(ca, ra, ia, ppa, cb, rb, ib, ppb, nn * patch)
-            ca, ra, cb, rb = push(ca, ra, ma, ia, ppa, cb, rb, mb, ib, ppb, nn * patch)
+        if mean > 0.0 and approach > impact * total:
+            # a body resting on the world (``grounded``: the ground, a static mesh or shape) that one
+            # not resting there lands on from above takes the impact as if fixed: the world takes it
+            # (pushed down, it would be pushed back up one sweep later, and what one sweep leaves of
+            # that became a bounce and a tilt; a side impact pushes both, as before)
+            ma_p = ma
+            ia_p = ia
+            mb_p = mb
+            ib_p = ib
+            if a >= 0 and b >= 0:
+                vertical = sk.dot(nn, up)
+                if grounded[b] != 0 and grounded[a] == 0 and vertical > 0.7:
+                    mb_p = mb * 0.0
+                    ib_p = ib * 0.0
+                if grounded[a] != 0 and grounded[b] == 0 and vertical < -0.7:
+                    ma_p = ma * 0.0
+                    ia_p = ia * 0.0
+            patch = mean / (point_weight(ca, ra, ma_p, ia_p, ppa, nn) + point_weight(cb, rb, mb_p, ib_p, ppb, nn))
+            patch = patch * turn_share(ca, ra, ia_p, ppa, cb, rb, ib_p, ppb, nn * patch)
+            ca, ra, cb, rb = push(ca, ra, ma_p, ia_p, ppa, cb, rb, mb_p, ib_p, ppb, nn * patch)
     for i in range(group_size):
         k = i
         if reverse != 0:                # alternate sweeps run backwards (symmetric Gauss-Seidel)
@@ -309,6 +332,20 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
     if b >= 0:
         sk.atomic_add(delta, b, pose_delta(cb, rb, cb0, rb0))
         sk.atomic_add(count, b, count.dtype(1.0))
+
+
+@kernel
+def mark_grounded(w_body: array2d(dtype=int), w_lam: array2d(dtype=Any), grounded: array(dtype=int)):
+    # counts, per body, the kept contacts with the world (the ground, a static mesh or shape) that
+    # pressed on it (accumulated: one launch per contact set adds to the same array)
+    s = sk.tid()
+    a = w_body[s, 0]
+    b = w_body[s, 1]
+    if w_lam[s, 0] > 0.0:
+        if a >= 0 and b < 0:
+            sk.atomic_add(grounded, a, 1)
+        if b >= 0 and a < 0:
+            sk.atomic_add(grounded, b, 1)
 
 
 @kernel

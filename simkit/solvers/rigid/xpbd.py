@@ -34,8 +34,8 @@ from ...model import Control, Model, State
 from ...runtime import array, is_capturing, launch, zeros
 from .coloring import color_lists
 from .kernels import integrate_bodies
-from .kernels_xpbd import (apply_body_deltas, body_velocities, count_up, keep_contacts, solve_contact_groups,
-                           warm_contacts)
+from .kernels_xpbd import (apply_body_deltas, body_velocities, count_up, keep_contacts, mark_grounded,
+                           solve_contact_groups, warm_contacts)
 from .kernels_xpbd_gather import gather_ground_contacts, gather_mesh_contacts, gather_pair_contacts
 from .kernels_xpbd_joints import solve_joints_xpbd
 from .kernels_xpbd_restitution import apply_velocity_deltas, restitute_contact_groups
@@ -81,7 +81,7 @@ def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, cont
     for sub in range(subs):
         last = sub == subs - 1
         q, qd_bar = (q_pred, qd_pred) if subs == 1 else predict(q_start, qd_start, h, "s")
-        q, lams, held = solve_sweeps(solver, model, sweeps, contacts, kept, before, q_start, q, h, fresh)
+        q, lams, held = solve_sweeps(solver, model, sweeps, contacts, kept, before, q_start, q, qd_bar, h, fresh)
         after = state_out if last else substep_holder(solver, model, fresh)
         q_out, qd_out = state_out.body_q, state_out.body_qd
         if not last:                  # (two pairs in turn: a substep's start is the one before's end)
@@ -159,8 +159,8 @@ def substep_holder(solver, model: Model, fresh: bool):
         contact_impulses=None))
 
 
-def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list, before, q_start, q, h: float,
-                 fresh: bool):
+def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list, before, q_start, q, qd_pre,
+                 h: float, fresh: bool):
     """``solver.iterations`` Gauss-Seidel sweeps over the colours of ``sweeps`` (per colour: kernel,
     threads, arguments, lambda rows, key) from the predicted poses ``q`` of a (sub)step of ``h``
     that began at ``q_start``; the contacts start from the impulses ``before`` kept
@@ -182,6 +182,10 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                    inputs=[idx, size, slots[0], slots[1], slots[3]] + list(warm[k]) +
                           [s(h * h), s(solver.rigid_contact_margin)],
                    outputs=[lams[key], held[key]])
+    grounded = solver.scratch(model, "xb_grounded", n, T.int32, fresh=fresh, requires_grad=False)
+    for kept_set in getattr(before, "contact_impulses", None) or []:
+        launch(mark_grounded, kept_set[0].shape[0], device=dev, inputs=[kept_set[0], kept_set[2]],
+               outputs=[grounded])
     for it in range(solver.iterations):
         tag = str(it % 2)
         for c, sweep in enumerate(sweeps):
@@ -195,9 +199,10 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                     lam = solver.scratch(model, "xb_l" + key, shape, model.dtype, fresh=fresh)
                 lams[key] = solver.scratch(model, f"xb_l{key}_{tag}", shape, model.dtype, fresh=fresh)
                 # (odd sweeps run a group's contacts backwards; the first one applies the warm start)
-                tail = [lam, s(h)] if joint else [it % 2, int(it == 0 and key in warmed), held[key],
+                tail = [lam, s(h)] if joint else [qd_pre, it % 2, int(it == 0 and key in warmed), held[key],
                                                      s(solver.max_depenetration_velocity * h),
-                                                     s(resting_speed(model, h) * h if it == 0 else -1.0), lam]
+                                                     s(resting_speed(model, h) if it == 0 else -1.0), grounded,
+                                                     model.vector(model.up_vector), lam]
                 launch(kern, threads, device=dev, inputs=[q] + bodies + args + tail, outputs=[delta, count, lams[key]])
             q_next = solver.scratch(model, f"xb_q{c}_{tag}", n, q.dtype, fresh=fresh, zero=False)
             launch(apply_body_deltas, n, device=dev, inputs=[q, model.body_com, delta, count], outputs=[q_next])
