@@ -372,7 +372,7 @@ def warm_contacts(groups: array(dtype=int), group_size: int, c_body: array2d(dty
     s = groups[g] * group_size + k
     e = g * group_size + k
     n = c_n[s]
-    ln = w_lam[s, 0] * 0.0
+    ln = n[0] * 0.0         # (a zero of the scalar type: w_lam may have fewer slots than this set now)
     h = n * ln
     lt = h
     if (c_body[s, 0] >= 0 or c_body[s, 1] >= 0) and prev[groups[g]] >= 0:
