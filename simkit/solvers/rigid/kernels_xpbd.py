@@ -183,7 +183,7 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
                          group_size: int, c_body: array2d(dtype=int), c_pa: array(dtype=Any), c_pb: array(dtype=Any),
                          c_n: array(dtype=Any), c_mu: array2d(dtype=Any), c_rad: array2d(dtype=Any),
                          body_qd_pre: array(dtype=Any), reverse: int,
-                         warm: int, held: array(dtype=Any), recover: Any, impact: Any, grounded: array(dtype=int),
+                         warm: int, held: array(dtype=Any), recover: Any, impact: Any, support: array(dtype=int),
                          up: Any,
                          lam_in: array2d(dtype=Any),
                          delta: array(dtype=Any), count: array(dtype=Any), lam_out: array2d(dtype=Any)):
@@ -254,20 +254,20 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
         nn = sk.normalize(pn_sum)
         mean = sk.dot(nn, ppb - ppa)
         if mean > 0.0 and approach > impact * total:
-            # a body resting on the world (``grounded``: the ground, a static mesh or shape) that one
-            # not resting there lands on from above takes the impact as if fixed: the world takes it
-            # (pushed down, it would be pushed back up one sweep later, and what one sweep leaves of
-            # that became a bounce and a tilt; a side impact pushes both, as before)
+            # a body resting more directly on the world (``support``: the ground, a static mesh or
+            # shape) than one landing on it from above takes the impact as if fixed: what it rests
+            # on takes it (pushed down, it would be pushed back up one sweep later, and what one
+            # sweep leaves of that became a bounce and a tilt; a side impact pushes both, as before)
             ma_p = ma
             ia_p = ia
             mb_p = mb
             ib_p = ib
             if a >= 0 and b >= 0:
                 vertical = sk.dot(nn, up)
-                if grounded[b] != 0 and grounded[a] == 0 and vertical > 0.7:
+                if support[b] > support[a] and vertical > 0.7:
                     mb_p = mb * 0.0
                     ib_p = ib * 0.0
-                if grounded[a] != 0 and grounded[b] == 0 and vertical < -0.7:
+                if support[a] > support[b] and vertical < -0.7:
                     ma_p = ma * 0.0
                     ia_p = ia * 0.0
             patch = mean / (point_weight(ca, ra, ma_p, ia_p, ppa, nn) + point_weight(cb, rb, mb_p, ib_p, ppb, nn))
@@ -335,17 +335,27 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
 
 
 @kernel
-def mark_grounded(w_body: array2d(dtype=int), w_lam: array2d(dtype=Any), grounded: array(dtype=int)):
-    # counts, per body, the kept contacts with the world (the ground, a static mesh or shape) that
-    # pressed on it (accumulated: one launch per contact set adds to the same array)
+def mark_support(w_body: array2d(dtype=int), w_lam: array2d(dtype=Any), body_q: array(dtype=Any),
+                 body_com: array(dtype=Any), up: Any, support: array(dtype=int)):
+    # how directly each body rests on the world, from the kept contacts that pressed: 1000 on the
+    # world (the ground, a static mesh or shape), one less for each body between (a body rests on
+    # the one whose centre of mass is lower along ``up``), 0 on nothing. One launch per contact set
+    # and pass; each pass carries it one body further up a pile (atomic max: monotone)
     s = sk.tid()
     a = w_body[s, 0]
     b = w_body[s, 1]
-    if w_lam[s, 0] > 0.0:
-        if a >= 0 and b < 0:
-            sk.atomic_add(grounded, a, 1)
-        if b >= 0 and a < 0:
-            sk.atomic_add(grounded, b, 1)
+    if w_lam[s, 0] > 0.0 and (a >= 0 or b >= 0):
+        if a < 0 or b < 0:
+            sk.atomic_max(support, sk.max(a, b), 1000)
+        else:
+            upper = a
+            lower = b
+            if sk.dot(up, sk.transform_point(body_q[b], body_com[b])) > sk.dot(up, sk.transform_point(body_q[a],
+                                                                                                      body_com[a])):
+                upper = b
+                lower = a
+            if support[lower] > 1:
+                sk.atomic_max(support, upper, support[lower] - 1)
 
 
 @kernel

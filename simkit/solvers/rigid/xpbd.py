@@ -34,7 +34,7 @@ from ...model import Control, Model, State
 from ...runtime import array, is_capturing, launch, zeros
 from .coloring import color_lists
 from .kernels import integrate_bodies
-from .kernels_xpbd import (apply_body_deltas, body_velocities, count_up, keep_contacts, mark_grounded,
+from .kernels_xpbd import (apply_body_deltas, body_velocities, count_up, keep_contacts, mark_support,
                            solve_contact_groups, warm_contacts)
 from .kernels_xpbd_gather import gather_ground_contacts, gather_mesh_contacts, gather_pair_contacts
 from .kernels_xpbd_joints import solve_joints_xpbd
@@ -94,6 +94,10 @@ def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, cont
         keep_impulses(model, after, contacts, kept, lams, held, q_start, q, s(1.0 / (h * h)), qd_bar,
                       s(resting_speed(model, h)), fresh)
         q_start, qd_start, before = q_out, qd_out, after
+
+
+#: passes of ``mark_support`` per (sub)step: piles up to this many bodies deep know what rests on what
+SUPPORT_PASSES = 4
 
 
 def resting_speed(model: Model, h: float) -> float:
@@ -182,10 +186,13 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                    inputs=[idx, size, slots[0], slots[1], slots[3]] + list(warm[k]) +
                           [s(h * h), s(solver.rigid_contact_margin)],
                    outputs=[lams[key], held[key]])
-    grounded = solver.scratch(model, "xb_grounded", n, T.int32, fresh=fresh, requires_grad=False)
-    for kept_set in getattr(before, "contact_impulses", None) or []:
-        launch(mark_grounded, kept_set[0].shape[0], device=dev, inputs=[kept_set[0], kept_set[2]],
-               outputs=[grounded])
+    support = solver.scratch(model, "xb_support", n, T.int32, fresh=fresh, requires_grad=False)
+    up = model.vector(model.up_vector)
+    for _ in range(SUPPORT_PASSES):   # (integers that choose, not values to differentiate: not taped)
+        for kept_set in getattr(before, "contact_impulses", None) or []:
+            launch(mark_support, kept_set[0].shape[0], device=dev,
+                   inputs=[kept_set[0], kept_set[2], q_start, model.body_com, up], outputs=[support],
+                   record_tape=False)
     for it in range(solver.iterations):
         tag = str(it % 2)
         for c, sweep in enumerate(sweeps):
@@ -201,8 +208,8 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                 # (odd sweeps run a group's contacts backwards; the first one applies the warm start)
                 tail = [lam, s(h)] if joint else [qd_pre, it % 2, int(it == 0 and key in warmed), held[key],
                                                      s(solver.max_depenetration_velocity * h),
-                                                     s(resting_speed(model, h) if it == 0 else -1.0), grounded,
-                                                     model.vector(model.up_vector), lam]
+                                                     s(resting_speed(model, h) if it == 0 else -1.0), support,
+                                                     up, lam]
                 launch(kern, threads, device=dev, inputs=[q] + bodies + args + tail, outputs=[delta, count, lams[key]])
             q_next = solver.scratch(model, f"xb_q{c}_{tag}", n, q.dtype, fresh=fresh, zero=False)
             launch(apply_body_deltas, n, device=dev, inputs=[q, model.body_com, delta, count], outputs=[q_next])
