@@ -7,6 +7,7 @@ import pytest
 
 import simkit as sk
 from test_xpbd_rigid import rollout
+from test_xpbd_stacking import run
 
 f64 = sk.float64
 DT = 1.0 / 60.0
@@ -82,21 +83,15 @@ def test_a_box_dropped_on_resting_boxes_lands_flat(below, iterations, substeps):
 
 
 def test_a_box_sliding_into_a_resting_box_pushes_it():
-    # a side impact moves the box it hits (only a body landing on a grounded one from above meets it
-    # as if fixed): momentum passes on, the struck box slides off
+    # a side impact moves the box it hits (only a body landing from above on one resting more
+    # directly on the world meets it as if fixed): momentum passes on, the struck box slides off
     b = sk.ModelBuilder()
     rest = b.add_body(pos=(0.0, 0.1, 0.0))
     b.add_shape_box(rest, hx=0.1, hy=0.1, hz=0.1, mu=0.2)
     moving = b.add_body(pos=(-0.5, 0.1, 0.0), vel=(3.0, 0.0, 0.0))
     b.add_shape_box(moving, hx=0.1, hy=0.1, hz=0.1, mu=0.2)
     b.add_ground_plane()
-    model = b.finalize(device="cpu", dtype=f64)
-    solver = sk.XPBDSolver(iterations=1, substeps=16)
-    s0, s1 = model.state(), model.state()
-    for _ in range(30):
-        solver.step(model, s0, s1, None, DT)
-        s0, s1 = s1, s0
-    q = s0.body_q.numpy()
+    q = run(b.finalize(device="cpu", dtype=f64), 30, sk.XPBDSolver(iterations=1, substeps=16)).body_q.numpy()
     assert q[0, 0] > 0.1                                  # the struck box moved along +x
     assert q[1, 0] < q[0, 0] - 0.199                     # behind it, not through it
 
@@ -129,23 +124,18 @@ def test_a_box_landing_flat_bounces_straight_up(iterations, substeps):
 
 @pytest.mark.parametrize("e", [1.0, 0.5])
 def test_two_balls_collide_head_on(e):
-    # no gravity: ball a (1 kg... of 10 cm) at 2 m/s meets ball b at rest; they part at e times their
-    # approach speed, with momentum kept (equal masses: b leaves at (1 + e) / 2 of a's speed)
+    # no gravity: ball a (radius 10 cm) at 2 m/s meets ball b, the same, at rest; they part at e times
+    # their approach speed, with momentum kept (equal masses: b leaves at (1 + e) / 2 of a's speed)
     b = sk.ModelBuilder(gravity=0.0)
     a_ = b.add_body(pos=(-0.3, 0.0, 0.0), vel=(2.0, 0.0, 0.0))
     b.add_shape_sphere(a_, radius=0.1, restitution=e)
     b_ = b.add_body(pos=(0.3, 0.0, 0.0))
     b.add_shape_sphere(b_, radius=0.1, restitution=e)
-    model = b.finalize(device="cpu", dtype=f64)
-    solver = sk.XPBDSolver(iterations=2, substeps=2)
-    s0, s1 = model.state(), model.state()
-    for _ in range(30):
-        solver.step(model, s0, s1, None, DT)
-        s0, s1 = s1, s0
-    v = s0.body_qd.numpy()[:, 3:]
+    end = run(b.finalize(device="cpu", dtype=f64), 30, sk.XPBDSolver(iterations=2, substeps=2))
+    v = end.body_qd.numpy()[:, 3:]
     assert v[0, 0] + v[1, 0] == pytest.approx(2.0, rel=1e-9)           # momentum
     assert v[1, 0] - v[0, 0] == pytest.approx(2.0 * e, rel=1e-6)        # parting speed
-    assert np.abs(v[:, 1:]).max() < 1e-9 and np.abs(s0.body_qd.numpy()[:, :3]).max() < 1e-9
+    assert np.abs(v[:, 1:]).max() < 1e-9 and np.abs(end.body_qd.numpy()[:, :3]).max() < 1e-9
 
 
 def bouncing_scene(b):
