@@ -11,8 +11,9 @@ launch is exact for its bodies and the next colour sees the result), and the vel
 the substep's start pose to its end pose (inelastic: friction, static and sliding, acts at the
 position level within mu times the normal impulse), then, for shapes with restitution, the
 velocity pass that bounces the contacts that hit (``kernels_xpbd_restitution.py``). An impact
-(a body pair's contacts deeper on average than a resting contact sags in a substep) is first met
-by its contacts as one push (``solve_contact_groups``).
+(a body pair's penetrating contacts approaching faster than a resting contact, ``resting_speed``)
+is first met by its contacts as one push (``solve_contact_groups``), a body resting more directly
+on the world taking it as if fixed (``mark_support``).
 
 Contacts persist: each keeps its final impulses and, when it holds, the slip the sweeps left over
 (``state_out.contact_impulses``). The next (sub)step's contact at the nearest point of the same
@@ -77,6 +78,7 @@ def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, cont
             colors.append([(k, idx, f"c{c}_{k}") for k, (size, slots, idx) in parts])
     kept = [launch_ for color in colors for launch_ in color]
     bounce = bool(colors) and bounces(solver, model)
+    rest = resting_speed(model, h)
     q_start, qd_start, before = q0, state_in.body_qd, state_in
     for sub in range(subs):
         last = sub == subs - 1
@@ -91,8 +93,8 @@ def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, cont
         launch(body_velocities, n, device=dev, inputs=[q_start, q, model.body_com, s(h)], outputs=[q_out, qd_solved])
         if bounce:
             restitute(solver, model, contacts, colors, q_out, qd_solved, qd_bar, h, qd_out, fresh)
-        keep_impulses(model, after, contacts, kept, lams, held, q_start, q, s(1.0 / (h * h)), qd_bar,
-                      s(resting_speed(model, h)), fresh)
+        keep_impulses(model, after, contacts, kept, lams, held, q_start, q, s(1.0 / (h * h)), qd_bar, s(rest),
+                      fresh)
         q_start, qd_start, before = q_out, qd_out, after
 
 
@@ -188,6 +190,7 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                    outputs=[lams[key], held[key]])
     support = solver.scratch(model, "xb_support", n, T.int32, fresh=fresh, requires_grad=False)
     up = model.vector(model.up_vector)
+    impact = s(resting_speed(model, h))
     for _ in range(SUPPORT_PASSES):   # (integers that choose, not values to differentiate: not taped)
         for kept_set in getattr(before, "contact_impulses", None) or []:
             launch(mark_support, kept_set[0].shape[0], device=dev,
@@ -208,7 +211,7 @@ def solve_sweeps(solver, model: Model, sweeps: list, contacts: list, kept: list,
                 # (odd sweeps run a group's contacts backwards; the first one applies the warm start)
                 tail = [lam, s(h)] if joint else [qd_pre, it % 2, int(it == 0 and key in warmed), held[key],
                                                      s(solver.max_depenetration_velocity * h),
-                                                     s(resting_speed(model, h) if it == 0 else -1.0), support,
+                                                     impact if it == 0 else s(-1.0), support,
                                                      up, lam]
                 launch(kern, threads, device=dev, inputs=[q] + bodies + args + tail, outputs=[delta, count, lams[key]])
             q_next = solver.scratch(model, f"xb_q{c}_{tag}", n, q.dtype, fresh=fresh, zero=False)
