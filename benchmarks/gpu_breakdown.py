@@ -1,9 +1,10 @@
 """Where a GPU launch's time goes, and what saxpy's bandwidth depends on (run by tools/gpu_check.sh
 after benchmarks/gpu.py, whose two targets it explains):
 
-- launch overhead taken apart: ``sk.launch``, the CUDA unit's launch alone (argument checks and
-  packing done), the argument buffer it builds, and each driver call through cuda-python
-  (``cuCtxSetCurrent``, ``cuLaunchKernel`` with ready arguments);
+- launch overhead taken apart: ``sk.launch`` (through the native C launcher, and through
+  cuda-python), the CUDA unit's launch alone (argument checks and packing done), the native
+  launcher's one C call, the argument buffer the cuda-python path builds, and each driver call
+  through cuda-python (``cuCtxSetCurrent``, ``cuLaunchKernel`` with ready arguments);
 - saxpy bandwidth over block sizes, with the grid capped (grid-stride loop) or not, and a saxpy of
   four independent elements per thread (more loads in flight), as fractions of the copy bandwidth;
 - the same copy and saxpy through PyTorch, where it has CUDA (what the card gives a tuned library).
@@ -66,7 +67,7 @@ def launch_rows(device, k: int) -> list:
     bounds = bounds_bytes((1,))[0]
     st = driver.state(device.ordinal)
     api = st.api
-    func = unit._loaded[device.ordinal].funcs[entry.name][0]
+    fn = unit._loaded[device.ordinal].funcs[entry.name]
     off = (len(packed) + 15) & ~15
 
     def argument_buffer():
@@ -74,19 +75,33 @@ def launch_rows(device, k: int) -> list:
         addr = ctypes.addressof(buf)
         return buf, cuda_module._ARGV(addr, addr + off)
 
+    def through_cuda_python():  # sk.launch with the native launcher switched off for this kernel
+        native = fn.native
+        fn.native = None
+        try:
+            return per_call_us(lambda: sk.launch(tiny, 1, inputs=[1.0, t], device=device), k, device)
+        finally:
+            fn.native = native
+
     keep, argv = argument_buffer()
     params = ctypes.addressof(argv)
     stream = st.default_stream
-    return [
+    rows = [
         ("sk.launch (device given)", per_call_us(lambda: sk.launch(tiny, 1, inputs=[1.0, t], device=device),
                                                  k, device)),
         ("sk.launch (device inferred)", per_call_us(lambda: sk.launch(tiny, 1, inputs=[1.0, t]), k, device)),
+        ("sk.launch through cuda-python (no native launcher)", through_cuda_python()),
         ("unit launch alone (packed arguments)", per_call_us(lambda: unit.launch(entry, packed, bounds, 1),
                                                              k, device)),
+    ]
+    if fn.native is not None:
+        rows.append(("native launcher alone (one C call, ready arguments)", per_call_us(
+            lambda: fn.native(fn.driver, fn.ctx, fn.handle, 1, 256, stream, packed, bounds), k, device)))
+    return rows + [
         ("argument buffer (ctypes)", per_call_us(argument_buffer, k, device)),
         ("cuCtxSetCurrent (cuda-python)", per_call_us(lambda: api.cuCtxSetCurrent(st.ctx), k, device)),
         ("cuLaunchKernel (cuda-python, ready arguments)",
-         per_call_us(lambda: api.cuLaunchKernel(func, 1, 1, 1, 256, 1, 1, 0, stream, params, 0), k, device)),
+         per_call_us(lambda: api.cuLaunchKernel(fn.func, 1, 1, 1, 256, 1, 1, 0, stream, params, 0), k, device)),
     ]
 
 

@@ -39,3 +39,7 @@ cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")
 #: GPU adjoint kernels with dynamic loops: per-thread stack bytes, and the most scratch memory per launch.
 cuda_stack_bytes: int = 16 * 1024
 cuda_stack_budget: int = 1 << 30
+
+#: GPU launches call the driver from a small compiled helper (one C call per launch, the context made
+#: current only when it is not); False: through cuda-python only (for A/B measurements or debugging).
+cuda_native_launch: bool = bool(int(os.environ.get("SIMKIT_CUDA_NATIVE_LAUNCH", "1")))

@@ -64,8 +64,9 @@ def nvrtc_verification():
 @pytest.fixture(scope="session")
 def cuda_emulated_world():
     """One emulated sm_90 GPU for the whole session, swapped in only while a test runs on it. It runs
-    each launch's threads last to first (test_cuda_backend's fake GPUs run them first to last)."""
-    world = EmulatedWorld(FakeDriver(ndev=1, arch="sm_90", reverse_threads=True))
+    each launch's threads last to first, and launches through simkit's native (C) launch, as a real GPU
+    does (test_cuda_backend's fake GPUs run threads first to last, and launch through cuda-python)."""
+    world = EmulatedWorld(FakeDriver(ndev=1, arch="sm_90", reverse_threads=True, native_launch=True))
     yield world
     with world:
         world.close()

@@ -122,8 +122,10 @@ class FakeDriver:
     FREED_KEEP = 64 << 20  # bytes of freed buffers kept (poisoned) to catch use after free
 
     def __init__(self, ndev: int = 1, arch: str = FAKE_ARCH, validate: bool | None = None,
-                 reverse_threads: bool = False):
+                 reverse_threads: bool = False, native_launch: bool = False):
         self.real = _real_driver()
+        self.native_launch = native_launch  # cuGetProcAddress gives C entry points (simkit's native launch)
+        self.c_entry_points: dict | None = None
         self.reverse_threads = reverse_threads  # run each launch's threads last to first
         self.ndev = ndev
         self.arch = arch
@@ -630,6 +632,45 @@ class FakeDriver:
             kernel.launch(argv, gx, bx, self.reverse_threads)
 
         return self.err(self.enqueue(s, op))
+
+    # -- C entry points (simkit's native launch calls these from C) ---------------
+
+    @_fake
+    def cuGetProcAddress(self, symbol, version, flags):
+        fn = self._entry_points().get(bytes(symbol).decode()) if self.native_launch else None
+        if fn is None:
+            return self.err(500, 2)  # CUDA_ERROR_NOT_FOUND
+        return self.ok(ctypes.cast(fn, ctypes.c_void_p).value,
+                       self.real.CUdriverProcAddressQueryResult.CU_GET_PROC_ADDRESS_SUCCESS)
+
+    def _entry_points(self) -> dict:
+        """ctypes callbacks with the C signatures of the driver functions native_launch calls."""
+        if self.c_entry_points is None:
+            def result(fn, *args) -> int:
+                try:
+                    return int(fn(*args)[0])
+                except Exception as e:  # an exception cannot cross C: recorded, and an error returned
+                    self.violations.append(f"{fn.__name__} (from C): {e!r}")
+                    return 999  # CUDA_ERROR_UNKNOWN
+
+            def launch(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra):
+                return result(self.cuLaunchKernel, self.real.CUfunction(f or 0), gx, gy, gz, bx, by, bz, shmem,
+                              s or 0, params, extra or 0)
+
+            def get_current(out):
+                self.calls["cuCtxGetCurrent"] += 1
+                out[0] = self.ctx() or None
+                return 0
+
+            u = ctypes.c_uint
+            self.c_entry_points = {
+                "cuLaunchKernel": ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, u, u, u, u, u, u, u,
+                                                   ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p)(launch),
+                "cuCtxGetCurrent": ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_void_p))(get_current),
+                "cuCtxSetCurrent": ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)(
+                    lambda c: result(self.cuCtxSetCurrent, self.real.CUcontext(c or 0))),
+            }
+        return self.c_entry_points
 
     # -- graphs ----------------------------------------------------------------
 

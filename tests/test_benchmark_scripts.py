@@ -30,7 +30,7 @@ def _run_on_emulated_gpu(name, tmp_path, monkeypatch, **sizes):
     for key, value in sizes.items():
         monkeypatch.setattr(mod, key, value)
     out = tmp_path / f"{name}.md"
-    with EmulatedWorld(FakeDriver(arch="sm_90")) as fake:
+    with EmulatedWorld(FakeDriver(arch="sm_90", native_launch=True)) as fake:
         assert mod.main(["--quick", "--markdown", str(out)]) == 0
         sk.synchronize()
     assert not fake.violations
@@ -52,8 +52,9 @@ def test_gpu_breakdown_runs_and_times_each_part(tmp_path, monkeypatch):
     rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ")]
     values = {r[0].strip(): float(r[1]) for r in rows if r[0].strip() not in ("launch, one thread",
                                                                               "bandwidth (bytes read + written)")}
-    assert {"sk.launch (device given)", "cuLaunchKernel (cuda-python, ready arguments)", "sk.copy",
-            "saxpy, block 1024, grid full", "saxpy, 4 independent elements per thread"} <= set(values)
+    assert {"sk.launch (device given)", "sk.launch through cuda-python (no native launcher)",
+            "native launcher alone (one C call, ready arguments)", "cuLaunchKernel (cuda-python, ready arguments)",
+            "sk.copy", "saxpy, block 1024, grid full", "saxpy, 4 independent elements per thread"} <= set(values)
     assert all(math.isfinite(v) and v > 0 for v in values.values()), values
     assert fake.calls["cuLaunchKernel"] > 1000  # (the quick run launches each timed part 1000 times)
 

@@ -259,7 +259,9 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
                 if err is not None:
                     raise_kernel_error(kernel, err)
         else:
-            _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks)
+            err = unit.launch(entry, packed, bounds, size, block_dim, stream, device, max_blocks)
+            if err is not None:
+                raise_kernel_error(kernel, err)
     if spec.writes:
         tape.bump_written(spec, kernel, args)
     if record_tape and tape._active and tape._active[-1] is not None:

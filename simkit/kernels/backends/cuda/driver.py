@@ -248,6 +248,7 @@ class _DeviceState:
         self.rt_module = None  # runtime kernels (fill, strided copy)
         self.rt_funcs: dict = {}
         self.scratch: dict = {}  # stream handle -> DeviceAllocation (adjoint loop stacks)
+        self.launcher = False  # native_launch.Launcher once looked up (None: launches through cuda-python)
         self.lock = threading.RLock()
 
     def make_current(self):

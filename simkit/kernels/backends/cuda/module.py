@@ -14,6 +14,8 @@ call (and into the graph node during capture), so the host buffers only need to
 live for the call. cuda-python takes ``kernelParams`` as a plain integer
 address of a ``void*[2]`` array (its documented "already configured void**"
 form), which avoids its ctypes-type conversion path; ``extra`` is passed as 0.
+Where it can be built, ``native_launch`` does the same in one C call (the context
+made current only when it is not), which is the path every real GPU takes.
 
 Launches are asynchronous. The module's ``sk::sk_error_state`` is read back (one
 stream synchronization) only in debug mode, for kernels that report errors in
@@ -28,7 +30,7 @@ import ctypes
 import struct as _struct
 
 from .... import config
-from . import driver, nvrtc
+from . import driver, native_launch, nvrtc
 
 # Device globals live in namespace sk: their symbols are mangled (Itanium ABI)
 _ERROR_SYMBOLS = (b"_ZN2sk14sk_error_stateE", b"sk_error_state")
@@ -124,9 +126,28 @@ class _Loaded:
 
     def __init__(self, module, err_ptr, stack):
         self.module = module
-        self.funcs: dict = {}  # name -> (CUfunction, max threads per block, param sizes or None)
+        self.funcs: dict = {}  # entry name -> _Function
         self.err_ptr = err_ptr
         self.stack = stack  # (address of sk_stack_base, address of sk_stack_capacity) or None
+
+
+class _Function:
+    """A kernel entry resolved on one device: what each launch needs, looked up once."""
+
+    __slots__ = ("func", "handle", "maxt", "sizes", "ctx", "native", "driver", "stack", "checked")
+
+    def __init__(self, func, maxt: int, sizes, st, rec: _Loaded, entry_name: str, may_error: bool):
+        self.func = func  # CUfunction (cuda-python)
+        self.handle = int(func)
+        self.maxt = maxt  # max threads per block
+        self.sizes = sizes  # (bytes of the packed arguments, bytes of the bounds), None if unknown
+        self.ctx = int(st.ctx)
+        if st.launcher is False:
+            st.launcher = native_launch.launcher(st.api)
+        # the one-call C launch and its driver table, or None (through cuda-python)
+        self.native, self.driver = (st.launcher.fn, st.launcher.driver) if st.launcher else (None, 0)
+        self.stack = rec.stack if entry_name.endswith("_bwd") else None
+        self.checked = self.stack is not None or may_error  # read the error state after launches
 
 
 class Unit:
@@ -163,7 +184,7 @@ class Unit:
             rec = self._loaded[ordinal] = _Loaded(mod, err_ptr, stack)
         return rec
 
-    def _function(self, ordinal: int, name: str):
+    def _function(self, ordinal: int, name: str) -> _Function:
         rec = self._load(ordinal)
         f = rec.funcs.get(name)
         if f is None:
@@ -178,7 +199,8 @@ class Unit:
                                   for i in range(2))
                 except Exception:
                     sizes = None
-            f = rec.funcs[name] = (func, maxt, sizes)
+            may_error = name.rsplit("_cuda_", 1)[0] in self._may_error
+            f = rec.funcs[name] = _Function(func, maxt, sizes, driver.state(ordinal), rec, name, may_error)
         return f
 
     def entry(self, cname: str, which: str = "fwd") -> Entry:
@@ -215,30 +237,43 @@ class Unit:
         else:
             ordinal, s = self._resolve(stream, device)
             st = driver.state(ordinal)
-        rec = self._loaded.get(ordinal) or self._load(ordinal)
-        func, maxt, sizes = rec.funcs.get(entry.name) or self._function(ordinal, entry.name)
+        rec = self._loaded.get(ordinal)
+        f = rec.funcs.get(entry.name) if rec is not None else None
+        if f is None:
+            f = self._function(ordinal, entry.name)
         nb = len(packed)
+        sizes = f.sizes
         if sizes is not None and (nb != sizes[0] or len(bounds) != sizes[1]):
             raise RuntimeError(f"kernel {entry.cname}: argument layout mismatch (packed {nb} bytes, "
                                f"bounds {len(bounds)} bytes; the kernel expects {sizes[0]} and {sizes[1]})")
-        block = max(1, min(int(block_dim) if block_dim else 256, maxt, 1024))
-        grid = min((int(size) + block - 1) // block, max_blocks if max_blocks > 0 else driver.GRID_CAP)
-        api = st.api
-        stack = rec.stack if entry.which == "bwd" else None
-        r = api.cuCtxSetCurrent(st.ctx)
-        if int(r[0]):
-            driver.check(r, "cuCtxSetCurrent")
-        if stack is not None:
-            grid = self._setup_stack(st, stack, s, grid, block)
-        # one buffer holds both parameters (the driver copies them during the call)
-        off = (nb + 15) & ~15
-        buf = ctypes.create_string_buffer(packed.ljust(off, b"\0") + bounds)
-        addr = ctypes.addressof(buf)
-        argv = _ARGV(addr, addr + off)
-        r = api.cuLaunchKernel(func, grid, 1, 1, block, 1, 1, 0, s, ctypes.addressof(argv), 0)
-        if int(r[0]):
-            driver.check(r, f"launch of kernel {entry.cname} on cuda:{ordinal}")
-        if stack is not None or entry.cname in self._may_error or config.mode == "debug":
+        block = block_dim if block_dim.__class__ is int and 0 < block_dim <= f.maxt else \
+            max(1, min(int(block_dim) if block_dim else 256, f.maxt, 1024))
+        grid = (size + block - 1) // block
+        cap = max_blocks if max_blocks > 0 else driver.GRID_CAP
+        if grid > cap:
+            grid = cap
+        if f.stack is not None:
+            st.make_current()
+            grid = self._setup_stack(st, f.stack, s, grid, block)
+        go = f.native
+        if go is not None:  # one C call: the context check and cuLaunchKernel
+            r = go(f.driver, f.ctx, f.handle, grid, block, s, packed, bounds)
+            if r:
+                driver.check((st.api.CUresult(r),), f"launch of kernel {entry.cname} on cuda:{ordinal}")
+        else:
+            api = st.api
+            r = api.cuCtxSetCurrent(st.ctx)
+            if int(r[0]):
+                driver.check(r, "cuCtxSetCurrent")
+            # one buffer holds both parameters (the driver copies them during the call)
+            off = (nb + 15) & ~15
+            buf = ctypes.create_string_buffer(packed.ljust(off, b"\0") + bounds)
+            addr = ctypes.addressof(buf)
+            argv = _ARGV(addr, addr + off)
+            r = api.cuLaunchKernel(f.func, grid, 1, 1, block, 1, 1, 0, s, ctypes.addressof(argv), 0)
+            if int(r[0]):
+                driver.check(r, f"launch of kernel {entry.cname} on cuda:{ordinal}")
+        if f.checked or config.mode == "debug":
             return self._read_error(st, ordinal, s)  # (a stack overflow must never pass silently)
         return None
 
