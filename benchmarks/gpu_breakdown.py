@@ -5,8 +5,10 @@ after benchmarks/gpu.py, whose two targets it explains):
   cuda-python), the CUDA unit's launch alone (argument checks and packing done), the native
   launcher's one C call, the argument buffer the cuda-python path builds, and each driver call
   through cuda-python (``cuCtxSetCurrent``, ``cuLaunchKernel`` with ready arguments);
-- saxpy bandwidth over block sizes, with the grid capped (grid-stride loop) or not, and a saxpy of
-  four independent elements per thread (more loads in flight), as fractions of the copy bandwidth;
+- saxpy bandwidth over block sizes, with the grid capped (grid-stride loop) or not; with its launch
+  indices interleaved four per CUDA thread (the default, ``simkit/kernels/interleave.py``) and one
+  per thread; and a hand-written saxpy of four elements per launch index; as fractions of the copy
+  bandwidth;
 - the same copy and saxpy through PyTorch, where it has CUDA (what the card gives a tuned library).
 
     python benchmarks/gpu_breakdown.py [--quick] [--markdown out.md]
@@ -37,7 +39,7 @@ N_SAXPY = 1 << 26
 
 @sk.kernel
 def saxpy4(a: float, x: sk.array(dtype=float), y: sk.array(dtype=float), q: int):
-    """saxpy over 4 q elements, four per thread (i, i + q, ...): all eight loads before any store."""
+    """saxpy over 4 q elements, four per launch index (i, i + q, ...): all eight loads before any store."""
     i = sk.tid()
     x0, x1, x2, x3 = x[i], x[i + q], x[i + 2 * q], x[i + 3 * q]
     y0, y1, y2, y3 = y[i], y[i + q], y[i + 2 * q], y[i + 3 * q]
@@ -120,9 +122,22 @@ def bandwidth_rows(device, n: int, repeat: int) -> list:
                 rows.append((f"saxpy, block {block}, grid {'capped' if cap == saved else 'full'}", s, s / copy))
     finally:
         driver.GRID_CAP = saved
+    entry, unit = saxpy.specs[None].native[device.kind]
+    fn = unit._loaded[device.ordinal].funcs[entry.name]
+    ways = fn.ways
+    try:  # saxpy's forward runs `ways` launch indices per CUDA thread (kernels/interleave.py); here one
+        fn.ways = 1
+        for cap in (saved, 2**31 - 1):
+            driver.GRID_CAP = cap
+            s = 12 * n / time_gpu(lambda: sk.launch(saxpy, n, inputs=[2.0, x, y], device=device), device, repeat)
+            rows.append((f"saxpy, block 256, grid {'capped' if cap == saved else 'full'}, one index per thread "
+                         f"(not interleaved)", s, s / copy))
+    finally:
+        fn.ways = ways
+        driver.GRID_CAP = saved
     q = n // 4
     s = 12 * 4 * q / time_gpu(lambda: sk.launch(saxpy4, q, inputs=[2.0, x, y, q], device=device), device, repeat)
-    rows.append(("saxpy, 4 independent elements per thread", s, s / copy))
+    rows.append(("saxpy4: 4 elements per launch index, hand-written", s, s / copy))
     return rows + torch_rows(n, repeat, copy)
 
 

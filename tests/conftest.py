@@ -65,8 +65,11 @@ def nvrtc_verification():
 def cuda_emulated_world():
     """One emulated sm_90 GPU for the whole session, swapped in only while a test runs on it. It runs
     each launch's threads last to first, and launches through simkit's native (C) launch, as a real GPU
-    does (test_cuda_backend's fake GPUs run threads first to last, and launch through cuda-python)."""
-    world = EmulatedWorld(FakeDriver(ndev=1, arch="sm_90", reverse_threads=True, native_launch=True))
+    does (test_cuda_backend's fake GPUs run threads first to last, and launch through cuda-python). Its
+    SMs hold 64 threads each, so launches of 1024 threads or more count as filling it: kernels that can
+    run interleaved (kernels/interleave.py) then run 4 launch indices per thread throughout the suite."""
+    world = EmulatedWorld(FakeDriver(ndev=1, arch="sm_90", reverse_threads=True, native_launch=True,
+                                     resident_threads=64))
     yield world
     with world:
         world.close()

@@ -122,8 +122,9 @@ class FakeDriver:
     FREED_KEEP = 64 << 20  # bytes of freed buffers kept (poisoned) to catch use after free
 
     def __init__(self, ndev: int = 1, arch: str = FAKE_ARCH, validate: bool | None = None,
-                 reverse_threads: bool = False, native_launch: bool = False):
+                 reverse_threads: bool = False, native_launch: bool = False, resident_threads: int = 2048):
         self.real = _real_driver()
+        self.resident_threads = resident_threads  # per SM (4 SMs): launches of 4x this fill the fake GPU
         self.native_launch = native_launch  # cuGetProcAddress gives C entry points (simkit's native launch)
         self.c_entry_points: dict | None = None
         self.reverse_threads = reverse_threads  # run each launch's threads last to first
@@ -263,6 +264,7 @@ class FakeDriver:
         values = {A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: cc // 10,
                   A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: cc % 10,
                   A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: 4,
+                  A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: self.resident_threads,
                   A.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: 1}
         return self.ok(values[attr]) if attr in values else self.err(1, 1)
 

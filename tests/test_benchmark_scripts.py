@@ -54,7 +54,8 @@ def test_gpu_breakdown_runs_and_times_each_part(tmp_path, monkeypatch):
                                                                               "bandwidth (bytes read + written)")}
     assert {"sk.launch (device given)", "sk.launch through cuda-python (no native launcher)",
             "native launcher alone (one C call, ready arguments)", "cuLaunchKernel (cuda-python, ready arguments)",
-            "sk.copy", "saxpy, block 1024, grid full", "saxpy, 4 independent elements per thread"} <= set(values)
+            "sk.copy", "saxpy, block 1024, grid full", "saxpy4: 4 elements per launch index, hand-written",
+            "saxpy, block 256, grid full, one index per thread (not interleaved)"} <= set(values)
     assert all(math.isfinite(v) and v > 0 for v in values.values()), values
     assert fake.calls["cuLaunchKernel"] > 1000  # (the quick run launches each timed part 1000 times)
 

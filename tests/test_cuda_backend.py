@@ -22,7 +22,7 @@ from cuda_emulator import FAKE_ARCH, EmulatedWorld, FakeDriver, _real_libcuda_mi
 from cuda_emulator_build import emulated_library
 
 import simkit as sk
-from simkit.kernels import codegen
+from simkit.kernels import codegen, interleave
 from simkit.kernels import module as kmodule
 from simkit.kernels import types as T
 from simkit.kernels.backends import cpu as cpu_backend
@@ -337,9 +337,16 @@ def test_grid_is_capped(fake_cuda):
     entry, unit = saxpy.specs[None].native[FAKE_ARCH]
     # more threads than the cap: the grid is capped, the grid-stride loop covers the rest (the bounds passed
     # to the kernel say 8, so the simulated run stays inside the arrays)
-    unit.launch(entry, _packed_saxpy(x, y), bounds_bytes((8,))[0], driver.GRID_CAP * 256 + 1000, 256, None)
+    # (saxpy runs interleave.WAYS launch indices per CUDA thread in launches that fill the GPU)
+    size = driver.GRID_CAP * 256 * interleave.WAYS + 1000
+    unit.launch(entry, _packed_saxpy(x, y), bounds_bytes((8,))[0], size, 256, None)
     assert fake_cuda.launches[-1][1:3] == (driver.GRID_CAP, 256)
     np.testing.assert_array_equal(y.numpy(), np.full(8, 2.0, np.float32))
+    # below the cap: WAYS indices per thread once the launch fills the (4-SM) fake GPU, one below that
+    full = 4 * 2048 * interleave.WAYS
+    for size, grid in ((full, full // (256 * interleave.WAYS)), (full - 1, (full - 1 + 255) // 256)):
+        unit.launch(entry, _packed_saxpy(x, y), bounds_bytes((8,))[0], size, 256, None)
+        assert fake_cuda.launches[-1][1:3] == (grid, 256)
     # launch(max_blocks=...) caps it lower (as in Warp); every element is still done once
     x, y = sk.ones(1000, device="cuda:0"), sk.zeros(1000, device="cuda:0")
     sk.launch(saxpy, dim=1000, inputs=[3.0, x, y], device="cuda:0", block_dim=64, max_blocks=2)

@@ -12,7 +12,8 @@
 #
 # Stages (in order of value, so a timeout still leaves the most important results):
 #   1. nvidia-smi, what simkit sees (devices, driver, NVRTC) and the package versions: gpu_info.log
-#   2. tests/test_cuda_backend.py (the CUDA backend on the real GPU): cuda_backend.log
+#   2. the CUDA backend tests on the real GPU (test_cuda_backend.py, the compiled launcher, interleaved
+#      kernels): cuda_backend.log
 #   3. benchmarks/gpu.py: gpu_bench.log, its table in gpu_benchmark.md
 #   4. benchmarks/gpu_breakdown.py (launch overhead part by part, saxpy bandwidth variants):
 #      gpu_breakdown.log, gpu_breakdown.md
@@ -96,11 +97,13 @@ if [ $STATUS -ne 0 ] && [ "${GPU_CHECK_ALLOW_NO_GPU:-0}" != 1 ]; then  # (=1: dr
     echo "== no usable GPU: stopping"; exit 1
 fi
 
-stage "CUDA backend tests" cuda_backend.log 120 $PY -m pytest tests/test_cuda_backend.py -q -rfEs --durations=10 --maxfail=20
+BACKEND_TESTS="tests/test_cuda_backend.py tests/test_cuda_native_launch.py tests/test_interleave.py"
+stage "CUDA backend tests" cuda_backend.log 120 $PY -m pytest $BACKEND_TESTS -q -rfEs --durations=10 --maxfail=20
 # the benchmark before the suite: its numbers go into docs/benchmarks.md, and the GPU is otherwise idle
 stage "GPU benchmarks" gpu_bench.log 100 $PY benchmarks/gpu.py --markdown "$LOGS/gpu_benchmark.md"
 stage "GPU breakdown" gpu_breakdown.log 90 $PY benchmarks/gpu_breakdown.py --markdown "$LOGS/gpu_breakdown.md"
-stage "full test suite" suite.log 400 $PY -m pytest tests -q -rfE --tb=short --durations=15 --maxfail=40 $XDIST --ignore=tests/test_cuda_backend.py
+stage "full test suite" suite.log 400 $PY -m pytest tests -q -rfE --tb=short --durations=15 --maxfail=40 $XDIST \
+    $(for t in $BACKEND_TESTS; do echo --ignore=$t; done)
 
 echo "== gpu_check finished in $((SECONDS - T_START))s: $([ $STATUS -eq 0 ] && echo PASS || echo FAIL)"
 exit $STATUS

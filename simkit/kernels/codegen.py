@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from . import ir
+from . import interleave, ir
 from . import registry as R
 from . import types as T
 
@@ -310,7 +310,11 @@ def gen_kernel(fn: ir.Function, options: dict) -> str:
     out.extend(e.lines)
     out.append("}")
     out.append(cpu_entry(name, "fwd"))
-    out.append(cuda_entry(name, "fwd"))
+    if interleave.eligible(fn):  # several launch indices per CUDA thread, statement by statement
+        out.extend(interleave.gen_interleaved(fn, Emitter(fn, options)))
+        out.append(interleave.cuda_entry(name))
+    else:
+        out.append(cuda_entry(name, "fwd"))
     return "\n".join(out)
 
 

@@ -226,6 +226,10 @@ class _DeviceState:
             return int(check(api.cuDeviceGetAttribute(a, self.dev), "cuDeviceGetAttribute"))
 
         self.sm_count = attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        try:  # threads one SM holds at once: a launch of sm_count x this fills the GPU
+            self.resident_threads = attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
+        except CudaError:
+            self.resident_threads = 2048
         try:
             self.pools = attr(A.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED) != 0
         except CudaError:

@@ -30,6 +30,7 @@ import ctypes
 import struct as _struct
 
 from .... import config
+from ... import interleave
 from . import driver, native_launch, nvrtc
 
 # Device globals live in namespace sk: their symbols are mangled (Itanium ABI)
@@ -134,9 +135,9 @@ class _Loaded:
 class _Function:
     """A kernel entry resolved on one device: what each launch needs, looked up once."""
 
-    __slots__ = ("func", "handle", "maxt", "sizes", "ctx", "native", "driver", "stack", "checked")
+    __slots__ = ("func", "handle", "maxt", "sizes", "ctx", "native", "driver", "stack", "checked", "ways", "full")
 
-    def __init__(self, func, maxt: int, sizes, st, rec: _Loaded, entry_name: str, may_error: bool):
+    def __init__(self, func, maxt: int, sizes, st, rec: _Loaded, entry_name: str, may_error: bool, ways: int):
         self.func = func  # CUfunction (cuda-python)
         self.handle = int(func)
         self.maxt = maxt  # max threads per block
@@ -148,6 +149,8 @@ class _Function:
         self.native, self.driver = (st.launcher.fn, st.launcher.driver) if st.launcher else (None, 0)
         self.stack = rec.stack if entry_name.endswith("_bwd") else None
         self.checked = self.stack is not None or may_error  # read the error state after launches
+        self.ways = ways  # launch indices per CUDA thread the entry interleaves (kernels/interleave.py)
+        self.full = st.sm_count * st.resident_threads * ways  # from this launch size on: `ways` per thread
 
 
 class Unit:
@@ -163,6 +166,8 @@ class Unit:
         self.uses_stack = "sk::push(" in source  # adjoint code with dynamic loops
         # kernels that report errors even in release mode (expect_*): their error state is read after launch
         self._may_error = {s.cname for s in self.specs if getattr(s, "may_error", False)}
+        # kernels whose forward entry runs several launch indices per CUDA thread
+        self._interleaved = {s.cname for s in self.specs if interleave.eligible(getattr(s, "ir", None))}
         self._loaded: dict = {}
         self._load(device.ordinal)  # compile + load now: errors surface at build time
 
@@ -199,8 +204,10 @@ class Unit:
                                   for i in range(2))
                 except Exception:
                     sizes = None
-            may_error = name.rsplit("_cuda_", 1)[0] in self._may_error
-            f = rec.funcs[name] = _Function(func, maxt, sizes, driver.state(ordinal), rec, name, may_error)
+            cname, which = name.rsplit("_cuda_", 1)
+            ways = interleave.WAYS if which == "fwd" and cname in self._interleaved else 1
+            f = rec.funcs[name] = _Function(func, maxt, sizes, driver.state(ordinal), rec, name,
+                                            cname in self._may_error, ways)
         return f
 
     def entry(self, cname: str, which: str = "fwd") -> Entry:
@@ -248,7 +255,8 @@ class Unit:
                                f"bounds {len(bounds)} bytes; the kernel expects {sizes[0]} and {sizes[1]})")
         block = block_dim if block_dim.__class__ is int and 0 < block_dim <= f.maxt else \
             max(1, min(int(block_dim) if block_dim else 256, f.maxt, 1024))
-        grid = (size + block - 1) // block
+        per_block = block * f.ways if size >= f.full else block  # (small launches: more blocks, more SMs)
+        grid = (size + per_block - 1) // per_block
         cap = max_blocks if max_blocks > 0 else driver.GRID_CAP
         if grid > cap:
             grid = cap
