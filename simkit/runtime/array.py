@@ -41,6 +41,24 @@ def _host_buffer(shape, nd, zero: bool) -> np.ndarray:
     return raw[off:off + nbytes].view(dt).reshape(shape)
 
 
+def _pinned_buffer(shape, nd, zero: bool) -> np.ndarray | None:
+    """Like _host_buffer, in page-locked memory (``cuMemHostAlloc``); None without a GPU."""
+    from .device import is_cuda_available
+
+    if not is_cuda_available():
+        return None
+    from ..kernels.backends.cuda import driver
+
+    dt = np.dtype(nd)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = driver.alloc_pinned(nbytes + CPU_ALIGN)  # (the driver's are page-aligned; be sure of CPU_ALIGN)
+    off = (-raw.ctypes.data) % CPU_ALIGN
+    buf = raw[off:off + nbytes].view(dt).reshape(shape)
+    if zero:
+        buf.fill(0)
+    return buf
+
+
 def np_dtype_of(dtype):
     """(numpy scalar dtype, trailing element shape) that stores ``dtype``."""
     if T.is_scalar(dtype):
@@ -76,11 +94,14 @@ def _infer_dtype(data):
 class array:
     """A typed array. See the module docstring."""
 
+    pinned = False  # page-locked host memory (``pinned=True`` on a CPU array, where a GPU is present)
+
     def __init__(self, data=None, dtype=T.Any, shape=None, strides=None, ptr=None, device=None,
-                 requires_grad: bool = False, copy: bool = True, ndim: int | None = None, *,
-                 _np_view=None, _owner=None, _grad=None):
+                 requires_grad: bool = False, copy: bool = True, ndim: int | None = None, pinned: bool = False,
+                 *, _np_view=None, _owner=None, _grad=None):
         dtype = T.Any if dtype is typing.Any else T.normalize_dtype(dtype)  # array(dtype=typing.Any): generic
         self._desc = None
+        self._pin = pinned
         # [all modifications, overwrites]: shared by views of the same memory (see runtime/tape.py)
         self._ver = _owner._ver if isinstance(_owner, array) else [0, 0]
         self._grad = None
@@ -100,6 +121,8 @@ class array:
             self.device = self.device or get_device("cpu")
             self._set_cpu(_np_view)
             self._owner = _owner
+            if getattr(_owner, "pinned", False):  # a view of pinned memory is pinned memory
+                self.pinned = True
             if _grad is not None:
                 self._grad = _grad
                 self._requires_grad = True
@@ -160,7 +183,7 @@ class array:
                 self._set_cpu(src)
                 self._owner = data
             else:
-                buf = _host_buffer(src.shape, src.dtype, zero=False)
+                buf = self._cpu_buffer(src.shape, src.dtype, zero=False)
                 np.copyto(buf, src)
                 self._set_cpu(buf)
                 self._owner = None
@@ -175,7 +198,7 @@ class array:
             raise ValueError(f"arrays have 1 to 4 dimensions, got shape {shape}")
         dev = self._target_device()
         if dev.is_cpu:
-            self._set_cpu(_host_buffer(tuple(shape) + esh, nd, zero))
+            self._set_cpu(self._cpu_buffer(tuple(shape) + esh, nd, zero))
             self._owner = None
         else:
             from ..kernels.backends.cuda import driver
@@ -190,6 +213,15 @@ class array:
             self._np = None
             if zero:
                 driver.memset(self, 0)
+
+    def _cpu_buffer(self, shape, nd, zero: bool) -> np.ndarray:
+        """Host memory for a new CPU array: page-locked if ``pinned=True`` was asked and a GPU is present
+        (copies to and from it are then asynchronous), else ordinary aligned memory."""
+        buf = _pinned_buffer(shape, nd, zero) if self._pin else None
+        if buf is None:
+            return _host_buffer(shape, nd, zero)
+        self.pinned = True
+        return buf
 
     def _init_from_ptr(self, ptr, dtype, shape, strides, owner):
         self.dtype = dtype
@@ -576,47 +608,49 @@ def _shape(shape):
     return tuple(int(s) for s in shape)
 
 
-def zeros(shape, dtype=float, device=None, requires_grad=False) -> array:
-    """A zero-filled array. ``zeros(10, dtype=sk.vec3)``."""
-    return array(shape=_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad)
+def zeros(shape, dtype=float, device=None, requires_grad=False, pinned=False) -> array:
+    """A zero-filled array. ``zeros(10, dtype=sk.vec3)``. ``pinned=True``: a CPU array in page-locked
+    memory, which copies to and from a GPU do asynchronously (ignored for GPU arrays, as in Warp)."""
+    return array(shape=_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned)
 
 
-def empty(shape, dtype=float, device=None, requires_grad=False) -> array:
-    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+def empty(shape, dtype=float, device=None, requires_grad=False, pinned=False) -> array:
+    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned)
 
 
-def ones(shape, dtype=float, device=None, requires_grad=False) -> array:
-    return full(shape, 1, dtype=dtype, device=device, requires_grad=requires_grad)
+def ones(shape, dtype=float, device=None, requires_grad=False, pinned=False) -> array:
+    return full(shape, 1, dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned)
 
 
-def full(shape, value, dtype=float, device=None, requires_grad=False) -> array:
-    a = empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)  # fill_ writes every element
+def full(shape, value, dtype=float, device=None, requires_grad=False, pinned=False) -> array:
+    a = empty(shape, dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned)  # fill_ writes all
     a.fill_(value)
     return a
 
 
-def zeros_like(a: array, requires_grad=None) -> array:
+def zeros_like(a: array, requires_grad=None, pinned=None) -> array:
     return zeros(a.shape, dtype=a.dtype, device=a.device,
-                 requires_grad=a.requires_grad if requires_grad is None else requires_grad)
+                 requires_grad=a.requires_grad if requires_grad is None else requires_grad,
+                 pinned=a.pinned if pinned is None else pinned)
 
 
-def empty_like(a: array, requires_grad=None) -> array:
-    return zeros_like(a, requires_grad)
+def empty_like(a: array, requires_grad=None, pinned=None) -> array:
+    return zeros_like(a, requires_grad, pinned)
 
 
-def ones_like(a: array, requires_grad=None) -> array:
-    return full_like(a, 1, requires_grad)
+def ones_like(a: array, requires_grad=None, pinned=None) -> array:
+    return full_like(a, 1, requires_grad, pinned)
 
 
-def full_like(a: array, value, requires_grad=None) -> array:
-    out = zeros_like(a, requires_grad)
+def full_like(a: array, value, requires_grad=None, pinned=None) -> array:
+    out = zeros_like(a, requires_grad, pinned)
     out.fill_(value)
     return out
 
 
-def clone(a: array, device=None, requires_grad=None) -> array:
+def clone(a: array, device=None, requires_grad=None, pinned=False) -> array:
     out = zeros(a.shape, dtype=a.dtype, device=device or a.device,
-                requires_grad=a.requires_grad if requires_grad is None else requires_grad)
+                requires_grad=a.requires_grad if requires_grad is None else requires_grad, pinned=pinned)
     copy(out, a)
     return out
 

@@ -453,6 +453,14 @@ class PinnedBuffer:
         ptr, self.ptr = getattr(self, "ptr", 0), 0
         if ptr and not sys.is_finalizing():
             try:
+                # an asynchronous copy from or to this memory may still be queued: let every device finish
+                # first (a destructor: the thread's current context is left as it was; never during a
+                # capture, which a synchronization would end, and which copies no host memory)
+                states = list(_states.values())
+                if not any(st.capturing for st in states):
+                    for st in states:
+                        with st.pushed():
+                            self._api.cuCtxSynchronize()
                 self._api.cuMemFreeHost(ptr)
             except Exception:  # pragma: no cover
                 pass

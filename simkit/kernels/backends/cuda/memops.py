@@ -272,7 +272,7 @@ def _htod(st, ptr, shape, strides, itemsize, host: np.ndarray, s: int) -> None:
     del tmp_owner  # freed on the legacy stream: after the copy kernel
 
 
-def _dtoh(st, host: np.ndarray, ptr, shape, strides, itemsize, s: int) -> None:
+def _dtoh(st, host: np.ndarray, ptr, shape, strides, itemsize, s: int, sync: bool = True) -> None:
     api = cu()
     n = int(np.prod(shape)) if len(shape) else 1
     nbytes = n * itemsize
@@ -290,8 +290,9 @@ def _dtoh(st, host: np.ndarray, ptr, shape, strides, itemsize, s: int) -> None:
         _strided_copy(st, (tmp_ptr, (n,), (itemsize,)), (ptr, shape, strides), n, itemsize, s)
         ptr = tmp_ptr
     check(api.cuMemcpyDtoHAsync(host.ctypes.data, ptr, nbytes, s), "cuMemcpyDtoHAsync")
-    check(api.cuStreamSynchronize(s), "cuStreamSynchronize")
-    del tmp_owner
+    if sync:
+        check(api.cuStreamSynchronize(s), "cuStreamSynchronize")
+    del tmp_owner  # (freed on the legacy stream: after the copy)
 
 
 def copy_htod(arr, host: np.ndarray) -> None:
@@ -320,11 +321,12 @@ def write_words(arr, data: bytes) -> None:
             check(api.cuMemsetD32Async(arr.ptr + 4 * k, word, 1, s), "cuMemsetD32Async")
 
 
-def copy_dtoh(host: np.ndarray, arr) -> None:
-    """Copy the CUDA array ``arr`` into the C-contiguous numpy array ``host``; returns when done."""
+def copy_dtoh(host: np.ndarray, arr, sync: bool = True) -> None:
+    """Copy the CUDA array ``arr`` into the C-contiguous numpy array ``host``; returns when done, or at once
+    with ``sync=False`` (pinned ``host`` memory: the copy completes in order on the device's current stream)."""
     st = state(arr.device)
     with st.lock:
-        _dtoh(st, host, arr.ptr, arr.shape, arr.strides, arr.itemsize, st.stream())
+        _dtoh(st, host, arr.ptr, arr.shape, arr.strides, arr.itemsize, st.stream(), sync)
 
 
 def _host_view(arr) -> np.ndarray:
@@ -351,7 +353,7 @@ def copy(dest, src) -> None:
     if dest.device.is_cpu:  # device -> host
         dv = _host_view(dest)
         if dv.flags.c_contiguous:
-            copy_dtoh(dv, src)
+            copy_dtoh(dv, src, sync=not dest.pinned)  # into pinned memory: asynchronous, as in Warp
         else:
             tmp = np.empty(dv.shape, dtype=dv.dtype)
             copy_dtoh(tmp, src)
