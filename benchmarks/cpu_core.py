@@ -40,6 +40,7 @@ import common  # noqa: E402
 import compile_worker  # noqa: E402
 
 import simkit as sk  # noqa: E402
+from simkit.runtime.launch import bounds_bytes  # noqa: E402
 
 try:
     import warp as wp
@@ -86,6 +87,11 @@ def sk_tiny(a: float, x: sk.array(dtype=float)):
 
 @sk.kernel
 def sk_tiny_any(a: Any, x: sk.array(dtype=Any)):    # generic: specialised by the launch's argument types
+    x[0] = a
+
+
+@sk.kernel(module="cpu_core_ctypes_entries")  # a module of its own, loaded with config.native_calls = False
+def sk_tiny_ctypes(a: float, x: sk.array(dtype=float)):
     x[0] = a
 
 
@@ -331,10 +337,23 @@ class Bench:
                 lambda: wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu"), repeat=launches, warmup=200)
             rows["warp-lang `wp.launch`, generic kernel (`Any`)"] = common.bench(
                 lambda: wp.launch(wp_tiny_any, 1, inputs=[1.0, wx], device="cpu"), repeat=launches, warmup=200)
-        common.progress("launch overhead: ctypes call floor")
+        saved = sk.config.native_calls
+        sk.config.native_calls = False  # (read when sk_tiny_ctypes's module is loaded, at its first launch)
+        try:
+            sk.launch(sk_tiny_ctypes, 1, inputs=[1.0, x], device="cpu")
+        finally:
+            sk.config.native_calls = saved
+        rows["simkit `sk.launch`, entries called through ctypes (`config.native_calls = False`)"] = common.bench(
+            lambda: sk.launch(sk_tiny_ctypes, 1, inputs=[1.0, x], device="cpu"), repeat=launches, warmup=200)
+        common.progress("launch overhead: the calls alone")
+        spec = sk_tiny.specs[None]
+        entry = spec.native[sk.get_device("cpu").kind][0]
+        packed, bounds = spec.packer([1.0, x], sk.get_device("cpu"))[0], bounds_bytes((1,))[0]
+        rows["simkit's kernel entry alone (packed arguments, fast call)"] = common.bench(
+            lambda: entry(packed, bounds, 1, 1), repeat=launches, warmup=200)
         buf = np.zeros(16, dtype=np.float32)
         fn, pb = self.clib.tiny, _ptr(buf)
-        rows["C function via ctypes (floor)"] = common.bench(lambda: fn(1.0, pb), repeat=launches, warmup=200)
+        rows["C function via ctypes"] = common.bench(lambda: fn(1.0, pb), repeat=launches, warmup=200)
 
         t = common.Table("Launch overhead (dim=1 kernel, 2 arguments: a float and an array)",
                          ["implementation", "median", "min", "p90"],

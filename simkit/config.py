@@ -40,6 +40,8 @@ cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")
 cuda_stack_bytes: int = 16 * 1024
 cuda_stack_budget: int = 1 << 30
 
-#: GPU launches call the driver from a small compiled helper (one C call per launch, the context made
-#: current only when it is not); False: through cuda-python only (for A/B measurements or debugging).
-cuda_native_launch: bool = bool(int(os.environ.get("SIMKIT_CUDA_NATIVE_LAUNCH", "1")))
+#: Launches call compiled entries through fast-call builtins (kernels/backends/native_call.py: ~0.1 us
+#: a call against ctypes' ~0.6), and GPU launches call the driver from C (the context made current only
+#: when it is not). False: ctypes and cuda-python (for A/B measurements or debugging). Read when a
+#: kernel module is loaded on a device.
+native_calls: bool = bool(int(os.environ.get("SIMKIT_NATIVE_CALLS", "1")))

@@ -9,6 +9,7 @@ import pytest
 from cuda_emulator import EmulatedWorld, FakeDriver
 
 import simkit as sk
+from simkit.kernels.backends import native_call
 from simkit.kernels.backends.cuda import driver, native_launch
 
 
@@ -64,21 +65,25 @@ def test_driver_error_names_the_kernel(cuda_device, monkeypatch):
     monkeypatch.setattr(fake, "cuLaunchKernel", lambda *args: fake.err(701))  # CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
     with pytest.raises(driver.CudaError, match="launch of kernel scale_add.*CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES"):
         _run(cuda_device)
+    monkeypatch.setattr(fake, "cuLaunchKernel", lambda *args: (123456,))  # a code this binding does not know
+    with pytest.raises(driver.CudaError, match="launch of kernel scale_add.*123456") as e:
+        _run(cuda_device)
+    assert e.value.code == 123456
 
 
 def test_cuda_python_path_without_entry_points():
-    """A driver that gives no C entry points (and config.cuda_native_launch = False) launches through
+    """A driver that gives no C entry points (and config.native_calls = False) launches through
     cuda-python, with the same results."""
     with EmulatedWorld(FakeDriver(arch="sm_90")) as fake:
         _run("cuda:0")
         assert driver.state(0).launcher is None
         assert fake.calls["cuLaunchKernel"] >= 1 and fake.calls["cuCtxGetCurrent"] == 0
     assert native_launch.launcher(FakeDriver(native_launch=True)) is not None
-    sk.config.cuda_native_launch = False
+    sk.config.native_calls = False
     try:
         assert native_launch.launcher(FakeDriver(native_launch=True)) is None
     finally:
-        sk.config.cuda_native_launch = True
+        sk.config.native_calls = True
 
 
 def test_launcher_passes_arguments_through():
@@ -102,7 +107,7 @@ def test_launcher_passes_arguments_through():
                           ctypes.c_void_p)(launch)
     addresses = [ctypes.cast(cb, ctypes.c_void_p).value] + \
         [ctypes.cast(points[n], ctypes.c_void_p).value for n in native_launch.SYMBOLS[1:]]
-    go = native_launch.Launcher(native_launch.build(), addresses)
+    go = native_launch.Launcher(native_call.cuda_launch(), addresses)
     fake.tls.ctx = 0xC000
     assert go(0xC000, 0x1234, 7, 96, 0x5678, b"ARGS!", b"BND") == 0
     assert seen == {"f": 0x1234, "grid": (7, 1, 1), "block": (96, 1, 1), "shmem": 0, "stream": 0x5678,

@@ -165,10 +165,15 @@ class Library:
         self._err = (ctypes.c_int64 * 4)()
 
     def entry(self, name: str):
+        """``f(args: bytes, bounds: bytes, threads, contiguous)``: a fast-call builtin (native_call.py), or
+        the ctypes function where that is unavailable."""
         fn = getattr(self.lib, name)
         fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int]
         fn.restype = None
-        return fn
+        from . import native_call
+
+        fast = native_call.cpu_entry(ctypes.cast(fn, ctypes.c_void_p).value)
+        return fast if fast is not None else fn
 
     def error(self):
         """(code, line, a, b, c) of the first error reported since the last call, or None."""

@@ -106,6 +106,14 @@ def _global(module, symbol: bytes) -> int:
     return int(r[1]) if int(r[0]) == 0 else 0
 
 
+def _cu_result(api, code: int):
+    """The CUresult of an error code returned from C (the plain int if the binding has no such value)."""
+    try:
+        return api.CUresult(code)
+    except ValueError:
+        return code
+
+
 class Entry:
     """A kernel entry point of a unit (resolved per device on first use there)."""
 
@@ -267,7 +275,7 @@ class Unit:
         if go is not None:  # one C call: the context check and cuLaunchKernel
             r = go(f.driver, f.ctx, f.handle, grid, block, s, packed, bounds)
             if r:
-                driver.check((st.api.CUresult(r),), f"launch of kernel {entry.cname} on cuda:{ordinal}")
+                driver.check((_cu_result(st.api, r),), f"launch of kernel {entry.cname} on cuda:{ordinal}")
         else:
             api = st.api
             r = api.cuCtxSetCurrent(st.ctx)
