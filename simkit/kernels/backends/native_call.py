@@ -24,6 +24,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import threading
 
 from ... import config
 
@@ -117,7 +118,8 @@ class _MethodDef(ctypes.Structure):  # PyMethodDef (stable ABI)
                 ("ml_doc", ctypes.c_char_p)]
 
 
-_loaded: list = []  # [(library, api table, {name: method def})] once built, [None] when unavailable
+_loaded: list = []  # [(library, api table, {name: method def}, PyCFunction_NewEx)] once built; [None]: unavailable
+_lock = threading.Lock()
 
 
 def build(tag: str = "") -> ctypes.CDLL:
@@ -133,29 +135,36 @@ def build(tag: str = "") -> ctypes.CDLL:
 
 def _load():
     if not _loaded:
-        try:
-            lib = build()
-            py = ctypes.pythonapi
-
-            def fn(name):
-                return ctypes.cast(getattr(py, name), ctypes.c_void_p).value
-
-            table = (ctypes.c_void_p * 11)(
-                fn("PyLong_AsVoidPtr"), fn("PyLong_AsLong"), fn("PyBytes_AsString"), fn("PyLong_FromLong"),
-                fn("PyErr_Occurred"), fn("PyErr_SetString"), ctypes.c_void_p.in_dll(py, "PyExc_TypeError").value,
-                fn("PyEval_SaveThread"), fn("PyEval_RestoreThread"), fn("Py_IncRef"), id(None))
-            lib.sk_native_setup.argtypes = [ctypes.c_void_p]
-            lib.sk_native_setup.restype = None
-            lib.sk_native_setup(ctypes.addressof(table))
-            defs = {name: _MethodDef(name.encode(), ctypes.cast(getattr(lib, name), ctypes.c_void_p).value,
-                                     _METH_FASTCALL, None) for name in ("sk_cpu_call", "sk_cuda_launch")}
-            new = py.PyCFunction_NewEx
-            new.restype = ctypes.py_object
-            new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
-            _loaded.append((lib, table, defs, new))
-        except Exception:  # noqa: BLE001  (no compiler, no writable cache, not CPython)
-            _loaded.append(None)
+        with _lock:
+            if not _loaded:
+                _build_and_set_up()
     return _loaded[0] if getattr(config, "native_calls", True) else None
+
+
+def _build_and_set_up() -> None:
+    """Build and load the library, hand it the C-API table, describe its functions (under _lock)."""
+    try:
+        lib = build()
+        py = ctypes.pythonapi
+
+        def fn(name):
+            return ctypes.cast(getattr(py, name), ctypes.c_void_p).value
+
+        table = (ctypes.c_void_p * 11)(
+            fn("PyLong_AsVoidPtr"), fn("PyLong_AsLong"), fn("PyBytes_AsString"), fn("PyLong_FromLong"),
+            fn("PyErr_Occurred"), fn("PyErr_SetString"), ctypes.c_void_p.in_dll(py, "PyExc_TypeError").value,
+            fn("PyEval_SaveThread"), fn("PyEval_RestoreThread"), fn("Py_IncRef"), id(None))
+        lib.sk_native_setup.argtypes = [ctypes.c_void_p]
+        lib.sk_native_setup.restype = None
+        lib.sk_native_setup(ctypes.addressof(table))
+        defs = {name: _MethodDef(name.encode(), ctypes.cast(getattr(lib, name), ctypes.c_void_p).value,
+                                 _METH_FASTCALL, None) for name in ("sk_cpu_call", "sk_cuda_launch")}
+        new = py.PyCFunction_NewEx
+        new.restype = ctypes.py_object
+        new.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+        _loaded.append((lib, table, defs, new))
+    except Exception:  # noqa: BLE001  (no compiler, no writable cache, not CPython)
+        _loaded.append(None)
 
 
 def _function(name: str, self_obj):
