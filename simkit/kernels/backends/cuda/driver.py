@@ -460,7 +460,10 @@ class PinnedBuffer:
                 if not any(st.capturing for st in states):
                     for st in states:
                         with st.pushed():
-                            self._api.cuCtxSynchronize()
+                            st.api.cuCtxSynchronize()
+            except Exception:  # pragma: no cover - a context already lost: free the memory all the same
+                pass
+            try:
                 self._api.cuMemFreeHost(ptr)
             except Exception:  # pragma: no cover
                 pass
