@@ -329,6 +329,8 @@ class Bench:
                                                   repeat=launches, warmup=200)
         rows["simkit `sk.launch`, generic kernel (`Any`)"] = common.bench(
             lambda: sk.launch(sk_tiny_any, 1, inputs=[1.0, x], device="cpu"), repeat=launches, warmup=200)
+        cmd = sk.launch(sk_tiny, 1, inputs=[1.0, x], device="cpu", record_cmd=True)
+        rows["simkit `Launch.launch()` (`record_cmd=True`)"] = common.bench(cmd.launch, repeat=launches, warmup=200)
         if self.warp_ok:
             common.progress(f"launch overhead: warp-lang ({launches} launches)")
             wx = wp.zeros(16, dtype=float, device="cpu")
@@ -337,6 +339,9 @@ class Bench:
                 lambda: wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu"), repeat=launches, warmup=200)
             rows["warp-lang `wp.launch`, generic kernel (`Any`)"] = common.bench(
                 lambda: wp.launch(wp_tiny_any, 1, inputs=[1.0, wx], device="cpu"), repeat=launches, warmup=200)
+            wcmd = wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu", record_cmd=True)
+            rows["warp-lang `Launch.launch()` (`record_cmd=True`)"] = common.bench(
+                wcmd.launch, repeat=launches, warmup=200)
         saved = sk.config.native_calls
         sk.config.native_calls = False  # (read when sk_tiny_ctypes's module is loaded, at its first launch)
         try:

@@ -203,8 +203,11 @@ def _bounds(dim):
 
 def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outputs=None, device=None,
            stream=None, adjoint: bool = False, record_tape: bool = True, block_dim: int = 256,
-           max_blocks: int = 0):
-    """Run ``kernel`` once per index of ``dim`` (an int or a tuple of up to 4 ints)."""
+           max_blocks: int = 0, record_cmd: bool = False):
+    """Run ``kernel`` once per index of ``dim`` (an int or a tuple of up to 4 ints).
+
+    ``record_cmd=True``: check and pack everything, compile the kernel, but return a ``Launch`` to run
+    later (``.launch()``) instead of running it (``runtime/launch_cmd.py``)."""
     if kernel.__class__ is not Kernel:
         raise TypeError(f"launch() needs a @kernel, got {type(kernel).__name__}")
     args = [*inputs, *outputs]
@@ -232,6 +235,8 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     b = _bounds_cache.get(dim) if dim.__class__ is int else None
     bounds, size = b if b is not None else _bounds(dim)
     if adjoint:
+        if record_cmd:
+            raise ValueError("launch(record_cmd=True) records forward launches; adjoint=True is not supported")
         if adj_inputs is not None or adj_outputs is not None:
             adj = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
             packed, contiguous = _check_and_pack(kernel, spec, args, device, adj)
@@ -247,6 +252,10 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     if tids > 1 and len(_dims(dim)) < tids:  # the missing indices would be garbage: out-of-bounds writes
         raise ValueError(f"kernel '{kernel.key}' unpacks tid() into {tids} indices but is launched over "
                          f"{len(_dims(dim))} dimension(s): dim={dim!r}")
+    if record_cmd:
+        from .launch_cmd import Launch
+
+        return Launch(kernel, spec, native, device, args, dim, packed, contiguous, block_dim, max_blocks)
     if size:
         entry, unit = native
         if device.is_cpu:
