@@ -93,6 +93,8 @@ def launch_rows(device, k: int) -> list:
                                                  k, device)),
         ("sk.launch (device inferred)", per_call_us(lambda: sk.launch(tiny, 1, inputs=[1.0, t]), k, device)),
         ("sk.launch through cuda-python (no native launcher)", through_cuda_python()),
+        ("Launch.launch() (recorded with record_cmd=True)", per_call_us(
+            sk.launch(tiny, 1, inputs=[1.0, t], device=device, record_cmd=True).launch, k, device)),
         ("unit launch alone (packed arguments)", per_call_us(lambda: unit.launch(entry, packed, bounds, 1),
                                                              k, device)),
     ]

@@ -53,6 +53,7 @@ def test_gpu_breakdown_runs_and_times_each_part(tmp_path, monkeypatch):
     values = {r[0].strip(): float(r[1]) for r in rows if r[0].strip() not in ("launch, one thread",
                                                                               "bandwidth (bytes read + written)")}
     assert {"sk.launch (device given)", "sk.launch through cuda-python (no native launcher)",
+            "Launch.launch() (recorded with record_cmd=True)",
             "native launcher alone (one C call, ready arguments)", "cuLaunchKernel (cuda-python, ready arguments)",
             "sk.copy", "saxpy, block 1024, grid full", "saxpy4: 4 elements per launch index, hand-written",
             "saxpy, block 256, grid full, one index per thread (not interleaved)"} <= set(values)
