@@ -282,11 +282,14 @@ def _parallel_min(kernel) -> int:
     return config.cpu_parallel_min if kernel.parallel_min is None else kernel.parallel_min
 
 
-def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks=0):
+def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks=0,
+          check: bool = True):
+    """Run a packed launch of ``size`` threads; raise the error it reported (on the CPU: read only when
+    ``check``; on the GPU the unit knows which kernels report errors)."""
     if device.is_cpu:
         threads = config.cpu_threads or _ncpu
         entry(packed, bounds, threads if size >= _parallel_min(kernel) else 1, 1 if contiguous else 0)
-        err = unit.library.error()
+        err = unit.library.error() if check else None
     else:
         err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
     if err is not None:

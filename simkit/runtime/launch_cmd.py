@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .. import config
 from . import tape
-from .launch import _bounds, _check_and_pack, _dims, _ncpu, _parallel_min, raise_kernel_error
+from .launch import _bounds, _call, _check_and_pack, _dims
 
 
 class Launch:
@@ -84,20 +84,10 @@ class Launch:
 
     def launch(self, stream=None) -> None:
         """Run the kernel with the recorded arguments (on ``stream``, or the device's current one)."""
-        size = self._size
-        if size:
+        if self._size:
             entry, unit = self._native
-            kernel = self.kernel
-            if self.device.is_cpu:
-                entry(self._packed, self._bounds,
-                      (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1,
-                      1 if self._contiguous else 0)
-                err = unit.library.error() if self._spec.may_error or config.mode == "debug" else None
-            else:
-                err = unit.launch(entry, self._packed, self._bounds, size, self.block_dim, stream, self.device,
-                                  self.max_blocks)
-            if err is not None:
-                raise_kernel_error(kernel, err)
+            _call(self.kernel, entry, unit, self.device, self._packed, self._contiguous, self._bounds, self._size,
+                  self.block_dim, stream, self.max_blocks, check=self._spec.may_error or config.mode == "debug")
         if self._spec.writes:
             tape.bump_written(self._spec, self.kernel, self._args)
 
