@@ -333,10 +333,10 @@ def bump_written(spec, kernel, args):
         if len(path) > 1:
             a = analysis.resolve(path[1:], {path[1]: getattr(a, path[1], None)}) if a is not None else None
         if a is not None:
+            v = a._ver  # [all modifications, overwrites] (array._overwritten, inlined: every launch comes here)
+            v[0] += 1
             if overwrite:
-                a._overwritten()
-            else:
-                a._version += 1
+                v[1] += 1
 
 
 _ = np
