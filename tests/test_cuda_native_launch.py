@@ -109,7 +109,7 @@ def test_launcher_passes_arguments_through():
         [ctypes.cast(points[n], ctypes.c_void_p).value for n in native_launch.SYMBOLS[1:]]
     go = native_launch.Launcher(native_call.cuda_launch(), addresses)
     fake.tls.ctx = 0xC000
-    assert go(0xC000, 0x1234, 7, 96, 0x5678, b"ARGS!", b"BND") == 0
+    assert go.fn(go.driver, 0xC000, 0x1234, 7, 96, 0x5678, b"ARGS!", b"BND") == 0
     assert seen == {"f": 0x1234, "grid": (7, 1, 1), "block": (96, 1, 1), "shmem": 0, "stream": 0x5678,
                     "extra": None, "args": b"ARGS!", "bounds": b"BND"}
     assert fake.calls["cuCtxSetCurrent"] == 0

@@ -36,7 +36,11 @@ def _host_buffer(shape, nd, zero: bool) -> np.ndarray:
     """A C-contiguous numpy array of ``shape``/``nd`` whose data starts at a multiple of CPU_ALIGN."""
     dt = np.dtype(nd)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    raw = (np.zeros if zero else np.empty)(nbytes + CPU_ALIGN, np.uint8)
+    return _aligned((np.zeros if zero else np.empty)(nbytes + CPU_ALIGN, np.uint8), shape, dt, nbytes)
+
+
+def _aligned(raw: np.ndarray, shape, dt: np.dtype, nbytes: int) -> np.ndarray:
+    """The ``shape``/``dt`` view of ``raw`` (bytes, CPU_ALIGN spare) that starts at a multiple of CPU_ALIGN."""
     off = (-raw.ctypes.data) % CPU_ALIGN
     return raw[off:off + nbytes].view(dt).reshape(shape)
 
@@ -51,9 +55,8 @@ def _pinned_buffer(shape, nd, zero: bool) -> np.ndarray | None:
 
     dt = np.dtype(nd)
     nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
-    raw = driver.alloc_pinned(nbytes + CPU_ALIGN)  # (the driver's are page-aligned; be sure of CPU_ALIGN)
-    off = (-raw.ctypes.data) % CPU_ALIGN
-    buf = raw[off:off + nbytes].view(dt).reshape(shape)
+    # (the driver's allocations are page-aligned; be sure of CPU_ALIGN all the same)
+    buf = _aligned(driver.alloc_pinned(nbytes + CPU_ALIGN), shape, dt, nbytes)
     if zero:
         buf.fill(0)
     return buf
@@ -101,7 +104,6 @@ class array:
                  *, _np_view=None, _owner=None, _grad=None):
         dtype = T.Any if dtype is typing.Any else T.normalize_dtype(dtype)  # array(dtype=typing.Any): generic
         self._desc = None
-        self._pin = pinned
         # [all modifications, overwrites]: shared by views of the same memory (see runtime/tape.py)
         self._ver = _owner._ver if isinstance(_owner, array) else [0, 0]
         self._grad = None
@@ -135,14 +137,14 @@ class array:
             if dtype is T.Any:
                 dtype = _infer_dtype(data)
             self.dtype = dtype
-            self._init_from_data(data, copy)
+            self._init_from_data(data, copy, pinned)
         else:
             if dtype is T.Any:
                 dtype = T.float32
             self.dtype = dtype
             shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
             nd, esh = np_dtype_of(dtype)
-            self._alloc(shape, nd, esh, zero=True)
+            self._alloc(shape, nd, esh, zero=True, pinned=pinned)
         if ndim is not None and ndim != self.ndim:
             raise ValueError(f"array has {self.ndim} dims, expected ndim={ndim}")
         if requires_grad:
@@ -155,7 +157,7 @@ class array:
             self.device = get_device(None)
         return self.device
 
-    def _init_from_data(self, data, copy):
+    def _init_from_data(self, data, copy, pinned: bool):
         nd, esh = np_dtype_of(self.dtype)
         if T.is_struct(self.dtype) and not isinstance(data, np.ndarray):
             data = _struct_records(self.dtype, data)
@@ -183,7 +185,7 @@ class array:
                 self._set_cpu(src)
                 self._owner = data
             else:
-                buf = self._cpu_buffer(src.shape, src.dtype, zero=False)
+                buf = self._cpu_buffer(src.shape, src.dtype, False, pinned)
                 np.copyto(buf, src)
                 self._set_cpu(buf)
                 self._owner = None
@@ -193,12 +195,12 @@ class array:
 
             driver.copy_htod(self, np.ascontiguousarray(src))
 
-    def _alloc(self, shape, nd, esh, zero: bool):
+    def _alloc(self, shape, nd, esh, zero: bool, pinned: bool = False):
         if len(shape) > 4 or len(shape) == 0:
             raise ValueError(f"arrays have 1 to 4 dimensions, got shape {shape}")
         dev = self._target_device()
         if dev.is_cpu:
-            self._set_cpu(self._cpu_buffer(tuple(shape) + esh, nd, zero))
+            self._set_cpu(self._cpu_buffer(tuple(shape) + esh, nd, zero, pinned))
             self._owner = None
         else:
             from ..kernels.backends.cuda import driver
@@ -214,10 +216,10 @@ class array:
             if zero:
                 driver.memset(self, 0)
 
-    def _cpu_buffer(self, shape, nd, zero: bool) -> np.ndarray:
-        """Host memory for a new CPU array: page-locked if ``pinned=True`` was asked and a GPU is present
-        (copies to and from it are then asynchronous), else ordinary aligned memory."""
-        buf = _pinned_buffer(shape, nd, zero) if self._pin else None
+    def _cpu_buffer(self, shape, nd, zero: bool, pinned: bool) -> np.ndarray:
+        """Host memory for a new CPU array: page-locked if ``pinned`` and a GPU is present (copies to and
+        from it are then asynchronous), else ordinary aligned memory."""
+        buf = _pinned_buffer(shape, nd, zero) if pinned else None
         if buf is None:
             return _host_buffer(shape, nd, zero)
         self.pinned = True

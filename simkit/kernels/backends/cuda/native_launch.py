@@ -33,9 +33,6 @@ class Launcher:
         self.table = (ctypes.c_void_p * 3)(*addresses)  # kept alive with the launcher
         self.driver = ctypes.addressof(self.table)
 
-    def __call__(self, ctx: int, func: int, grid: int, block: int, stream: int, args: bytes, bounds: bytes) -> int:
-        return self.fn(self.driver, ctx, func, grid, block, stream, args, bounds)
-
 
 def driver_addresses(api) -> tuple | None:
     """Addresses of :data:`SYMBOLS` in the driver behind cuda-python binding ``api``, or None."""
