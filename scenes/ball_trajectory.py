@@ -148,7 +148,8 @@ def export_result(path: str, result, device: str = "cpu") -> None:
 
 
 def main(argv=None):
-    return optimization_main(__doc__, optimize, export_result, iters=100, argv=argv, extra=[("--checkpoint-every", dict(type=int, default=0, help="checkpoint the rollout every N steps (0: off)"))])
+    checkpoint = ("--checkpoint-every", dict(type=int, default=0, help="checkpoint the rollout every N steps (0: off)"))
+    return optimization_main(__doc__, optimize, export_result, iters=100, argv=argv, extra=[checkpoint])
 
 
 if __name__ == "__main__":

@@ -53,10 +53,11 @@ def build(rows: int = 3, device: str = "cpu", seed: int = 0):
 
 
 def run(steps: int = 180, usd: str | None = None, device: str = "cpu", progress=None, *, rows: int = 3,
-        fps: float = 60.0, substeps: int | None = None, solver: str = "penalty") -> np.ndarray:
+        fps: float = 60.0, substeps: int | None = None, solver: str = "penalty", graph: bool = True) -> np.ndarray:
     """Simulate ``steps`` frames; write ``usd`` when given. Returns the final body frames (n, 7).
     ``solver``: "penalty" (``RigidBodySolver``, 40 substeps per frame by default) or "xpbd"
-    (``XPBDSolver``, one step per frame of ``substeps`` substeps of 2 sweeps, 4 by default)."""
+    (``XPBDSolver``, one step per frame of ``substeps`` substeps of 2 sweeps, 4 by default).
+    ``graph``: on a GPU, replay each frame as a CUDA graph (penalty solver)."""
     model = build(rows, device)
     if solver not in ("penalty", "xpbd"):
         raise ValueError(f"rigid_pile: solver must be 'penalty' or 'xpbd', got {solver!r}")
@@ -78,10 +79,17 @@ def run(steps: int = 180, usd: str | None = None, device: str = "cpu", progress=
         out.begin_frame(0.0)
         out.render_bodies(s0)
         out.end_frame()
-    for frame in range(steps):
+    def simulate():  # one frame
+        nonlocal s0, s1
         for _ in range(substeps):
             solver.step(model, s0, s1, None, dt)
             s0, s1 = s1, s0
+
+    # On a GPU a frame of an even number of steps replays as a CUDA graph (XPBD's one step per frame
+    # is not; in a capture it could not colour its contacts either, which needs a read-back)
+    step = sk.CapturedStep(simulate, device, enabled=None if graph and substeps % 2 == 0 else False)
+    for frame in range(steps):
+        step()
         if out:
             out.begin_frame((frame + 1) / fps)
             out.render_bodies(s0)

@@ -523,12 +523,15 @@ class FakeDriver:
     @_fake
     def cuMemcpyHtoDAsync(self, dst, src, n, s):
         self.check_range(dst, n)
-        data = ctypes.string_at(int(src), n)  # pageable memory is staged at the call
-
-        def op():
-            ctypes.memmove(int(dst), data, n)
-
-        return self.err(self.enqueue(s, op))
+        src = int(src)
+        if any(base <= src and src + n <= base + len(buf) for base, buf in self.host.items()):
+            return self.err(self.enqueue(s, lambda: ctypes.memmove(int(dst), src, n)))  # pinned: read when run
+        st = self.streams.get(int(s))
+        if st is not None and st.capture is not None:
+            st.invalidated = True
+            return self.err(900)  # CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED: a graph cannot read pageable memory
+        data = ctypes.string_at(src, n)  # pageable memory is staged at the call
+        return self.err(self.enqueue(s, lambda: ctypes.memmove(int(dst), data, n)))
 
     @_fake
     def cuMemcpyDtoHAsync(self, dst, src, n, s):

@@ -162,11 +162,24 @@ def test_cli_optimize_errors(tmp_path):
     assert r.returncode != 0 and "not an optimization scene" in r.stderr
 
 
-def test_scenes_run_on_the_gpu(tmp_path, cuda_device, cloth):
-    """The demo scene and the trajectory optimization on a GPU (the real one, else the emulated one)
-    follow their CPU runs."""
+@pytest.fixture
+def graph_launches(monkeypatch):
+    """How many frames the scenes replayed as CUDA graphs (sk.CapturedStep's graph launches)."""
+    import simkit.runtime.captured_step as captured_step
+
+    count = [0]
+    real = captured_step.capture_launch
+    monkeypatch.setattr(captured_step, "capture_launch", lambda graph: (count.__setitem__(0, count[0] + 1),
+                                                                        real(graph)))
+    return count
+
+
+def test_scenes_run_on_the_gpu(tmp_path, cuda_device, cloth, graph_launches):
+    """The demo scene (its frames replayed as CUDA graphs) and the trajectory optimization on a GPU
+    (the real one, else the emulated one) follow their CPU runs."""
     out = tmp_path / "cloth_gpu.usda"
     q_gpu = cloth.run(steps=30, usd=str(out), size=8, device=cuda_device)
+    assert graph_launches[0] == 29                        # (the first frame runs directly: it compiles)
     q_cpu = cloth.run(steps=30, size=8)
     np.testing.assert_allclose(q_gpu, q_cpu, atol=1.0e-4)
     assert len(UsdGeom.Mesh(Usd.Stage.Open(str(out)).GetPrimAtPath("/World/cloth")).GetPointsAttr().Get(30)) == 81
@@ -174,6 +187,20 @@ def test_scenes_run_on_the_gpu(tmp_path, cuda_device, cloth):
     gpu, cpu = (ball.optimize(iters=3, tol=0.0, device=d) for d in (cuda_device, "cpu"))
     np.testing.assert_allclose(gpu.distances, cpu.distances, rtol=1e-5)
     np.testing.assert_allclose(gpu.velocity, cpu.velocity, rtol=1e-5)
+
+
+@pytest.mark.parametrize("name, kw", [("bouncing_particles", dict(steps=6, count=64)),
+                                      ("rigid_pile", dict(steps=4, rows=2)), ("dam_break", dict(steps=3))])
+def test_scene_frames_replay_as_cuda_graphs(cuda_device, graph_launches, name, kw):
+    """Each frame after the first is one CUDA graph launch, and it computes what the frame's launches
+    issued one by one compute."""
+    scene = load_scene(name)
+    q = scene.run(device=cuda_device, **kw)
+    assert graph_launches[0] == kw["steps"] - 1
+    q_direct = scene.run(device=cuda_device, graph=False, **kw)
+    assert graph_launches[0] == kw["steps"] - 1
+    np.testing.assert_allclose(q, q_direct, atol=1e-5)
+    assert not np.allclose(q, scene.run(device=cuda_device, graph=False, **dict(kw, steps=1)), atol=1e-3)
 
 
 def test_cartpole_swings_the_pole_up():

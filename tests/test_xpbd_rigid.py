@@ -393,3 +393,47 @@ def test_without_colours_bodies_average_their_contact_groups(monkeypatch):
         s0, s1 = s1, s0
     np.testing.assert_allclose(s0.body_q.numpy()[:, 1], [0.1, 0.3], atol=3e-3)
     np.testing.assert_allclose(s0.body_q.numpy()[:, [0, 2]], 0.0, atol=1e-2)
+
+
+def test_steps_captured_in_a_cuda_graph_replay_the_uncoloured_solve(cuda_device, monkeypatch):
+    # a capture cannot read the contacts back to colour them: the graph solves every group at once
+    # (Jacobi, as the test above), and replays match the same steps run directly without colours
+    import simkit.solvers.rigid.xpbd as xpbd
+
+    def boxes(device):
+        b = sk.ModelBuilder()
+        for k in range(2):
+            body = b.add_body(pos=(0.01 * k, 0.1 + 0.2 * k, 0.0))
+            b.add_shape_box(body, hx=0.15 - 0.03 * k, hy=0.1, hz=0.15 - 0.03 * k, mu=0.6, restitution=0.2)
+        b.add_ground_plane()
+        return b.finalize(device=device, dtype=f64)
+
+    def run(device, frames, capture):
+        model = boxes(device)
+        solver = sk.XPBDSolver(iterations=4, broad_phase="all_pairs")
+        s0, s1 = model.state(), model.state()
+        s0.body_qd.assign(np.tile([0.0, 0.0, 0.0, 0.0, -1.0, 0.0], (2, 1)))   # falling: they bounce
+
+        def frame():
+            nonlocal s0, s1
+            for _ in range(2):
+                solver.step(model, s0, s1, None, DT)
+                s0, s1 = s1, s0
+
+        frame()                                  # (direct: contacts coloured, caches filled)
+        if capture:
+            with sk.ScopedCapture(device) as cap:
+                frame()
+            for _ in range(frames):
+                sk.capture_launch(cap.graph)
+        else:
+            with monkeypatch.context() as m:
+                m.setattr(xpbd, "can_read_back", lambda device: False)
+                for _ in range(frames):
+                    frame()
+        return s0.body_q.numpy(), s0.body_qd.numpy()
+
+    (q, qd), (q_ref, qd_ref) = run(cuda_device, 5, True), run("cpu", 5, False)
+    np.testing.assert_allclose(q, q_ref, atol=1e-9)
+    np.testing.assert_allclose(qd, qd_ref, atol=1e-7)
+    assert abs(q[1, 1] - 0.3) < 0.02 and abs(q[0, 1] - 0.1) < 0.02   # resting on each other, not sunk

@@ -9,6 +9,7 @@ from .interop_torch import (device_from_torch, device_to_torch, from_torch, stre
                             to_torch, torch_function)
 from .launch import launch
 from .launch_cmd import Launch
+from .captured_step import CapturedStep
 from ..kernels.backends.cuda.stream import (Event, ScopedCapture, ScopedStream, Stream, capture_begin,
                                             capture_debug_dot_print, capture_end, capture_launch,
                                             get_event_elapsed_time, get_stream, is_capturing, record_event,
@@ -20,11 +21,12 @@ from ..kernels import api as _api
 _api.PYTHON_SCOPE = _pyscope.evaluate
 from .tape import Tape, TapeError, active_tape, checkpoint
 
-__all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy", "empty", "empty_like",
-           "from_numpy", "full", "full_like", "ones", "ones_like", "zeros", "zeros_like", "Device", "ScopedDevice",
-           "get_cuda_device_count", "get_device", "get_devices", "is_cuda_available", "set_device", "launch", "Launch", "Event", "ScopedCapture", "ScopedStream", "Stream",
-           "capture_begin", "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time",
-           "get_stream", "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",
+__all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy", "empty", "empty_like", "from_numpy",
+           "full", "full_like", "ones", "ones_like", "zeros", "zeros_like", "Device", "ScopedDevice",
+           "get_cuda_device_count", "get_device", "get_devices", "is_cuda_available", "set_device", "launch", "Launch",
+           "Event", "ScopedCapture", "ScopedStream", "Stream", "CapturedStep", "capture_begin",
+           "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
+           "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",
            "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "active_tape", "checkpoint",
            "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
            "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",

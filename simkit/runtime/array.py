@@ -193,7 +193,8 @@ class array:
             self._alloc(shape, nd, esh, zero=False)
             from ..kernels.backends.cuda import driver
 
-            driver.copy_htod(self, np.ascontiguousarray(src))
+            # (made during a CUDA graph capture: every replay makes it again, from this data)
+            driver.copy_htod(self, np.ascontiguousarray(src), driver.SNAPSHOT)
 
     def _alloc(self, shape, nd, esh, zero: bool, pinned: bool = False):
         if len(shape) > 4 or len(shape) == 0:

@@ -77,7 +77,7 @@ def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, cont
                             f"c{c}_{k}") for k, (size, slots, idx) in parts])
             colors.append([(k, idx, f"c{c}_{k}") for k, (size, slots, idx) in parts])
     kept = [launch_ for color in colors for launch_ in color]
-    bounce = bool(colors) and bounces(solver, model)
+    bounce = bounces(solver, model) and bool(colors)  # (read once per model: before a graph capture)
     rest = resting_speed(model, h)
     q_start, qd_start, before = q0, state_in.body_qd, state_in
     for sub in range(subs):

@@ -551,7 +551,8 @@ def release_deferred(st: _DeviceState, deferred: list) -> None:
 # ---------------------------------------------------------------------------
 # Fills and copies live in memops.py; they are re-exported here (the interface array.py uses).
 
-_MEMOPS = ("memset", "fill", "fill_pattern", "copy", "copy_htod", "copy_dtoh", "write_words", "RUNTIME_SOURCE")
+_MEMOPS = ("memset", "fill", "fill_pattern", "copy", "copy_htod", "copy_dtoh", "write_words", "RUNTIME_SOURCE",
+           "SNAPSHOT")
 
 
 def __getattr__(name):

@@ -14,7 +14,7 @@ import struct as _struct
 import numpy as np
 
 from ... import types as T
-from .driver import GRID_CAP, _DeviceState, _no_capture, alloc, check, cu, state
+from .driver import GRID_CAP, PinnedBuffer, _capture_mode_relaxed, _DeviceState, _no_capture, alloc, check, cu, state
 
 # ---------------------------------------------------------------------------
 # Runtime kernels: strided fill and copy (compiled once per arch with NVRTC)
@@ -238,9 +238,8 @@ def fill(arr, value) -> None:
 
 def _staged_fill(st, arr, pattern: bytes, s: int) -> None:
     """Large elements: build the data on the host and copy it (into a temporary when strided)."""
-    _no_capture(st, "filling an array with elements larger than 256 bytes")
     host = np.frombuffer(pattern * arr.size, dtype=np.uint8)
-    _htod(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, host, s)
+    _htod(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, host, s, SNAPSHOT)
 
 
 # ---------------------------------------------------------------------------
@@ -251,7 +250,33 @@ def _nbytes(arr) -> int:
     return arr.size * arr.itemsize
 
 
-def _htod(st, ptr, shape, strides, itemsize, host: np.ndarray, s: int) -> None:
+SNAPSHOT = "snapshot"  # ``_htod``'s ``source`` for data that a captured graph re-uploads on every replay
+
+
+def _host_for_capture(st, host: np.ndarray, source) -> np.ndarray:
+    """Host memory that a CUDA graph being captured may copy from on every replay.
+
+    A graph's copy reads its host memory when the graph runs, so the memory must be page-locked and
+    outlive the graph. ``source`` is a pinned simkit array whose memory ``host`` is: it is read live,
+    as in Warp (the graph keeps it alive). :data:`SNAPSHOT` (an array made from data, a fill): the data
+    is copied into page-locked memory that the graph keeps, so every replay writes it again. Any other
+    host memory raises: a replay would otherwise read whatever is there by then."""
+    if source is SNAPSHOT:
+        with _capture_mode_relaxed():  # (cuMemHostAlloc is not a stream operation)
+            buf = PinnedBuffer(host.nbytes)
+        staged = np.asarray(buf)[:host.nbytes]
+        staged[...] = host.reshape(-1).view(np.uint8)
+        st.capture_keep.append(buf)
+        return staged
+    if source is None:
+        raise RuntimeError(f"copying from pageable host memory is not possible while a CUDA graph is being "
+                           f"captured on cuda:{st.ordinal} (a replay reads the host memory when it runs): copy "
+                           "from a pinned array (sk.array(..., pinned=True)), or before capture_begin()")
+    st.capture_keep.append(source)
+    return host
+
+
+def _htod(st, ptr, shape, strides, itemsize, host: np.ndarray, s: int, source=None) -> None:
     api = cu()
     n = int(np.prod(shape)) if len(shape) else 1
     nbytes = n * itemsize
@@ -261,7 +286,8 @@ def _htod(st, ptr, shape, strides, itemsize, host: np.ndarray, s: int) -> None:
         host = np.ascontiguousarray(host)
     if nbytes == 0:
         return
-    _no_capture(st, "copying from host memory")
+    if st.capturing:
+        host = _host_for_capture(st, host, source)
     st.make_current()
     if tuple(strides) == _contig_strides(shape, itemsize):
         check(api.cuMemcpyHtoDAsync(ptr, host.ctypes.data, nbytes, s), "cuMemcpyHtoDAsync")
@@ -295,11 +321,12 @@ def _dtoh(st, host: np.ndarray, ptr, shape, strides, itemsize, s: int, sync: boo
     del tmp_owner  # (freed on the legacy stream: after the copy)
 
 
-def copy_htod(arr, host: np.ndarray) -> None:
-    """Copy host data (``host.nbytes`` must equal the array's bytes) into the CUDA array ``arr``."""
+def copy_htod(arr, host: np.ndarray, source=None) -> None:
+    """Copy host data (``host.nbytes`` must equal the array's bytes) into the CUDA array ``arr``.
+    ``source``: what a CUDA graph being captured reads on replay (see :func:`_host_for_capture`)."""
     st = state(arr.device)
     with st.lock:
-        _htod(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, np.asarray(host), st.stream())
+        _htod(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, np.asarray(host), st.stream(), source)
 
 
 WRITE_WORDS_MAX = 256  # bytes
@@ -348,7 +375,9 @@ def copy(dest, src) -> None:
         _host_view(dest)[...] = _host_view(src).reshape(_host_view(dest).shape)
         return
     if src.device.is_cpu:  # host -> device
-        copy_htod(dest, np.ascontiguousarray(_host_view(src)))
+        sv = _host_view(src)
+        # pinned memory can be copied from during a graph capture: replays read it live, as in Warp
+        copy_htod(dest, np.ascontiguousarray(sv), src if src.pinned and sv.flags.c_contiguous else None)
         return
     if dest.device.is_cpu:  # device -> host
         dv = _host_view(dest)
