@@ -109,7 +109,7 @@ def optimize(iters: int = 60, plot: str | None = None, device: str = "cpu", prog
     def forward():
         final = rollout(model, params, solver)
         sk.launch(tip_loss, 1, inputs=[final.body_q, final.body_qd, sk.vec3(*TARGET)], outputs=[loss], device=device)
-        return loss, tip_distance(final)
+        return loss, lambda: tip_distance(final)   # (read after the step: on a GPU, a CUDA graph)
 
     distances = sk.optim.minimize(forward, opt, iters, tol=tol, progress=progress)
     if plot:

@@ -120,7 +120,7 @@ def optimize(iters: int = 100, plot: str | None = None, device: str = "cpu", pro
     def forward():
         final = simulate(model, start, solver, STEPS, checkpoint_every)
         sk.launch(distance_sq, 1, inputs=[final.particle_q, sk.vec3(*target)], outputs=[loss], device=device)
-        return loss, np.sqrt(loss.numpy()[0])
+        return loss, lambda: np.sqrt(loss.numpy()[0])   # (read after the step: on a GPU, a CUDA graph)
 
     distances = sk.optim.minimize(forward, opt, iters, tol=tol, progress=progress)
     v = velocity.numpy()[0].copy()

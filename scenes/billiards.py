@@ -102,7 +102,7 @@ def optimize(iters: int = 60, plot: str | None = None, device: str = "cpu", prog
     def forward():
         final = shoot(model, velocity, solver)
         sk.launch(distance_sq, 1, inputs=[final.body_q, sk.vec3(*target)], outputs=[loss], device=device)
-        return loss, np.sqrt(loss.numpy()[0])
+        return loss, lambda: np.sqrt(loss.numpy()[0])   # (read after the step: on a GPU, a CUDA graph)
 
     distances = sk.optim.minimize(forward, opt, iters, tol=tol, progress=progress)
     if plot:

@@ -23,6 +23,7 @@ from .kernels.types import Any
 from .runtime.array import array, zeros
 from .runtime.launch import launch
 from .runtime.tape import Tape
+from .kernels.backends.cuda.stream import ScopedCapture, capture_launch
 
 
 @kernel
@@ -123,31 +124,82 @@ class Adam(Optimizer):
 
 
 
-def minimize(forward, optimizer, iters: int, *, tol: float | None = None, progress=None) -> list:
+def minimize(forward, optimizer, iters: int, *, tol: float | None = None, progress=None,
+             graph: bool | None = None) -> list:
     """Gradient descent: up to ``iters`` times, call ``forward()`` under a new ``Tape`` — it returns
-    ``(loss, metric)``, the scalar loss array to differentiate and a float to record — and, unless
-    ``metric < tol``, run ``backward``, ``optimizer.step()`` and zero the gradients. ``progress(i,
-    iters)`` is called after each evaluation. Returns the recorded metrics (their last is the one
-    of the final parameters when ``tol`` was reached).
+    ``(loss, metric)``, the scalar loss array to differentiate and a float to record (or a function
+    of no arguments that returns it) — and, unless ``metric < tol``, run ``backward``,
+    ``optimizer.step()`` and zero the gradients. ``progress(i, iters)`` is called after each
+    evaluation. Returns the recorded metrics (their last is the one of the final parameters when
+    ``tol`` was reached).
+
+    ``graph``: on a GPU, from the second iteration on, replay ``forward()`` and the backward pass as
+    one CUDA graph (and the zeroing of the gradients as another), as Warp's examples do. ``forward()``
+    must then issue the same launches on the same arrays each time and read nothing back to the host:
+    it returns its metric as a function, called after the graph has run. None (default): a graph
+    when the loss is on a CUDA device and the metric is a function; False: never.
 
     Example::
 
         distances = sk.optim.minimize(lambda: shoot(velocity), sk.optim.Adam([velocity], lr=0.05),
                                       iters=60, tol=0.005)
     """
+    if graph not in (None, True, False):
+        raise TypeError(f"minimize: graph must be None, True or False, got {graph!r}")
     metrics = []
+    graphs = None  # (forward and backward, zeroing the gradients, tape, metric) once captured
     for it in range(iters):
-        tape = Tape()
-        with tape:
-            loss, metric = forward()
-        metrics.append(float(metric))
+        if graphs is None:
+            tape = Tape()
+            with tape:
+                loss, metric = forward()
+            if it == 0 and _use_graph(graph, loss, metric):
+                graph = True
+            metrics.append(float(metric() if callable(metric) else metric))
+        else:
+            run, zero, tape, metric = graphs
+            capture_launch(run)
+            metrics.append(float(metric()))
         if progress:
             progress(it + 1, iters)
         if tol is not None and metrics[-1] < tol:
             break
-        tape.backward(loss)
+        if graphs is None:
+            tape.backward(loss)
         optimizer.step()
-        tape.zero()
+        if graphs is not None:
+            capture_launch(zero)
+        else:
+            tape.zero()
+            if graph is True and it + 1 < iters:
+                graphs = _capture_iteration(forward, loss.device)
     if progress and len(metrics) < iters:
         progress(iters, iters)
     return metrics
+
+
+def _use_graph(graph, loss, metric) -> bool:
+    """Does ``minimize`` capture (see its ``graph``)? Raises where ``graph=True`` cannot be honoured."""
+    if graph is False:
+        return False
+    if graph is None:
+        return loss.device.is_cuda and callable(metric)
+    if not loss.device.is_cuda:
+        raise ValueError(f"minimize(graph=True): CUDA graphs need a CUDA device; the loss is on {loss.device.alias}")
+    if not callable(metric):
+        raise ValueError("minimize(graph=True): forward() must return its metric as a function of no arguments "
+                         "(it is read after the captured graph has run; a capture cannot read back)")
+    return True
+
+
+def _capture_iteration(forward, device) -> tuple:
+    """forward() and its backward pass captured into one graph, and the zeroing of the gradients its
+    tape records into another."""
+    with ScopedCapture(device) as cap:
+        tape = Tape()
+        with tape:
+            loss, metric = forward()
+        tape.backward(loss)
+    with ScopedCapture(device) as zero:
+        tape.zero()
+    return cap.graph, zero.graph, tape, metric

@@ -85,3 +85,50 @@ def test_minimize_runs_gradient_descent_until_the_tolerance():
     assert metrics[-1] < 1e-3 <= metrics[-2] and len(metrics) == 11
     np.testing.assert_allclose(p.numpy(), target.numpy(), atol=1e-3)
     assert calls[-1] == (50, 50) and calls[0] == (1, 50)
+
+
+def _fit(device, optimizer, graph, metric_as_function=True):
+    """minimize on the quadratic of the test above: (metrics, final parameter)."""
+    target = sk.array(np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 0.5]]), dtype=sk.vec3, device=device)
+    p = sk.array(np.array([[1.0, 2.0, 2.0], [0.5, 0.0, 0.0]]), dtype=sk.vec3, requires_grad=True, device=device)
+    loss = sk.zeros(1, requires_grad=True, device=device)
+
+    def forward():
+        loss.zero_()
+        sk.launch(quadratic, 2, inputs=[p, target], outputs=[loss], device=device)
+        metric = lambda: float(np.sqrt(loss.numpy()[0]))  # noqa: E731
+        return loss, metric if metric_as_function else metric()
+
+    opt = sk.optim.SGD([p], lr=0.25) if optimizer == "sgd" else sk.optim.Adam([p], lr=0.1)
+    return sk.optim.minimize(forward, opt, 40, tol=1e-3, graph=graph), p.numpy()
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_minimize_replays_iterations_as_cuda_graphs(cuda_device, monkeypatch, optimizer):
+    # on a GPU, with the metric as a function: from the second iteration on, forward and backward
+    # are one graph launch, and the zeroing of the gradients another; the same numbers as the CPU's
+    import simkit.optim as optim
+
+    launches = []
+    real = optim.capture_launch
+    monkeypatch.setattr(optim, "capture_launch", lambda graph: (launches.append(graph), real(graph)))
+    metrics, p = _fit(cuda_device, optimizer, None)
+    n = len(metrics)
+    stopped = metrics[-1] < 1e-3                  # (then the last iteration zeroes nothing)
+    assert n > 5 and len(launches) == 2 * (n - 1) - stopped and len(set(map(id, launches))) == 2
+    ref_metrics, ref_p = _fit("cpu", optimizer, None)
+    np.testing.assert_allclose(metrics, ref_metrics, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(p, ref_p, atol=1e-5)
+    launches.clear()
+    direct, _ = _fit(cuda_device, optimizer, False)
+    assert not launches and len(direct) == n
+
+
+def test_minimize_graph_argument_errors(cuda_device):
+    with pytest.raises(ValueError, match="need a CUDA device; the loss is on cpu"):
+        _fit("cpu", "sgd", True)
+    with pytest.raises(ValueError, match="must return its metric as a function"):
+        _fit(cuda_device, "sgd", True, metric_as_function=False)
+    with pytest.raises(TypeError, match="graph must be None, True or False"):
+        _fit("cpu", "sgd", "yes")
+    assert len(_fit(cuda_device, "sgd", None, metric_as_function=False)[0]) > 5   # (a float metric: no graph)

@@ -164,19 +164,20 @@ def test_cli_optimize_errors(tmp_path):
 
 @pytest.fixture
 def graph_launches(monkeypatch):
-    """How many frames the scenes replayed as CUDA graphs (sk.CapturedStep's graph launches)."""
+    """How many CUDA graphs the scenes launched (sk.CapturedStep's frames, sk.optim.minimize's iterations)."""
+    import simkit.optim as optim
     import simkit.runtime.captured_step as captured_step
 
     count = [0]
-    real = captured_step.capture_launch
-    monkeypatch.setattr(captured_step, "capture_launch", lambda graph: (count.__setitem__(0, count[0] + 1),
-                                                                        real(graph)))
+    for module in (captured_step, optim):
+        monkeypatch.setattr(module, "capture_launch", lambda graph, real=module.capture_launch: (
+            count.__setitem__(0, count[0] + 1), real(graph)))
     return count
 
 
 def test_scenes_run_on_the_gpu(tmp_path, cuda_device, cloth, graph_launches):
-    """The demo scene (its frames replayed as CUDA graphs) and the trajectory optimization on a GPU
-    (the real one, else the emulated one) follow their CPU runs."""
+    """The demo scene (its frames replayed as CUDA graphs) and the trajectory optimization (its
+    iterations too) on a GPU (the real one, else the emulated one) follow their CPU runs."""
     out = tmp_path / "cloth_gpu.usda"
     q_gpu = cloth.run(steps=30, usd=str(out), size=8, device=cuda_device)
     assert graph_launches[0] == 29                        # (the first frame runs directly: it compiles)
@@ -185,6 +186,7 @@ def test_scenes_run_on_the_gpu(tmp_path, cuda_device, cloth, graph_launches):
     assert len(UsdGeom.Mesh(Usd.Stage.Open(str(out)).GetPrimAtPath("/World/cloth")).GetPointsAttr().Get(30)) == 81
     ball = load_scene("ball_trajectory")
     gpu, cpu = (ball.optimize(iters=3, tol=0.0, device=d) for d in (cuda_device, "cpu"))
+    assert graph_launches[0] == 29 + 2 * 2                 # iterations 2 and 3: forward + backward, zeroing
     np.testing.assert_allclose(gpu.distances, cpu.distances, rtol=1e-5)
     np.testing.assert_allclose(gpu.velocity, cpu.velocity, rtol=1e-5)
 
@@ -201,6 +203,16 @@ def test_scene_frames_replay_as_cuda_graphs(cuda_device, graph_launches, name, k
     assert graph_launches[0] == kw["steps"] - 1
     np.testing.assert_allclose(q, q_direct, atol=1e-5)
     assert not np.allclose(q, scene.run(device=cuda_device, graph=False, **dict(kw, steps=1)), atol=1e-3)
+
+
+@pytest.mark.parametrize("name", ["billiards", "arm_reach"])
+def test_rigid_optimizations_replay_iterations_as_cuda_graphs(cuda_device, graph_launches, name):
+    scene = load_scene(name)
+    gpu = scene.optimize(iters=3, tol=0.0, device=cuda_device)
+    assert graph_launches[0] == 2 * 2
+    cpu = scene.optimize(iters=3, tol=0.0)
+    np.testing.assert_allclose(gpu.distances, cpu.distances, rtol=1e-4)
+    assert gpu.distances[-1] < gpu.distances[0]
 
 
 def test_cartpole_swings_the_pole_up():

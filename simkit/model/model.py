@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import types as T
-from ..runtime import array, zeros
+from ..runtime import empty, zeros
 from .state import Control, State
 
 
@@ -168,21 +168,17 @@ class Model:
         """
         rg = self.requires_grad if requires_grad is None else bool(requires_grad)
         n = self.particle_count
-        q = array(self.particle_q.numpy(), dtype=self.vec_type, device=self.device, requires_grad=rg)
-        qd = array(self.particle_qd.numpy(), dtype=self.vec_type, device=self.device, requires_grad=rg)
-        f = zeros(n, dtype=self.vec_type, device=self.device, requires_grad=rg)
-        state = State(q, qd, f)
+        state = State(_copy(self.particle_q, rg), _copy(self.particle_qd, rg),
+                      zeros(n, dtype=self.vec_type, device=self.device, requires_grad=rg))
         if self.body_count:
-            state.body_q = array(self.body_q.numpy(), dtype=self.body_q.dtype, device=self.device, requires_grad=rg)
-            state.body_qd = array(self.body_qd.numpy(), dtype=self.body_qd.dtype, device=self.device,
-                                  requires_grad=rg)
+            state.body_q, state.body_qd = _copy(self.body_q, rg), _copy(self.body_qd, rg)
             state.body_f = zeros(self.body_count, dtype=self.body_qd.dtype, device=self.device, requires_grad=rg)
         return state
 
     def control(self, requires_grad: bool | None = None) -> Control:
         """A new ``Control`` whose spring activations start at ``spring_control`` and joint targets at 0."""
         rg = self.requires_grad if requires_grad is None else bool(requires_grad)
-        act = array(self.spring_control.numpy(), dtype=self.dtype, device=self.device, requires_grad=rg)
+        act = _copy(self.spring_control, rg)
         target = zeros(self.joint_count, dtype=self.dtype, device=self.device, requires_grad=rg)
         return Control(act, target)
 
@@ -200,3 +196,16 @@ class Model:
         return (f"Model(particles={self.particle_count}, springs={self.spring_count}, triangles={self.tri_count}, "
                 f"shapes={self.shape_count}, bodies={self.body_count}, ground={self.ground}, dtype={T.type_name(self.dtype)}, "
                 f"device={getattr(self.device, 'alias', self.device)})")
+
+
+def _copy(a, requires_grad: bool):
+    """A new array of ``a``'s values, copied on its device (no round trip through the host, so a CUDA
+    graph capture can make states too) and not recorded on a Tape (a state starts from the model)."""
+    out = empty(a.shape, dtype=a.dtype, device=a.device, requires_grad=requires_grad)
+    if a.device.is_cpu:
+        out.numpy()[...] = a.numpy()
+    else:
+        from ..kernels.backends.cuda import driver
+
+        driver.copy(out, a)
+    return out
