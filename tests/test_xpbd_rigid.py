@@ -278,16 +278,6 @@ def test_a_revolute_drive_reaches_its_target_and_the_limit_caps_it():
         np.testing.assert_allclose(q[:3], [0.5 * math.cos(reached), 0.5 * math.sin(reached), 0.0], atol=1e-4)
 
 
-def test_particles_and_rigid_shapes_together_are_refused():
-    b = sk.ModelBuilder()
-    b.add_particle((0.0, 1.0, 0.0), (0.0, 0.0, 0.0), 1.0)
-    body = b.add_body(pos=(0.0, 0.5, 0.0))
-    b.add_shape_sphere(body, radius=0.1)
-    model = b.finalize()
-    with pytest.raises(ValueError, match="does not yet couple particles with rigid shapes"):
-        sk.XPBDSolver().step(model, model.state(), model.state(), None, DT)
-
-
 # ----------------------------------------------------------------------------- gradients
 
 @sk.kernel

@@ -18,7 +18,9 @@ iteration writes new arrays, so the Tape differentiates the whole solve.
 
 Rigid bodies (``model.body_*``) are stepped by ``rigid/xpbd.py``: hard contacts and joints in
 coloured Gauss-Seidel sweeps (see docs/engine.md).
-A model's particles and rigid shapes are not coupled yet (refused with an error).
+Particles and rigid shapes are coupled both ways: the particles step first against the bodies'
+predicted shapes, and what they push the bodies by becomes a wrench in the body step
+(``kernels_xpbd_coupling.py``).
 """
 from __future__ import annotations
 
@@ -26,10 +28,13 @@ import numpy as np
 
 from ...model import Control, Model, State
 from ...runtime import array, launch
+from ..rigid.kernels import integrate_bodies
 from ..rigid.xpbd import xpbd_body_step
 from ..solver import Solver
 from .kernels_xpbd import (apply_deltas, predict_positions, solve_ground, solve_mesh_contacts,
                            solve_particle_contacts, solve_springs, solve_triangles, update_velocities)
+from .kernels_xpbd_coupling import (count_particle_body_contacts, coupling_wrench, move_bodies,
+                                    solve_particle_body_contacts)
 
 
 class XPBDSolver(Solver):
@@ -68,29 +73,54 @@ class XPBDSolver(Solver):
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         n = model.particle_count
-        if model.body_count:
-            if n and model.rigid_shape_count:
-                raise ValueError(f"XPBDSolver does not yet couple particles with rigid shapes (the model has {n} "
-                                 f"particles and {model.rigid_shape_count} rigid shapes); SemiImplicitEulerSolver "
-                                 f"steps them together")
-            xpbd_body_step(self, model, state_in, state_out, control, dt)
-        if n == 0:
-            return
         fresh = self.differentiable(model, state_in)
-        control = self.default_control(model, control)
-        x, v = state_in.particle_q, state_in.particle_qd
-        for sub in range(self.substeps):
-            last = sub == self.substeps - 1
-            x_out = state_out.particle_q if last else self.scratch(model, f"x_end{sub % 2}", n, model.vec_type,
-                                                                    fresh=fresh, zero=False)
-            v_out = state_out.particle_qd if last else self.scratch(model, f"v_end{sub % 2}", n, model.vec_type,
-                                                                     fresh=fresh, zero=False)
-            self._particle_step(model, x, v, state_in.particle_f, x_out, v_out, control, dt / self.substeps, fresh)
-            x, v = x_out, v_out
+        f_coupling = None
+        if n:
+            coupled = model.rigid_shape_count > 0      # (shapes on bodies, or static ones: body -1)
+            bodies = None
+            if coupled:
+                bodies = self._predict_bodies(model, state_in, dt, fresh) if model.body_count else \
+                    (model.body_q, model.body_qd)
+                predicted = bodies[0]
+            x, v = state_in.particle_q, state_in.particle_qd
+            for sub in range(self.substeps):
+                last = sub == self.substeps - 1
+                x_out = state_out.particle_q if last else self.scratch(model, f"x_end{sub % 2}", n, model.vec_type,
+                                                                        fresh=fresh, zero=False)
+                v_out = state_out.particle_qd if last else self.scratch(model, f"v_end{sub % 2}", n, model.vec_type,
+                                                                         fresh=fresh, zero=False)
+                pushed = self._particle_step(model, x, v, state_in.particle_f, x_out, v_out,
+                                             self.default_control(model, control), dt / self.substeps, fresh, bodies)
+                x, v = x_out, v_out
+                bodies = (pushed, bodies[1]) if coupled else None
+            if coupled and model.body_count:
+                f_coupling = self.scratch(model, "xc_f", model.body_count, model.body_qd.dtype, fresh=fresh,
+                                          zero=False)
+                launch(coupling_wrench, model.body_count, device=model.device,
+                       inputs=[predicted, bodies[0], model.body_com, model.body_inv_mass, model.body_inertia,
+                               model.scalar(dt)], outputs=[f_coupling])
+        if model.body_count:
+            xpbd_body_step(self, model, state_in, state_out, control, dt, f_coupling)
 
-    def _particle_step(self, model: Model, x0, v0, f, x_out, v_out, control: Control, dt: float, fresh: bool) -> None:
+    def _predict_bodies(self, model: Model, state: State, dt: float, fresh: bool) -> tuple:
+        """The bodies' (poses, velocities) at the step's end if they kept their velocities: the
+        particles' contacts meet their shapes there (not with gravity: a body at rest on the ground
+        stays where it is, and so the load on it rests on its true top)."""
+        nb, s = model.body_count, model.scalar
+        q = self.scratch(model, "xc_qp", nb, state.body_q.dtype, fresh=fresh, zero=False)
+        qd = self.scratch(model, "xc_qdp", nb, state.body_qd.dtype, fresh=fresh, zero=False)
+        none = self.scratch(model, "xc_f0", nb, state.body_qd.dtype, fresh=fresh)
+        launch(integrate_bodies, nb, device=model.device,
+               inputs=[state.body_q, state.body_qd, none, none, model.body_com, model.body_inv_mass,
+                       model.body_inertia, model.body_inv_inertia, model.vector((0.0, 0.0, 0.0)),
+                       s(model.body_angular_damping), s(dt)], outputs=[q, qd])
+        return q, qd
+
+    def _particle_step(self, model: Model, x0, v0, f, x_out, v_out, control: Control, dt: float, fresh: bool,
+                       bodies=None):
         """One (sub)step of the particles from positions ``x0`` and velocities ``v0`` into ``x_out``,
-        ``v_out``."""
+        ``v_out``. ``bodies``: the (poses, velocities) of the bodies the particles' contacts meet;
+        returns the poses they pushed them to (kernels_xpbd_coupling.py), or None."""
         n = model.particle_count
         s, dev, vec = model.scalar, model.device, model.vec_type
         w = model.particle_inv_mass
@@ -108,7 +138,10 @@ class XPBDSolver(Solver):
         lam_springs = self.scratch(model, "lambda_s", model.spring_count, model.dtype, fresh=fresh)
         lam_tris = self.scratch(model, "lambda_t", model.tri_count * 4, model.dtype, fresh=fresh)
 
-        contacts = grid is not None or model.ground or model.shape_count
+        contacts = grid is not None or model.ground or model.shape_count or bodies is not None
+        q_b = None
+        if bodies is not None:
+            q_b, qd_b = bodies
         if model.spring_count or model.tri_count:
             counts, ones = self._constraint_counts(model)
             relax = s(self.relaxation)
@@ -152,11 +185,35 @@ class XPBDSolver(Solver):
                            inputs=[x, x0, w, model.particle_radius, model.shape_mesh_id, model.shape_mu,
                                    s(model.soft_contact_margin)],
                            outputs=[delta, count])
+                if bodies is not None:
+                    q_b = self._body_contacts(model, x, x0, q_b, qd_b, delta, count, tag, dt, fresh)
                 x_next = self.scratch(model, "xc" + tag, n, vec, fresh=fresh, zero=False)
                 launch(apply_deltas, n, device=dev, inputs=[x, delta, count], outputs=[x_next])
                 x = x_next
 
         launch(update_velocities, n, device=dev, inputs=[x0, x, s(dt)], outputs=[x_out, v_out])
+        return q_b
+
+    def _body_contacts(self, model: Model, x, x0, q, qd, delta, count, tag: str, dt: float, fresh: bool):
+        """The particles' contacts with the rigid shapes (after every other contact of the iteration):
+        their corrections into ``delta``/``count``, the bodies' applied to their poses ``q``; returns
+        the new poses."""
+        nb, s, dev = model.body_count, model.scalar, model.device
+        shapes = [model.rigid_shape_body, model.rigid_shape_type, model.rigid_shape_xform, model.rigid_shape_size]
+        dims = (model.particle_count, model.rigid_shape_count)
+        contacts = self.scratch(model, "xc_bcount", nb, model.dtype, fresh=fresh, requires_grad=False)
+        launch(count_particle_body_contacts, dims, device=dev,
+               inputs=[x, model.particle_inv_mass, model.particle_radius, q, model.body_inv_mass] + shapes,
+               outputs=[count, contacts])
+        body_delta = self.scratch(model, "xc_bdelta", nb, model.body_qd.dtype, fresh=fresh)
+        launch(solve_particle_body_contacts, dims, device=dev,
+               inputs=[x, x0, model.particle_inv_mass, model.particle_radius, s(model.particle_mu), q, qd,
+                       model.body_com, model.body_inv_mass, model.body_inv_inertia] + shapes +
+                      [model.rigid_shape_material, count, contacts, s(dt)],
+               outputs=[delta, body_delta])
+        q_next = self.scratch(model, "xc_qi" + tag, nb, q.dtype, fresh=fresh, zero=False)
+        launch(move_bodies, nb, device=dev, inputs=[q, model.body_com, body_delta], outputs=[q_next])
+        return q_next
 
     def _constraint_counts(self, model: Model):
         """Springs and triangles on each particle (at least 1), and ones: constant per model."""

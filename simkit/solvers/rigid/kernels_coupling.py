@@ -9,7 +9,7 @@ torque), so momentum is conserved.
 from __future__ import annotations
 
 from ...collision.rigid_contacts import box_sphere, segment_end, sphere_sphere
-from ...kernels import kernel
+from ...kernels import func, kernel
 from ...kernels import lang as sk
 from ...kernels.types import Any
 from ...runtime import array
@@ -17,24 +17,13 @@ from ..particle.kernels_contact import contact_force
 from .kernels import point_velocity, shape_frame
 
 
-@kernel
-def eval_particle_body_contacts(particle_q: array(dtype=Any), particle_qd: array(dtype=Any),
-                                particle_radius: array(dtype=Any), particle_inv_mass: array(dtype=Any),
-                                body_q: array(dtype=Any), body_qd: array(dtype=Any), body_com: array(dtype=Any),
-                                shape_body: array(dtype=int), shape_type: array(dtype=int),
-                                shape_xform: array(dtype=Any), shape_size: array(dtype=Any),
-                                shape_material: array(dtype=Any), particle_f: array(dtype=Any),
-                                body_f: array(dtype=Any)):
-    i, s = sk.tid()
-    if particle_inv_mass[i] == 0.0:
-        return
-    x = particle_q[i]
-    r = particle_radius[i]
-    kind = shape_type[s]
-    xf = shape_frame(body_q, shape_body, shape_xform, s)
-    size = shape_size[s]
+@func
+def particle_shape_contact(x: Any, r: Any, kind: int, xf: Any, size: Any):
+    """(depth, normal pushing the particle away, contact point) of a particle (a sphere of centre
+    ``x``, radius ``r``) and a rigid shape of type ``kind`` at the world frame ``xf``: a box through
+    its closest point, a sphere or capsule through the closest point of its segment."""
     depth = r * 0.0
-    n = x * 0.0                      # pushes the particle away from the shape
+    n = x * 0.0
     p = x * 0.0
     if kind == 1:
         depth, nb, p = box_sphere(xf, size, x, r)
@@ -48,6 +37,22 @@ def eval_particle_body_contacts(particle_q: array(dtype=Any), particle_qd: array
         if ll > 0.0:
             t = sk.clamp(sk.dot(x - a, ab) / ll, r * 0.0, r * 0.0 + 1.0)
         depth, n, p = sphere_sphere(x, r, a + ab * t, size[0])
+    return depth, n, p
+
+
+@kernel
+def eval_particle_body_contacts(particle_q: array(dtype=Any), particle_qd: array(dtype=Any),
+                                particle_radius: array(dtype=Any), particle_inv_mass: array(dtype=Any),
+                                body_q: array(dtype=Any), body_qd: array(dtype=Any), body_com: array(dtype=Any),
+                                shape_body: array(dtype=int), shape_type: array(dtype=int),
+                                shape_xform: array(dtype=Any), shape_size: array(dtype=Any),
+                                shape_material: array(dtype=Any), particle_f: array(dtype=Any),
+                                body_f: array(dtype=Any)):
+    i, s = sk.tid()
+    if particle_inv_mass[i] == 0.0:
+        return
+    xf = shape_frame(body_q, shape_body, shape_xform, s)
+    depth, n, p = particle_shape_contact(particle_q[i], particle_radius[i], shape_type[s], xf, shape_size[s])
     if depth <= 0.0:
         return
     bi = shape_body[s]

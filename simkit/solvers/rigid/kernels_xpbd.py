@@ -482,18 +482,23 @@ def apply_body_deltas(body_q: array(dtype=Any), body_com: array(dtype=Any), delt
     q_out[i] = q
 
 
-@kernel
-def body_velocities(q0: array(dtype=Any), q1: array(dtype=Any), body_com: array(dtype=Any), dt: Any,
-                    q_out: array(dtype=Any), qd_out: array(dtype=Any)):
-    # the velocities that carry the step's start pose to its end: v of the centre of mass, and w
-    # from the rotation r1 r0^-1 (the shorter way round; its exact angle, as integrate_bodies turns)
-    i = sk.tid()
-    a = q0[i]
-    b = q1[i]
-    v = (sk.transform_point(b, body_com[i]) - sk.transform_point(a, body_com[i])) / dt
+@func
+def pose_velocity(a: Any, b: Any, com_local: Any, dt: Any):
+    """The velocities (spatial: w, v) that carry body frame ``a`` to ``b`` in ``dt``: v of the centre
+    of mass, and w from the rotation r_b r_a^-1 (the shorter way round; its exact angle, as
+    integrate_bodies turns)."""
+    v = (sk.transform_point(b, com_local) - sk.transform_point(a, com_local)) / dt
     dq = sk.transform_get_rotation(b) * sk.quat_inverse(sk.transform_get_rotation(a))
     if dq[3] < 0.0:
         dq = -dq
     w = rotation_rate(type(v)(dq[0], dq[1], dq[2]), dq[3], dt)
-    q_out[i] = b
-    qd_out[i] = T.vector(w[0], w[1], w[2], v[0], v[1], v[2])
+    return T.vector(w[0], w[1], w[2], v[0], v[1], v[2])
+
+
+@kernel
+def body_velocities(q0: array(dtype=Any), q1: array(dtype=Any), body_com: array(dtype=Any), dt: Any,
+                    q_out: array(dtype=Any), qd_out: array(dtype=Any)):
+    # the velocities that carry the step's start pose to its end
+    i = sk.tid()
+    q_out[i] = q1[i]
+    qd_out[i] = pose_velocity(q0[i], q1[i], body_com[i], dt)

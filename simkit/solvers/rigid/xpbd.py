@@ -44,9 +44,10 @@ from .solver import shape_pairs
 
 
 def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, control: Control | None,
-                   dt: float) -> None:
+                   dt: float, f_coupling=None) -> None:
     """Advance ``state_in``'s bodies by ``dt`` into ``state_out`` (``solver``: an ``XPBDSolver``) in
-    ``solver.substeps`` substeps on the contacts gathered once."""
+    ``solver.substeps`` substeps on the contacts gathered once. ``f_coupling``: a wrench per body
+    added to ``state_in.body_f`` (the particles' pushes, particle/solver_xpbd.py)."""
     n = model.body_count
     if state_in.body_q is None:
         raise ValueError("the state has no bodies; make states with model.state()")
@@ -55,12 +56,13 @@ def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, cont
     wrench_t = T.spatial_vector if model.dtype is T.float32 else T.spatial_vectord
     none = solver.scratch(model, "xb_f0", n, wrench_t, fresh=fresh)
     f_ext = state_in.body_f if state_in.body_f is not None else none
+    f_int = f_coupling if f_coupling is not None else none
 
     def predict(q_from, qd_from, step: float, tag: str):
         q = solver.scratch(model, "xb_q" + tag, n, q_from.dtype, fresh=fresh, zero=False)
         qd = solver.scratch(model, "xb_qd" + tag, n, wrench_t, fresh=fresh, zero=False)
         launch(integrate_bodies, n, device=dev,
-               inputs=[q_from, qd_from, f_ext, none, model.body_com, model.body_inv_mass, model.body_inertia,
+               inputs=[q_from, qd_from, f_ext, f_int, model.body_com, model.body_inv_mass, model.body_inertia,
                        model.body_inv_inertia, model.vector(model.gravity), s(model.body_angular_damping), s(step)],
                outputs=[q, qd])
         return q, qd
