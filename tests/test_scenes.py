@@ -1,6 +1,7 @@
 """The example scenes: cloth on a sphere (USD export, resting without penetration), ball trajectory
 optimization (reaches its target), soft-body walker (walks further after optimization), dam break
 (SPH surge front against Martin & Moyce's experiment), rigid pile (bodies on a ramp, USD transforms),
+seesaw (XPBD particles tipping a hinged plank),
 and the `simkit optimize` command. Small sizes keep this file to well under a minute on two cores."""
 import math
 import os
@@ -203,6 +204,20 @@ def test_scene_frames_replay_as_cuda_graphs(cuda_device, graph_launches, name, k
     assert graph_launches[0] == kw["steps"] - 1
     np.testing.assert_allclose(q, q_direct, atol=1e-5)
     assert not np.allclose(q, scene.run(device=cuda_device, graph=False, **dict(kw, steps=1)), atol=1e-3)
+
+
+def test_seesaw_tips_under_the_heap_until_its_end_meets_the_ground(tmp_path):
+    # XPBD particles and a hinged plank, coupled both ways: the heap lands on the +x end, which goes
+    # down until the plank's corner touches the ground, asin((0.25 - 0.02 cos a) / 0.5) ~ 27.7 degrees
+    seesaw = load_scene("seesaw")
+    out = tmp_path / "seesaw.usda"
+    q, plank = seesaw.run(steps=60, usd=str(out), heap=4)
+    angle = math.degrees(seesaw.plank_angle(plank[None]))
+    assert angle == pytest.approx(-27.7, abs=1.0)
+    np.testing.assert_allclose(plank[:3], seesaw.PIVOT, atol=2e-3)        # held by its hinge
+    assert q[:, 1].min() > seesaw.RADIUS - 2e-3 and len(q) == 64           # nothing through the ground
+    stage = Usd.Stage.Open(str(out))
+    assert len(UsdGeom.Points(stage.GetPrimAtPath("/World/heap")).GetPointsAttr().Get(60)) == 64
 
 
 @pytest.mark.parametrize("name", ["billiards", "arm_reach"])
