@@ -93,7 +93,11 @@ def _signature(args) -> tuple | None:
     for v in args:
         c = v.__class__
         if c is array:
-            sig.append((id(v.dtype), v.ndim))
+            try:
+                sig.append(v._sigk)
+            except AttributeError:  # (kept on the array: its dtype and ndim never change)
+                k = v._sigk = (id(v.dtype), v.ndim)
+                sig.append(k)
         elif c in _PLAIN_ARGS:
             sig.append(c)
         else:
