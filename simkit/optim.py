@@ -147,32 +147,31 @@ def minimize(forward, optimizer, iters: int, *, tol: float | None = None, progre
     if graph not in (None, True, False):
         raise TypeError(f"minimize: graph must be None, True or False, got {graph!r}")
     metrics = []
-    graphs = None  # (forward and backward, zeroing the gradients, tape, metric) once captured
+    captured = None  # (forward and backward, zeroing the gradients, tape, metric) once captured
     for it in range(iters):
-        if graphs is None:
+        if captured is None:
             tape = Tape()
             with tape:
                 loss, metric = forward()
-            if it == 0 and _use_graph(graph, loss, metric):
-                graph = True
-            metrics.append(float(metric() if callable(metric) else metric))
+            if it == 0:
+                graph = _use_graph(graph, loss, metric)
         else:
-            run, zero, tape, metric = graphs
+            run, zero, tape, metric = captured
             capture_launch(run)
-            metrics.append(float(metric()))
+        metrics.append(float(metric() if callable(metric) else metric))
         if progress:
             progress(it + 1, iters)
         if tol is not None and metrics[-1] < tol:
             break
-        if graphs is None:
+        if captured is None:
             tape.backward(loss)
-        optimizer.step()
-        if graphs is not None:
-            capture_launch(zero)
-        else:
+            optimizer.step()
             tape.zero()
-            if graph is True and it + 1 < iters:
-                graphs = _capture_iteration(forward, loss.device)
+            if graph and it + 1 < iters:
+                captured = _capture_iteration(forward, loss.device)
+        else:
+            optimizer.step()
+            capture_launch(zero)
     if progress and len(metrics) < iters:
         progress(iters, iters)
     return metrics

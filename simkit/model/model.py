@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import types as T
-from ..runtime import empty, zeros
+from ..runtime import copy, empty, zeros
+from ..runtime.tape import paused
 from .state import Control, State
 
 
@@ -202,10 +203,6 @@ def _copy(a, requires_grad: bool):
     """A new array of ``a``'s values, copied on its device (no round trip through the host, so a CUDA
     graph capture can make states too) and not recorded on a Tape (a state starts from the model)."""
     out = empty(a.shape, dtype=a.dtype, device=a.device, requires_grad=requires_grad)
-    if a.device.is_cpu:
-        out.numpy()[...] = a.numpy()
-    else:
-        from ..kernels.backends.cuda import driver
-
-        driver.copy(out, a)
+    with paused():
+        copy(out, a)
     return out
