@@ -104,7 +104,7 @@ stage "CUDA backend tests" cuda_backend.log 120 $PY -m pytest $BACKEND_TESTS -q 
 # the benchmark before the suite: its numbers go into docs/benchmarks.md, and the GPU is otherwise idle
 stage "GPU benchmarks" gpu_bench.log 100 $PY benchmarks/gpu.py --markdown "$LOGS/gpu_benchmark.md"
 stage "GPU breakdown" gpu_breakdown.log 90 $PY benchmarks/gpu_breakdown.py --markdown "$LOGS/gpu_breakdown.md"
-stage "Scene frames" gpu_frames.log 90 $PY benchmarks/gpu_frames.py --markdown "$LOGS/gpu_frames.md"
+stage "Scene frames" gpu_frames.log 150 $PY benchmarks/gpu_frames.py --markdown "$LOGS/gpu_frames.md"
 stage "full test suite" suite.log 400 $PY -m pytest tests -q -rfE --tb=short --durations=15 --maxfail=40 $XDIST \
     $(for t in $BACKEND_TESTS; do echo --ignore=$t; done)
 
