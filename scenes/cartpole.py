@@ -178,8 +178,12 @@ def optimize(iters: int = 60, plot: str | None = None, device: str = "cpu", prog
 
     def forward():
         final = forward_loss(model, knots, solver, loss)
-        heights.append(tip_height(final.body_q.numpy()))
-        return loss, float(loss.numpy()[0])
+
+        def metric():  # read after the step (on a GPU, forward and backward are one CUDA graph)
+            heights.append(tip_height(final.body_q.numpy()))
+            return float(loss.numpy()[0])
+
+        return loss, metric
 
     losses = sk.optim.minimize(forward, opt, iters, tol=tol, progress=progress)
     final = knots.numpy().copy()    # stepped past the last recorded loss unless tol stopped: roll it out
