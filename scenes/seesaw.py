@@ -4,9 +4,9 @@
     python scenes/seesaw.py --steps 120
 
 ``XPBDSolver`` steps the particles and the plank together: the particles land on the plank and
-push it (their contacts with its box become a wrench in the body step, solver/particle
-``kernels_xpbd_coupling.py``), the loaded end goes down until it meets the ground, and the heap
-slides off. The plank turns on a revolute joint to the world.
+push it (their contacts with its box become a wrench in the body step:
+``simkit/solvers/particle/kernels_xpbd_coupling.py``), the loaded end goes down until it meets the
+ground, and the heap slides slowly down the plank. The plank turns on a revolute joint to the world.
 """
 from __future__ import annotations
 
