@@ -1,16 +1,19 @@
 """XPBD contacts between particles and rigid bodies' shapes, both ways.
 
 The particles step first, against the bodies' shapes at their predicted end-of-step poses (each
-body keeping its velocity). Each iteration, a particle in contact with a shape is
-moved out by its share of the separation, ``w_p / (w_p + N w_b)`` (``w_b``: the body's generalized
-inverse mass at the contact point along the normal; ``N``: the body's contacts in this iteration,
-among which its mass is split), with position-level Coulomb friction relative to the body's
-material point there. The body gets the opposite of the momentum the particle's (averaged)
-correction takes, and ``move_bodies`` moves its predicted pose by the sum: momentum is kept at every
-iteration, and the split mass keeps the sum from overshooting (Tonge et al. 2012, mass splitting). When the particles are done, ``coupling_wrench`` turns each body's pushed pose into the
-wrench that gives it that motion over the step, and the body step (``rigid/xpbd.py``) applies it
-together with gravity, solving its own contacts and joints with it: a load resting on a body that
-rests on the ground is held by the same solve that holds the body.
+body keeping its velocity). Each iteration, a particle in contact with a shape is moved out by its
+share of the separation, ``w_p / (w_p + N w_b)`` (``w_b``: the body's generalized inverse mass at
+the contact point along the normal; ``N``: the body's contacts in this iteration, among which its
+mass is split), with position-level Coulomb friction relative to the body's material point there.
+The body gets the opposite of the momentum the particle's (averaged) correction takes, and
+``move_bodies`` moves its predicted pose by the sum: momentum is kept at every iteration, and the
+split mass keeps the sum from overshooting (Tonge et al. 2012, mass splitting). Shapes are tested
+only where a particle is inside their bounding sphere (``shape_bounds``, once per iteration).
+
+When the particles are done, ``coupling_wrench`` turns each body's pushed pose into the wrench
+that gives it that motion over the step, and the body step (``rigid/xpbd.py``) applies it together
+with gravity, solving its own contacts and joints with it: a load resting on a body that rests on
+the ground is held by the same solve that holds the body.
 """
 from __future__ import annotations
 
@@ -25,13 +28,36 @@ from ..rigid.kernels_xpbd import moved_pose, point_weight, pose_velocity, world_
 from .kernels_xpbd import friction_correction
 
 
+@kernel
+def shape_bounds(body_q: array(dtype=Any), shape_body: array(dtype=int), shape_type: array(dtype=int),
+                 shape_xform: array(dtype=Any), shape_size: array(dtype=Any), center: array(dtype=Any),
+                 bound: array(dtype=Any)):
+    # each rigid shape's bounding sphere (a box's corner distance; a capsule's half length and radius)
+    s = sk.tid()
+    size = shape_size[s]
+    r = size[0]
+    if shape_type[s] == 1:
+        r = sk.length(size)
+    elif shape_type[s] == 2:
+        r = size[0] + size[1]
+    center[s] = sk.transform_get_translation(shape_frame(body_q, shape_body, shape_xform, s))
+    bound[s] = r
+
+
 @func
 def shape_contact(x: array(dtype=Any), radius: array(dtype=Any), body_q: array(dtype=Any),
                   shape_body: array(dtype=int), shape_type: array(dtype=int), shape_xform: array(dtype=Any),
-                  shape_size: array(dtype=Any), i: int, s: int):
-    """(depth, normal pushing the particle, point, body) of particle ``i`` and rigid shape ``s``."""
-    xf = shape_frame(body_q, shape_body, shape_xform, s)
-    depth, n, p = particle_shape_contact(x[i], radius[i], shape_type[s], xf, shape_size[s])
+                  shape_size: array(dtype=Any), center: array(dtype=Any), bound: array(dtype=Any), i: int, s: int):
+    """(depth, normal pushing the particle, point, body) of particle ``i`` and rigid shape ``s``; a
+    depth of -1 when the particle is outside the shape's bounding sphere (``shape_bounds``)."""
+    xi = x[i]
+    r = radius[i]
+    depth = r * 0.0 - 1.0
+    n = xi * 0.0
+    p = xi * 0.0
+    if sk.length(xi - center[s]) < bound[s] + r:
+        xf = shape_frame(body_q, shape_body, shape_xform, s)
+        depth, n, p = particle_shape_contact(xi, r, shape_type[s], xf, shape_size[s])
     return depth, n, p, shape_body[s]
 
 
@@ -40,13 +66,15 @@ def count_particle_body_contacts(x: array(dtype=Any), inv_mass: array(dtype=Any)
                                  body_q: array(dtype=Any), body_inv_mass: array(dtype=Any),
                                  shape_body: array(dtype=int), shape_type: array(dtype=int),
                                  shape_xform: array(dtype=Any), shape_size: array(dtype=Any),
-                                 count: array(dtype=Any), body_contacts: array(dtype=Any)):
+                                 center: array(dtype=Any), bound: array(dtype=Any), count: array(dtype=Any),
+                                 body_contacts: array(dtype=Any)):
     # the first pass: each contact adds 1 to its particle's count (after every other contact has)
     # and to its body's (the body's mass is split among them in the second pass)
     i, s = sk.tid()
     if inv_mass[i] == 0.0:
         return
-    depth, n, p, b = shape_contact(x, radius, body_q, shape_body, shape_type, shape_xform, shape_size, i, s)
+    depth, n, p, b = shape_contact(x, radius, body_q, shape_body, shape_type, shape_xform, shape_size, center,
+                                   bound, i, s)
     if depth > 0.0:
         sk.atomic_add(count, i, count.dtype(1.0))
         if b >= 0:
@@ -61,6 +89,7 @@ def solve_particle_body_contacts(x: array(dtype=Any), x_start: array(dtype=Any),
                                  body_inv_mass: array(dtype=Any), body_inv_inertia: array(dtype=Any),
                                  shape_body: array(dtype=int), shape_type: array(dtype=int),
                                  shape_xform: array(dtype=Any), shape_size: array(dtype=Any),
+                                 center: array(dtype=Any), bound: array(dtype=Any),
                                  shape_material: array(dtype=Any), count: array(dtype=Any),
                                  body_contacts: array(dtype=Any), dt: Any, delta: array(dtype=Any),
                                  body_delta: array(dtype=Any)):
@@ -73,7 +102,8 @@ def solve_particle_body_contacts(x: array(dtype=Any), x_start: array(dtype=Any),
     if w == 0.0:
         return
     xi = x[i]
-    depth, n, p, b = shape_contact(x, radius, body_q, shape_body, shape_type, shape_xform, shape_size, i, s)
+    depth, n, p, b = shape_contact(x, radius, body_q, shape_body, shape_type, shape_xform, shape_size, center,
+                                   bound, i, s)
     if depth <= 0.0:
         return
     vb, c = point_velocity(body_q, body_qd, body_com, b, p)

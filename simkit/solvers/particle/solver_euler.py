@@ -85,7 +85,8 @@ class SemiImplicitEulerSolver(Solver):
         c += max((cc for _, cc in contacts), default=0.0)
         dyn = mass > 0.0
         with np.errstate(divide="ignore"):
-            bounds = [0.3 * np.sqrt(mass[dyn & (k > 0)] / k[dyn & (k > 0)]), 0.3 * mass[dyn & (c > 0)] / c[dyn & (c > 0)]]
+            stiff, damped = dyn & (k > 0), dyn & (c > 0)
+            bounds = [0.3 * np.sqrt(mass[stiff] / k[stiff]), 0.3 * mass[damped] / c[damped]]
         return float(min([bound] + [b.min() for b in bounds if b.size]))
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:

@@ -33,7 +33,7 @@ from ..rigid.xpbd import xpbd_body_step
 from ..solver import Solver
 from .kernels_xpbd import (apply_deltas, predict_positions, solve_ground, solve_mesh_contacts,
                            solve_particle_contacts, solve_springs, solve_triangles, update_velocities)
-from .kernels_xpbd_coupling import (count_particle_body_contacts, coupling_wrench, move_bodies,
+from .kernels_xpbd_coupling import (count_particle_body_contacts, coupling_wrench, move_bodies, shape_bounds,
                                     solve_particle_body_contacts)
 
 
@@ -201,6 +201,11 @@ class XPBDSolver(Solver):
         nb, s, dev = model.body_count, model.scalar, model.device
         shapes = [model.rigid_shape_body, model.rigid_shape_type, model.rigid_shape_xform, model.rigid_shape_size]
         dims = (model.particle_count, model.rigid_shape_count)
+        ns = model.rigid_shape_count
+        bounds = [self.scratch(model, "xc_center", ns, model.vec_type, fresh=fresh, zero=False, requires_grad=False),
+                  self.scratch(model, "xc_bound", ns, model.dtype, fresh=fresh, zero=False, requires_grad=False)]
+        launch(shape_bounds, ns, device=dev, inputs=[q] + shapes, outputs=bounds)
+        shapes = shapes + bounds
         contacts = self.scratch(model, "xc_bcount", nb, model.dtype, fresh=fresh, requires_grad=False)
         launch(count_particle_body_contacts, dims, device=dev,
                inputs=[x, model.particle_inv_mass, model.particle_radius, q, model.body_inv_mass] + shapes,
