@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import inspect
 import os
 import shutil
 import sys
@@ -129,7 +130,12 @@ def cmd_run(args) -> int:
         raise SystemExit(f"simkit: scene '{args.scene}' has no run(); try: simkit optimize {args.scene}")
     _check_output(args.usd)
     _check_device(args.device)
-    scene.run(steps=args.steps, usd=args.usd, device=args.device, progress=ProgressBar(args.scene))
+    extra = {}
+    if args.no_graph:
+        if "graph" not in inspect.signature(scene.run).parameters:
+            raise SystemExit(f"simkit: scene '{args.scene}' has no graph option (its run() takes no graph=)")
+        extra["graph"] = False
+    scene.run(steps=args.steps, usd=args.usd, device=args.device, progress=ProgressBar(args.scene), **extra)
     if args.usd:
         print(f"wrote {args.usd}")
     return 0
@@ -191,6 +197,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--steps", type=int, default=240, help="frames to simulate")
     r.add_argument("--usd", default=None, help="output .usda/.usd file")
     r.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    r.add_argument("--no-graph", action="store_true",
+                   help="on a GPU, launch each frame's kernels one by one (default: replay a CUDA graph per frame)")
     r.set_defaults(fn=cmd_run)
     o = sub.add_parser("optimize", help="run a scene's gradient-based optimization and plot the loss")
     o.add_argument("scene", help="scene name (scenes/<name>.py) or path to a scene file with optimize()")

@@ -37,6 +37,18 @@ def test_run_writes_usd(tmp_path):
     assert "5/5" in r.stderr  # progress bar reached the end
 
 
+def test_run_no_graph_option(tmp_path):
+    # --no-graph reaches the scene's run(graph=False); a scene without that option says so
+    out = tmp_path / "b.usda"
+    r = _simkit("run", "bouncing_particles", "--steps", "3", "--no-graph", "--usd", str(out))
+    assert r.returncode == 0, r.stderr
+    assert out.read_text().count(": [(") == 3
+    scene = tmp_path / "plain.py"
+    scene.write_text("def run(steps, usd=None, device='cpu', progress=None):\n    pass\n")
+    r = _simkit("run", str(scene), "--no-graph")
+    assert r.returncode != 0 and "has no graph option" in r.stderr
+
+
 def test_run_unknown_scene_and_unwritable_path(tmp_path):
     r = _simkit("run", "no_such_scene")
     assert r.returncode != 0 and "unknown scene 'no_such_scene'" in r.stderr
