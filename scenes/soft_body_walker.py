@@ -122,22 +122,16 @@ def optimize(iters: int = 30, plot: str | None = None, device: str = "cpu", prog
     opt = sk.optim.Adam([weights, bias], lr=lr)
     x0 = float(model.particle_q.numpy()[:, 0].mean())
     loss = sk.zeros(1, dtype=float, device=device, requires_grad=True)
-    displacements = []
-    for it in range(iters + 1):
+
+    def forward():
         loss.zero_()
-        tape = sk.Tape()
-        with tape:
-            final = rollout(model, weights, bias, steps)
-            sk.launch(mean_x, model.particle_count, inputs=[final.particle_q, -1.0 / model.particle_count],
-                      outputs=[loss], device=device)
-        displacements.append(-float(loss.numpy()[0]) - x0)
-        if it == iters:  # the last evaluation only measures
-            break
-        tape.backward(loss)
-        opt.step()
-        tape.zero()
-        if progress:
-            progress(it + 1, iters)
+        final = rollout(model, weights, bias, steps)
+        sk.launch(mean_x, model.particle_count, inputs=[final.particle_q, -1.0 / model.particle_count],
+                  outputs=[loss], device=device)
+        return loss, lambda: -float(loss.numpy()[0]) - x0   # (read after the step: on a GPU, a CUDA graph)
+
+    # iters steps, and the last evaluation only measures
+    displacements = sk.optim.minimize(forward, opt, iters, progress=progress, measure_final=True)
     if plot:
         sk.io.plot_curves({"forward displacement [m]": displacements}, plot, title="soft-body walker: Adam on the gait",
                           xlabel="iteration", ylabel="displacement [m]")

@@ -125,13 +125,14 @@ class Adam(Optimizer):
 
 
 def minimize(forward, optimizer, iters: int, *, tol: float | None = None, progress=None,
-             graph: bool | None = None) -> list:
+             graph: bool | None = None, measure_final: bool = False) -> list:
     """Gradient descent: up to ``iters`` times, call ``forward()`` under a new ``Tape`` — it returns
     ``(loss, metric)``, the scalar loss array to differentiate and a float to record (or a function
     of no arguments that returns it) — and, unless ``metric < tol``, run ``backward``,
     ``optimizer.step()`` and zero the gradients. ``progress(i, iters)`` is called after each
     evaluation. Returns the recorded metrics (their last is the one of the final parameters when
-    ``tol`` was reached).
+    ``tol`` was reached). ``measure_final``: after the last step (``tol`` not reached), evaluate once
+    more and record the final parameters' metric too (``iters + 1`` metrics).
 
     ``graph``: on a GPU, from the second iteration on, replay ``forward()`` and the backward pass as
     one CUDA graph (and the zeroing of the gradients as another), as Warp's examples do. ``forward()``
@@ -172,9 +173,24 @@ def minimize(forward, optimizer, iters: int, *, tol: float | None = None, progre
         else:
             optimizer.step()
             capture_launch(zero)
+    else:
+        if measure_final:
+            metrics.append(_evaluate(forward, captured))
     if progress and len(metrics) < iters:
         progress(iters, iters)
     return metrics
+
+
+def _evaluate(forward, captured) -> float:
+    """One more evaluation's metric (the captured graph, when there is one: its backward pass too)."""
+    if captured is not None:
+        capture_launch(captured[0])
+        capture_launch(captured[1])  # (its gradients zeroed, as a direct evaluation leaves them)
+        metric = captured[3]
+    else:
+        with Tape():
+            _, metric = forward()
+    return float(metric() if callable(metric) else metric)
 
 
 def _use_graph(graph, loss, metric) -> bool:

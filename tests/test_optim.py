@@ -132,3 +132,23 @@ def test_minimize_graph_argument_errors(cuda_device):
     with pytest.raises(TypeError, match="graph must be None, True or False"):
         _fit("cpu", "sgd", "yes")
     assert len(_fit(cuda_device, "sgd", None, metric_as_function=False)[0]) > 5   # (a float metric: no graph)
+
+
+@pytest.mark.parametrize("on_gpu", [False, True])
+def test_minimize_measures_the_final_parameters(cuda_device, on_gpu):
+    # measure_final: iters steps and iters + 1 metrics, the last one the final parameters' own (on a
+    # GPU, with the iterations replayed as graphs: the same numbers)
+    device = cuda_device if on_gpu else "cpu"
+    target = sk.array(np.array([[1.0, 2.0, 3.0]]), dtype=sk.vec3, device=device)
+    p = sk.array(np.array([[1.0, 2.0, 2.0]]), dtype=sk.vec3, requires_grad=True, device=device)
+    loss = sk.zeros(1, requires_grad=True, device=device)
+
+    def forward():
+        loss.zero_()
+        sk.launch(quadratic, 1, inputs=[p, target], outputs=[loss], device=device)
+        return loss, lambda: float(np.sqrt(loss.numpy()[0]))
+
+    metrics = sk.optim.minimize(forward, sk.optim.SGD([p], lr=0.25), 4, measure_final=True)
+    np.testing.assert_allclose(metrics, 0.5 ** np.arange(5), rtol=1e-5)     # SGD halves the error per step
+    np.testing.assert_allclose(np.linalg.norm(p.numpy() - target.numpy()), metrics[-1], rtol=1e-5)
+    assert not p.grad.numpy().any()                                          # (left zeroed, as each step)
