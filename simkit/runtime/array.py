@@ -320,8 +320,11 @@ class array:
         self._desc = None
 
     def _descriptor(self) -> bytes:
+        """The packed descriptor kernels receive (cached); also caches ``_contig``, which the launch
+        packers read directly once ``_desc`` is set (runtime/packer.py)."""
         d = self._desc
         if d is None:
+            self.is_contiguous  # noqa: B018  (sets self._contig)
             shape = list(self.shape) + [0] * (4 - self.ndim)
             strides = list(self.strides) + [0] * (4 - self.ndim)
             gptr = self._grad.ptr if (self._grad is not None and self._requires_grad) else 0

@@ -41,7 +41,7 @@ def make_packer(spec):
                       f"or a{i}.device is not device:",
                       "        raise Mismatch",
                       f"    d{i} = a{i}._desc or a{i}._descriptor()",
-                      f"    if not a{i}.is_contiguous:",
+                      f"    if not a{i}._contig:",   # (set by _descriptor(), which has run once _desc is set)
                       "        contiguous = False"]
         elif t in _FMT:
             env[f"P{i}"] = struct.Struct("<" + _FMT[t]).pack
