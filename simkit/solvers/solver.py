@@ -33,8 +33,9 @@ class Solver:
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         k = (id(model), key)
         a = self._buffers.get(k)
-        if a is None or a.shape != shape or a.dtype is not dtype or a.device != model.device:
-            a = self._buffers[k] = zeros(shape, dtype=dtype, device=model.device)
+        dev = model.device
+        if a is None or a.shape != shape or a.dtype is not dtype or (a.device is not dev and a.device != dev):
+            a = self._buffers[k] = zeros(shape, dtype=dtype, device=dev)
         elif zero:
             a.zero_()
         return a
