@@ -82,6 +82,7 @@ class XPBDSolver(Solver):
                 bodies = self._predict_bodies(model, state_in, dt, fresh) if model.body_count else \
                     (model.body_q, model.body_qd)
                 predicted = bodies[0]
+            particle_control = self.default_control(model, control)
             x, v = state_in.particle_q, state_in.particle_qd
             for sub in range(self.substeps):
                 last = sub == self.substeps - 1
@@ -89,8 +90,8 @@ class XPBDSolver(Solver):
                                                                         fresh=fresh, zero=False)
                 v_out = state_out.particle_qd if last else self.scratch(model, f"v_end{sub % 2}", n, model.vec_type,
                                                                          fresh=fresh, zero=False)
-                pushed = self._particle_step(model, x, v, state_in.particle_f, x_out, v_out,
-                                             self.default_control(model, control), dt / self.substeps, fresh, bodies)
+                pushed = self._particle_step(model, x, v, state_in.particle_f, x_out, v_out, particle_control,
+                                             dt / self.substeps, fresh, bodies)
                 x, v = x_out, v_out
                 bodies = (pushed, bodies[1]) if coupled else None
             if coupled and model.body_count:
