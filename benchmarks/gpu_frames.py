@@ -4,7 +4,8 @@ one run. Run by tools/gpu_check.sh after benchmarks/gpu_breakdown.py.
 
 - cloth: ``scenes/cloth_on_sphere.py`` (XPBD, 10 iterations, 2 substeps per frame), 32 x 32 cells;
 - dam break: ``scenes/dam_break.py`` (SPH, its substeps per frame), particle spacing 2 cm;
-- rigid pile: ``scenes/rigid_pile.py`` (penalty contacts, 40 substeps per frame), 3 rows;
+- rigid pile: ``scenes/rigid_pile.py`` (penalty contacts, 40 substeps per frame), 3 rows; and the
+  same with XPBD (two steps of 2 substeps per frame; contacts coloured on the device);
 - seesaw: ``scenes/seesaw.py`` (XPBD particles and a hinged plank coupled, 4 substeps), 216 particles.
 
 Each row: ms per frame both ways (median of rounds of ``frames`` frames, the GPU synchronized at
@@ -74,6 +75,8 @@ def frames(device) -> list:
     model = pile.build(PILE_ROWS, device)
     out.append((f"rigid pile, {model.body_count} bodies, penalty", stepper(model, sk.RigidBodySolver(), 40,
                                                                           1.0 / 60.0 / 40), 40))
+    out.append((f"rigid pile, {model.body_count} bodies, XPBD", stepper(model, sk.XPBDSolver(iterations=2, substeps=2),
+                                                                       2, 1.0 / 120.0), 2))
     model = scene("seesaw").build(device, SEESAW_HEAP)
     out.append((f"seesaw, {model.particle_count} particles on a hinged plank, XPBD coupled",
                 stepper(model, sk.XPBDSolver(iterations=8), 4, 1.0 / 240.0), 4))

@@ -6,8 +6,8 @@
 ``rows`` layers of 3 x 3 bodies (a mix of the three shapes, random orientations and spins) start
 above a static ramp (a box tilted by 20 degrees) and fall under gravity; ``sk.RigidBodySolver``
 steps them with penalty contacts between every pair of shapes, the ramp and the ground (40
-substeps per frame), or ``--solver xpbd``: ``sk.XPBDSolver`` with hard contacts (a step per frame of 4
-substeps of 2 sweeps). The stage holds each body as a transform (time-sampled) over its shapes' meshes.
+substeps per frame), or ``--solver xpbd``: ``sk.XPBDSolver`` with hard contacts (two steps per frame of 2
+substeps of 2 sweeps each). The stage holds each body as a transform (time-sampled) over its shapes' meshes.
 """
 from __future__ import annotations
 
@@ -56,13 +56,15 @@ def run(steps: int = 180, usd: str | None = None, device: str = "cpu", progress=
         fps: float = 60.0, substeps: int | None = None, solver: str = "penalty", graph: bool = True) -> np.ndarray:
     """Simulate ``steps`` frames; write ``usd`` when given. Returns the final body frames (n, 7).
     ``solver``: "penalty" (``RigidBodySolver``, 40 substeps per frame by default) or "xpbd"
-    (``XPBDSolver``, one step per frame of ``substeps`` substeps of 2 sweeps, 4 by default).
-    ``graph``: on a GPU, replay each frame as a CUDA graph (penalty solver)."""
+    (``XPBDSolver``, ``substeps`` substeps of 2 sweeps per frame, 4 by default: two steps of half of
+    them, an odd number in one step). ``graph``: on a GPU, replay each frame as a CUDA graph."""
     model = build(rows, device)
     if solver not in ("penalty", "xpbd"):
         raise ValueError(f"rigid_pile: solver must be 'penalty' or 'xpbd', got {solver!r}")
     if solver == "xpbd":
-        solver, substeps = sk.XPBDSolver(iterations=2, substeps=substeps or 4), 1
+        sub = substeps or 4   # (two steps of half: a frame of an even number of steps replays as a graph)
+        solver, substeps = sk.XPBDSolver(iterations=2, substeps=sub // 2 if sub % 2 == 0 else sub), \
+            2 if sub % 2 == 0 else 1
     else:
         solver, substeps = sk.RigidBodySolver(), substeps or 40
     dt = 1.0 / fps / substeps
@@ -85,8 +87,8 @@ def run(steps: int = 180, usd: str | None = None, device: str = "cpu", progress=
             solver.step(model, s0, s1, None, dt)
             s0, s1 = s1, s0
 
-    # On a GPU a frame of an even number of steps replays as a CUDA graph (XPBD's one step per frame
-    # is not; in a capture it could not colour its contacts either, which needs a read-back)
+    # On a GPU a frame of an even number of steps replays as a CUDA graph (an odd number would leave
+    # the states swapped: every replay would read the state the capture read)
     step = sk.CapturedStep(simulate, device, enabled=None if graph and substeps % 2 == 0 else False)
     for frame in range(steps):
         step()

@@ -193,7 +193,8 @@ def test_scenes_run_on_the_gpu(tmp_path, cuda_device, cloth, graph_launches):
 
 
 @pytest.mark.parametrize("name, kw", [("bouncing_particles", dict(steps=6, count=64)),
-                                      ("rigid_pile", dict(steps=4, rows=2)), ("dam_break", dict(steps=3))])
+                                      ("rigid_pile", dict(steps=4, rows=2)), ("dam_break", dict(steps=3)),
+                                      ("rigid_pile", dict(steps=4, rows=2, solver="xpbd"))])
 def test_scene_frames_replay_as_cuda_graphs(cuda_device, graph_launches, name, kw):
     """Each frame after the first is one CUDA graph launch, and it computes what the frame's launches
     issued one by one compute."""

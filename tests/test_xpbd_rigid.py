@@ -364,12 +364,12 @@ def test_colours_share_no_movable_body():
     assert colors(chain[:-1], chain[1:], np.ones(9, bool)).max() <= 2    # a chain: two or three colours
 
 
-def test_without_colours_bodies_average_their_contact_groups(monkeypatch):
-    # inside a CUDA graph capture the contacts cannot be coloured (no read-back): one launch for all
-    # groups, each body moved by the average of its groups' corrections (Jacobi)
-    import simkit.solvers.rigid.xpbd as xpbd
+def test_contact_groups_past_the_colours_average_what_they_push(monkeypatch):
+    # groups that need more colours than contact_coloring.MAX_COLORS (here: all of them) are solved in
+    # one launch, each body moved by the average of its groups' corrections (Jacobi)
+    from simkit.solvers.rigid import contact_coloring
 
-    monkeypatch.setattr(xpbd, "can_read_back", lambda device: False)
+    monkeypatch.setattr(contact_coloring, "MAX_COLORS", 0)
     b = sk.ModelBuilder()
     for k in range(2):
         body = b.add_body(pos=(0.0, 0.1 + 0.2 * k, 0.0))
@@ -385,11 +385,9 @@ def test_without_colours_bodies_average_their_contact_groups(monkeypatch):
     np.testing.assert_allclose(s0.body_q.numpy()[:, [0, 2]], 0.0, atol=1e-2)
 
 
-def test_steps_captured_in_a_cuda_graph_replay_the_uncoloured_solve(cuda_device, monkeypatch):
-    # a capture cannot read the contacts back to colour them: the graph solves every group at once
-    # (Jacobi, as the test above), and replays match the same steps run directly without colours
-    import simkit.solvers.rigid.xpbd as xpbd
-
+def test_steps_captured_in_a_cuda_graph_match_the_cpu(cuda_device):
+    # the contacts are coloured on the device (contact_coloring.py): a capture solves them colour by
+    # colour as a direct step does, and replays match the same steps on the CPU
     def boxes(device):
         b = sk.ModelBuilder()
         for k in range(2):
@@ -410,17 +408,15 @@ def test_steps_captured_in_a_cuda_graph_replay_the_uncoloured_solve(cuda_device,
                 solver.step(model, s0, s1, None, DT)
                 s0, s1 = s1, s0
 
-        frame()                                  # (direct: contacts coloured, caches filled)
+        frame()                                  # (direct: kernels loaded, caches filled)
         if capture:
             with sk.ScopedCapture(device) as cap:
                 frame()
             for _ in range(frames):
                 sk.capture_launch(cap.graph)
         else:
-            with monkeypatch.context() as m:
-                m.setattr(xpbd, "can_read_back", lambda device: False)
-                for _ in range(frames):
-                    frame()
+            for _ in range(frames):
+                frame()
         return s0.body_q.numpy(), s0.body_qd.numpy()
 
     (q, qd), (q_ref, qd_ref) = run(cuda_device, 5, True), run("cpu", 5, False)

@@ -199,6 +199,8 @@ def solve_contact_groups(body_q: array(dtype=Any), body_q0: array(dtype=Any), bo
     # one (the normal total stays >= 0, the friction within mu times it)
     # (the groups of one colour: no two share a movable body; lam is indexed per launch)
     tid = sk.tid()
+    if groups[tid] < 0:         # (a GPU's colour lists are padded with -1: contact_coloring.py)
+        return
     first = groups[tid] * group_size
     a, b = group_bodies(c_body, first, group_size)
     if a < 0 and b < 0:
@@ -379,6 +381,8 @@ def warm_contacts(groups: array(dtype=int), group_size: int, c_body: array2d(dty
     # stack's contacts against each other: those impulses cancel, the sweeps never take them back,
     # and they grew until stacks of cubes rocked, and at mu = 100 fell over)
     g, k = sk.tid()
+    if groups[g] < 0:
+        return
     s = groups[g] * group_size + k
     e = g * group_size + k
     n = c_n[s]
@@ -433,6 +437,8 @@ def keep_contacts(body_q: array(dtype=Any), body_q0: array(dtype=Any), groups: a
     # tumbled over. (Dropped in full instead, a stack that rocked a little lost its support at a corner
     # and fell at mu = 100)
     g, k = sk.tid()
+    if groups[g] < 0:
+        return
     s = groups[g] * group_size + k
     e = g * group_size + k
     w_body[s, 0] = c_body[s, 0]

@@ -35,6 +35,8 @@ def restitute_contact_groups(body_q: array(dtype=Any), body_qd: array(dtype=Any)
                              c_mu: array2d(dtype=Any), c_rad: array2d(dtype=Any), threshold: Any, h: Any,
                              delta: array(dtype=Any), count: array(dtype=Any)):
     tid = sk.tid()
+    if groups[tid] < 0:         # (padding of a GPU's colour lists)
+        return
     first = groups[tid] * group_size
     a, b = group_bodies(c_body, first, group_size)
     if a < 0 and b < 0:

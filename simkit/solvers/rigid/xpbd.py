@@ -20,9 +20,8 @@ Contacts persist: each keeps its final impulses and, when it holds, the slip the
 two bodies starts from its normal impulse and a share of the pair's net friction (its first sweep
 applies them: a resting stack begins already carrying its weight) and undoes that slip. Without
 them, what Gauss-Seidel leaves unconverged each step turned into velocity: a box on the ground at
-two iterations walked 15 mm/s, stacks crept and rocked over. Contacts are coloured from the
-gathered slots (one read-back per step); inside a CUDA graph capture all groups form one colour
-and bodies average their groups' corrections (Jacobi: converges more slowly).
+two iterations walked 15 mm/s, stacks crept and rocked over. Contacts are coloured on the device
+(``contact_coloring.py``: nothing read back, so a CUDA graph captures the step as it runs).
 """
 from __future__ import annotations
 
@@ -34,6 +33,7 @@ from ...kernels import types as T
 from ...model import Control, Model, State
 from ...runtime import array, is_capturing, launch, zeros
 from .coloring import color_lists
+from .contact_coloring import contact_colors
 from .kernels import integrate_bodies
 from .kernels_xpbd import (apply_body_deltas, body_velocities, count_up, keep_contacts, mark_support,
                            solve_contact_groups, warm_contacts)
@@ -74,7 +74,7 @@ def xpbd_body_step(solver, model: Model, state_in: State, state_out: State, cont
     contacts = gather_contacts(solver, model, q0, qd_pred, q_pred, s(dt), fresh)
     colors = []  # per colour, (set, group indices, key) of each contact launch
     if contacts:
-        for c, parts in enumerate(contact_colors(solver, model, contacts)):
+        for c, parts in enumerate(contact_colors(solver, model, contacts, fresh)):
             sweeps.append([(solve_contact_groups, idx.shape[0], [idx, size] + slots, idx.shape[0] * size,
                             f"c{c}_{k}") for k, (size, slots, idx) in parts])
             colors.append([(k, idx, f"c{c}_{k}") for k, (size, slots, idx) in parts])
@@ -310,36 +310,6 @@ def joint_colors(solver, model: Model) -> list:
 def can_read_back(device) -> bool:
     """False inside a CUDA graph capture (nothing can be read back to the host there)."""
     return device.is_cpu or not is_capturing(device)
-
-
-def contact_colors(solver, model: Model, contacts: list) -> list:
-    """The active contact groups of each colour: per colour, [(set, (size, slots, group indices))].
-    The groups' bodies are read back to colour them; inside a CUDA graph capture (no read-back)
-    every group is in one colour, and bodies average what their groups push (Jacobi)."""
-    dev = model.device
-    if not can_read_back(dev):
-        return [[(k, (size, slots, array(np.arange(slots[0].shape[0] // size, dtype=np.int32), dtype=T.int32,
-                                         device=dev))) for k, (size, slots, _) in enumerate(contacts)]]
-    a, b, where = [], [], []
-    for k, (size, slots, _) in enumerate(contacts):
-        ends = slots[0].numpy().reshape(-1, size, 2).max(axis=1)       # empty slots hold -1, -1
-        active = np.nonzero((ends >= 0).any(axis=1))[0]
-        a.append(ends[active, 0])
-        b.append(ends[active, 1])
-        where.append(np.stack([np.full(active.shape, k), active], axis=1))
-    if not sum(len(x) for x in a):
-        return []
-    where = np.concatenate(where)
-    out = []
-    for idx in color_lists(np.concatenate(a), np.concatenate(b), movable(solver, model)):
-        parts = []
-        mine = where[idx]                                  # (set, group) of this colour's groups
-        for k, (size, slots, _) in enumerate(contacts):
-            groups = mine[mine[:, 0] == k, 1]
-            if groups.size:
-                parts.append((k, (size, slots, array(groups.astype(np.int32), dtype=T.int32, device=dev))))
-        out.append(parts)
-    return out
 
 
 def gather_contacts(solver, model: Model, q0, qd, q_pred, dt, fresh: bool) -> list:
