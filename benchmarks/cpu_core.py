@@ -350,6 +350,21 @@ class Bench:
             sk.config.native_calls = saved
         rows["simkit `sk.launch`, entries called through ctypes (`config.native_calls = False`)"] = common.bench(
             lambda: sk.launch(sk_tiny_ctypes, 1, inputs=[1.0, x], device="cpu"), repeat=launches, warmup=200)
+        common.progress("launch overhead: replayed from CPU graphs")
+        per = 100   # launches per graph: a replay's time / per is one launch's share
+        with sk.ScopedCapture("cpu") as cap:
+            for _ in range(per):
+                sk.launch(sk_tiny, 1, inputs=[1.0, x], device="cpu")
+        replay = common.bench(lambda: sk.capture_launch(cap.graph), repeat=max(20, launches // per), warmup=5)
+        rows[f"simkit, replayed from a CPU graph (`ScopedCapture`, {per} launches; per launch)"] = \
+            common.Timing([t / per for t in replay.samples])
+        if self.warp_ok:
+            with wp.ScopedCapture("cpu") as wcap:
+                for _ in range(per):
+                    wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu")
+            wreplay = common.bench(lambda: wp.capture_launch(wcap.graph), repeat=max(20, launches // per), warmup=5)
+            rows[f"warp-lang, replayed from a CPU graph ({per} launches; per launch)"] = \
+                common.Timing([t / per for t in wreplay.samples])
         common.progress("launch overhead: the calls alone")
         spec = sk_tiny.specs[None]
         entry = spec.native[sk.get_device("cpu").kind][0]

@@ -27,14 +27,14 @@ def integrate(x: sk.array(dtype=sk.vec3), v: sk.array(dtype=sk.vec3), gravity: s
 def run(steps: int = 240, count: int = 256, usd: str | None = None, device: str = "cpu", fps: float = 60.0,
         substeps: int = 4, progress=None, graph: bool = True):
     """Simulate ``steps`` frames; write ``usd`` when given. Returns the final positions (count, 3).
-    ``graph``: on a GPU, replay each frame as a CUDA graph."""
+    ``graph``: replay each frame as a graph (CUDA on a GPU)."""
     rng = np.random.default_rng(0)
     x = sk.array(rng.uniform([-1, 0.5, -1], [1, 2.5, 1], size=(count, 3)), dtype=sk.vec3, device=device)
     v = sk.zeros(count, dtype=sk.vec3, device=device)
     writer = sk.io.UsdaPointsWriter(usd, fps=fps) if usd else None
     dt = 1.0 / fps / substeps
 
-    def simulate():  # one frame (in place); on a GPU captured once into a CUDA graph
+    def simulate():  # one frame (in place); captured once into a graph
         for _ in range(substeps):
             sk.launch(integrate, dim=count, inputs=[x, v, sk.vec3(0.0, -9.81, 0.0), dt, 0.6, 0.02], device=device)
 

@@ -58,7 +58,7 @@ SOLVERS = {
 def run(steps: int = 120, usd: str | None = None, device: str = "cpu", progress=None, *, size: int = 32,
         solver: str = "xpbd", fps: float = 60.0, substeps: int | None = None, graph: bool = True) -> np.ndarray:
     """Simulate ``steps`` frames at ``fps``; write ``usd`` when given. Returns the final cloth
-    positions [m], shape (particles, 3). ``graph``: on a GPU, replay each frame as a CUDA graph."""
+    positions [m], shape (particles, 3). ``graph``: replay each frame as a graph (CUDA on a GPU)."""
     make, default_substeps = SOLVERS[solver]
     substeps = substeps or default_substeps
     model, (sphere_points, sphere_indices) = build(size, device, solver)
@@ -78,7 +78,7 @@ def run(steps: int = 120, usd: str | None = None, device: str = "cpu", progress=
         usd_out.render_mesh("cloth", s0.particle_q.numpy(), cloth_indices, color=(0.2, 0.4, 0.8))
         usd_out.end_frame()
 
-    def simulate():  # one frame; on a GPU captured once into a CUDA graph (even substeps: s0 ends as s0)
+    def simulate():  # one frame; captured once into a graph (even substeps: s0 ends as s0)
         nonlocal s0, s1
         for _ in range(substeps):
             integrator.step(model, s0, s1, None, dt)

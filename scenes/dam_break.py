@@ -66,12 +66,12 @@ def run(steps: int = 120, usd: str | None = None, device: str = "cpu", progress=
         fps: float = 60.0, surface: bool | None = None, graph: bool = True) -> np.ndarray:
     """Simulate ``steps`` frames at ``fps``; write ``usd`` when given, with the water's surface mesh
     (``water_surface``) per frame unless ``surface`` is False (None: on when writing USD). Returns the
-    final particle positions [m], shape (particles, 3). ``graph``: on a GPU, replay each frame as a
-    CUDA graph."""
+    final particle positions [m], shape (particles, 3). ``graph``: replay each frame as a graph (CUDA on a
+    GPU)."""
     model, solver = build(spacing, device)
     max_speed = 2.0 * math.sqrt(GRAVITY * COLUMN)       # the shallow-water surge speed bound (Ritter)
     substeps = math.ceil(1.0 / fps / solver.max_time_step(model, max_speed=max_speed))
-    substeps += substeps % 2  # even: a frame ends in s0, as a CUDA graph's replay needs
+    substeps += substeps % 2  # even: a frame ends in s0, as a graph's replay needs
     dt = 1.0 / fps / substeps
     s0, s1 = model.state(), model.state()
     radius = spacing / 2
@@ -92,7 +92,7 @@ def run(steps: int = 120, usd: str | None = None, device: str = "cpu", progress=
 
     if out:
         export(0)
-    def simulate():  # one frame; on a GPU captured once into a CUDA graph
+    def simulate():  # one frame; captured once into a graph
         nonlocal s0, s1
         for _ in range(substeps):
             solver.step(model, s0, s1, None, dt)

@@ -57,7 +57,7 @@ def run(steps: int = 180, usd: str | None = None, device: str = "cpu", progress=
     """Simulate ``steps`` frames; write ``usd`` when given. Returns the final body frames (n, 7).
     ``solver``: "penalty" (``RigidBodySolver``, 40 substeps per frame by default) or "xpbd"
     (``XPBDSolver``, ``substeps`` substeps of 2 sweeps per frame, 4 by default: two steps of half of
-    them, an odd number in one step). ``graph``: on a GPU, replay each frame as a CUDA graph."""
+    them, an odd number in one step). ``graph``: replay each frame as a graph (CUDA on a GPU)."""
     model = build(rows, device)
     if solver not in ("penalty", "xpbd"):
         raise ValueError(f"rigid_pile: solver must be 'penalty' or 'xpbd', got {solver!r}")
@@ -87,7 +87,7 @@ def run(steps: int = 180, usd: str | None = None, device: str = "cpu", progress=
             solver.step(model, s0, s1, None, dt)
             s0, s1 = s1, s0
 
-    # On a GPU a frame of an even number of steps replays as a CUDA graph (an odd number would leave
+    # A frame of an even number of steps replays as a graph (an odd number would leave
     # the states swapped: every replay would read the state the capture read)
     step = sk.CapturedStep(simulate, device, enabled=None if graph and substeps % 2 == 0 else False)
     for frame in range(steps):

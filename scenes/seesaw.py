@@ -66,7 +66,7 @@ def run(steps: int = 120, usd: str | None = None, device: str = "cpu", progress=
         out.render_points("heap", s0.particle_q.numpy(), radius=RADIUS)
         out.end_frame()
 
-    def simulate():  # one frame; on a GPU captured once into a CUDA graph (even substeps)
+    def simulate():  # one frame; captured once into a graph (even substeps)
         nonlocal s0, s1
         for _ in range(substeps):
             solver.step(model, s0, s1, None, dt)

@@ -198,7 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--usd", default=None, help="output .usda/.usd file")
     r.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
     r.add_argument("--no-graph", action="store_true",
-                   help="on a GPU, launch each frame's kernels one by one (default: replay a CUDA graph per frame)")
+                   help="launch each frame's kernels one by one (default: replay a graph per frame, "
+                        "a CUDA graph on a GPU)")
     r.set_defaults(fn=cmd_run)
     o = sub.add_parser("optimize", help="run a scene's gradient-based optimization and plot the loss")
     o.add_argument("scene", help="scene name (scenes/<name>.py) or path to a scene file with optimize()")

@@ -149,13 +149,6 @@ def k_unpack(a: sk.array(dtype=float)):
     a[0] = x
 
 
-@sk.kernel
-def k_used_after_loop(a: sk.array(dtype=float), n: int):
-    for k in range(n):
-        y = 2.0
-    a[0] = y  # MARK-afterloop
-
-
 @sk.func
 def helper_with_error(x: float):
     return x + undefined_thing  # MARK-infunc
@@ -253,7 +246,6 @@ CASES = [
     (k_call_kernel, "MARK-callkernel", ["k_lambda", "@func"]),
     (k_int_times_float, "MARK-intfloat", ["operator *", "int32", "float32"]),
     (k_unpack, "MARK-unpack", ["unpack"]),
-    (k_used_after_loop, "MARK-afterloop", ["'y'", "loop"]),
     (k_calls_bad_func, "MARK-infunc", ["unknown name 'undefined_thing'", "helper_with_error"]),
     (k_func_no_overload, "MARK-nooverload", ["takes_int", "float32"]),
     (k_bad_field, "MARK-field", ["no field 'y'"]),

@@ -14,9 +14,11 @@ from ..runtime import array, zeros
 
 
 def capturing(device) -> bool:
-    """A CUDA graph is being captured on ``device`` (nothing may be read back to the host)."""
+    """A graph is being captured on ``device`` (nothing may be read back to the host)."""
     if device.is_cpu:
-        return False
+        from ..kernels.backends import cpu_graph
+
+        return bool(cpu_graph.active)
     from ..kernels.backends.cuda import driver
 
     return bool(driver.state(device).capturing)

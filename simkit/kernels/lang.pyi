@@ -477,6 +477,15 @@ def log2(x: Any) -> Any:
     """Base-2 logarithm of x."""
     ...
 
+def lower_bound(*args: Any, **kwargs: Any) -> Any:
+    """The first index of the sorted 1D array ``arr`` whose element is not less than ``value`` (``arr.shape[0]`` if none is): a binary search.
+
+    Overloads:
+        lower_bound(arr: array(dtype=Any, ndim=1), value: Any) -> int32
+        lower_bound(arr: array(dtype=Any, ndim=1), arr_begin: int32, arr_end: int32, value: Any) -> int32
+    """
+    ...
+
 def lshift(a: Any, b: Any) -> Any:
     """a << b. Shifting by a negative amount or by the bit width or more gives 0."""
     ...

@@ -10,6 +10,8 @@ from .interop_torch import (device_from_torch, device_to_torch, from_torch, stre
 from .launch import launch
 from .launch_cmd import Launch
 from .captured_step import CapturedStep
+from .timer import ScopedTimer
+from ..kernels.backends.cpu_graph import CpuGraph
 from ..kernels.backends.cuda.stream import (Event, ScopedCapture, ScopedStream, Stream, capture_begin,
                                             capture_debug_dot_print, capture_end, capture_launch,
                                             get_event_elapsed_time, get_stream, is_capturing, record_event,
@@ -24,7 +26,7 @@ from .tape import Tape, TapeError, active_tape, checkpoint
 __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy", "empty", "empty_like", "from_numpy",
            "full", "full_like", "ones", "ones_like", "zeros", "zeros_like", "Device", "ScopedDevice",
            "get_cuda_device_count", "get_device", "get_devices", "is_cuda_available", "set_device", "launch", "Launch",
-           "Event", "ScopedCapture", "ScopedStream", "Stream", "CapturedStep", "capture_begin",
+           "Event", "ScopedCapture", "ScopedTimer", "CpuGraph", "ScopedStream", "Stream", "CapturedStep", "capture_begin",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
            "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",
            "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "active_tape", "checkpoint",

@@ -22,6 +22,7 @@ import typing
 import numpy as np
 
 from ..kernels import types as T
+from ..kernels.backends import cpu_graph
 from .device import Device, get_device
 
 _DESC = _struct.Struct("<QQ4i4qii")
@@ -189,6 +190,8 @@ class array:
                 np.copyto(buf, src)
                 self._set_cpu(buf)
                 self._owner = None
+                if cpu_graph.active:   # (made during a graph capture: every replay makes it again)
+                    _record_store(buf, src.copy())
         else:
             self._alloc(shape, nd, esh, zero=False)
             from ..kernels.backends.cuda import driver
@@ -203,6 +206,8 @@ class array:
         if dev.is_cpu:
             self._set_cpu(self._cpu_buffer(tuple(shape) + esh, nd, zero, pinned))
             self._owner = None
+            if zero and cpu_graph.active:   # (as a CUDA graph does, every replay zeroes it again)
+                _record_store(self._np, 0)
         else:
             from ..kernels.backends.cuda import driver
 
@@ -344,6 +349,8 @@ class array:
     def numpy(self) -> np.ndarray:
         """A numpy view (CPU: shares memory) or copy (GPU) of the data; vector dtypes add trailing dims."""
         if self.device.is_cpu:
+            if cpu_graph.active:
+                cpu_graph.refuse_read("array.numpy()")
             return self._np
         from ..kernels.backends.cuda import driver
 
@@ -398,6 +405,8 @@ class array:
         if len(key) > self.ndim:
             raise IndexError(f"too many indices for a {self.ndim}D array")
         if all(isinstance(k, (int, np.integer)) for k in key) and len(key) == self.ndim:
+            if cpu_graph.active:
+                cpu_graph.refuse_read("reading an array element")
             v = self._np[key]
             return self.dtype(v) if T.is_value(self.dtype) else v
         view = self._np[key]
@@ -413,6 +422,8 @@ class array:
 
     def __setitem__(self, key, value):
         if self.device.is_cpu:
+            if cpu_graph.active:
+                cpu_graph.refuse_read("writing array elements from Python")
             self._np[key] = np.asarray(value)
             self._overwritten()
             return
@@ -466,7 +477,11 @@ class array:
         if self.device.is_cpu:
             if T.is_struct(self.dtype) and isinstance(value, self.dtype):
                 value = _struct_records(self.dtype, value)
-            self._np[...] = np.asarray(value, dtype=self._np.dtype) if not T.is_struct(self.dtype) else value
+            value = np.asarray(value, dtype=self._np.dtype) if not T.is_struct(self.dtype) else value
+            if cpu_graph.active:
+                _record_store(self._np, value)
+            else:
+                self._np[...] = value
         else:
             from ..kernels.backends.cuda import driver
 
@@ -485,7 +500,10 @@ class array:
         nd, esh = np_dtype_of(self.dtype)
         data = np.asarray(src, dtype=nd).reshape(self.shape + esh)
         if self.device.is_cpu:
-            self._np[...] = data
+            if cpu_graph.active:
+                _record_store(self._np, data.copy())
+            else:
+                self._np[...] = data
         else:
             from ..kernels.backends.cuda import driver
 
@@ -608,6 +626,14 @@ def zeros_like_layout(a: array) -> array:
 # Constructors
 
 
+def _record_store(view: np.ndarray, value) -> None:
+    """Record ``view[...] = value`` in the CPU graph being captured (kernels/backends/cpu_graph.py)."""
+    def store():
+        view[...] = value
+
+    cpu_graph.record(store)
+
+
 def _shape(shape):
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
@@ -677,9 +703,13 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
         raise ValueError("copy: element types differ in size")
     if dest.device.is_cpu and src.device.is_cpu:
         if dest._np.dtype == src._np.dtype and dest._np.shape[dest.ndim:] == src._np.shape[src.ndim:]:
-            dest._np[...] = src._np.reshape(dest._np.shape)
+            to, frm = dest._np, src._np.reshape(dest._np.shape)
         else:  # different element types of one size: copy the bits, as on the GPU (and in Warp)
-            _element_bytes(dest)[...] = _element_bytes(src).reshape(dest.shape + (dest.itemsize,))
+            to, frm = _element_bytes(dest), _element_bytes(src).reshape(dest.shape + (dest.itemsize,))
+        if cpu_graph.active:
+            _record_store(to, frm)
+        else:
+            to[...] = frm
     else:
         from ..kernels.backends.cuda import driver
 
@@ -690,17 +720,22 @@ def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, cou
     _record_copy(dest, src)
 
 
-def array1d(*args, **kw):
-    return array(*args, ndim=1, **kw)
+class _FixedDimArray:
+    """``array1d`` ... ``array4d``: ``array2d(dtype=float)`` or ``array2d[float]`` in annotations (an
+    array type of that many dimensions), ``array2d(data, ...)`` at runtime (an array made with ``ndim``)."""
+
+    def __init__(self, ndim: int):
+        self.ndim = ndim
+        self.__name__ = self.__qualname__ = f"array{ndim}d"
+
+    def __call__(self, *args, **kw):
+        return array(*args, ndim=self.ndim, **kw)
+
+    def __getitem__(self, dtype):
+        return array(dtype=dtype, ndim=self.ndim)
+
+    def __repr__(self):
+        return f"simkit.{self.__name__}"
 
 
-def array2d(*args, **kw):
-    return array(*args, ndim=2, **kw)
-
-
-def array3d(*args, **kw):
-    return array(*args, ndim=3, **kw)
-
-
-def array4d(*args, **kw):
-    return array(*args, ndim=4, **kw)
+array1d, array2d, array3d, array4d = (_FixedDimArray(n) for n in range(1, 5))

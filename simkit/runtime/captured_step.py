@@ -1,8 +1,10 @@
-"""``CapturedStep``: one frame's launches, replayed as a CUDA graph on a GPU.
+"""``CapturedStep``: one frame's launches, replayed as a graph (a CUDA graph on a GPU, a CPU graph
+on the CPU: kernels/backends/cpu_graph.py).
 
 A frame of a simulation is tens to hundreds of small launches (substeps times the solver's
 kernels). On a GPU each costs the host a launch; captured once into a CUDA graph, the whole frame
-is one ``cuGraphLaunch``. Warp's examples do this by hand (``ScopedCapture`` around ``simulate()``,
+is one ``cuGraphLaunch``. On the CPU a replay skips what Python does per launch (checks, packing):
+a 9x9-particle XPBD cloth frame of 188 launches takes 0.7 ms instead of 1.35. Warp's examples do this by hand (``ScopedCapture`` around ``simulate()``,
 then ``capture_launch`` per frame); ``CapturedStep`` is that pattern, with the warm-up it needs:
 
     step = sk.CapturedStep(simulate, device)   # simulate(): issues one frame's launches
@@ -10,9 +12,9 @@ then ``capture_launch`` per frame); ``CapturedStep`` is that pattern, with the w
         step()
 
 The first call runs ``simulate()`` as it is: kernels compile and load, and solvers fill the caches
-they read back from the GPU once per model (a capture cannot read back). The second call captures
-``simulate()`` into a graph and launches it; later calls launch the graph. On the CPU (or with
-``enabled=False``) every call is ``simulate()``.
+they read back once per model (a capture cannot read back). The second call captures
+``simulate()`` into a graph and launches it; later calls launch the graph. With ``enabled=False``
+every call is ``simulate()``.
 
 A graph replays the same work on the same arrays, with the values its launches were given at
 capture time. So ``simulate()`` must end where it started: alternating two states through an even
@@ -29,9 +31,9 @@ from .device import get_device
 
 
 class CapturedStep:
-    """Call ``fn`` (no arguments) per step; on a CUDA device, as a captured CUDA graph from the second
-    call on (see the module docstring). ``enabled``: None (default) captures on CUDA devices only;
-    False never captures. ``graph`` is the captured graph (None until captured, or on the CPU)."""
+    """Call ``fn`` (no arguments) per step, as a captured graph from the second call on (see the module
+    docstring). ``enabled``: None or True (default) captures; False never does. ``graph`` is the
+    captured graph (None until captured)."""
 
     def __init__(self, fn: Callable[[], object], device=None, enabled: bool | None = None):
         if not callable(fn):
@@ -40,9 +42,7 @@ class CapturedStep:
         self.device = get_device(device)
         if enabled is not None and not isinstance(enabled, bool):
             raise TypeError(f"CapturedStep: enabled must be None, True or False, got {enabled!r}")
-        if enabled and not self.device.is_cuda:
-            raise ValueError(f"CapturedStep: CUDA graphs need a CUDA device, got {self.device.alias}")
-        self.enabled = self.device.is_cuda if enabled is None else enabled
+        self.enabled = True if enabled is None else enabled
         self.graph = None
         self.calls = 0
 

@@ -18,6 +18,7 @@ from .. import config
 from ..kernels import types as T
 from ..kernels.decorators import Kernel
 from ..kernels.module import native_key
+from ..kernels.backends import cpu_graph
 from . import interop, tape
 from .array import array
 from .device import Device, get_device
@@ -265,12 +266,16 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         if device.is_cpu:
             if size >= 2**31:
                 raise ValueError(f"launch of {size} threads on the CPU: at most 2**31 - 1 per launch")
-            entry(packed, bounds, (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1,
-                  1 if contiguous else 0)
-            if spec.may_error or config.mode == "debug":
-                err = unit.library.error()
-                if err is not None:
-                    raise_kernel_error(kernel, err)
+            threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1
+            if cpu_graph.active:
+                _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous,
+                            spec.may_error or config.mode == "debug", args)
+            else:
+                entry(packed, bounds, threads, 1 if contiguous else 0)
+                if spec.may_error or config.mode == "debug":
+                    err = unit.library.error()
+                    if err is not None:
+                        raise_kernel_error(kernel, err)
         else:
             err = unit.launch(entry, packed, bounds, size, block_dim, stream, device, max_blocks)
             if err is not None:
@@ -281,18 +286,36 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         tape._active[-1].record_launch(kernel, spec, _dims(dim), args[:len(inputs)], args[len(inputs):], device)
 
 
+def _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous, check, keep) -> None:
+    """Record a packed CPU launch in the graph being captured (cpu_graph.py); ``keep``: what it needs alive."""
+    c = 1 if contiguous else 0
+
+    def replay():
+        entry(packed, bounds, threads, c)
+        if check:
+            err = unit.library.error()
+            if err is not None:
+                raise_kernel_error(kernel, err)
+
+    replay.keep = keep
+    cpu_graph.record(replay)
+
+
 def _parallel_min(kernel) -> int:
     """Launches of fewer CPU threads than this run on one OS thread (a parallel region costs more)."""
     return config.cpu_parallel_min if kernel.parallel_min is None else kernel.parallel_min
 
 
 def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks=0,
-          check: bool = True):
+          check: bool = True, keep=None):
     """Run a packed launch of ``size`` threads; raise the error it reported (on the CPU: read only when
     ``check``; on the GPU the unit knows which kernels report errors)."""
     if device.is_cpu:
-        threads = config.cpu_threads or _ncpu
-        entry(packed, bounds, threads if size >= _parallel_min(kernel) else 1, 1 if contiguous else 0)
+        threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1
+        if cpu_graph.active:
+            _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous, check, keep)
+            return
+        entry(packed, bounds, threads, 1 if contiguous else 0)
         err = unit.library.error() if check else None
     else:
         err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
@@ -300,14 +323,16 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
         raise_kernel_error(kernel, err)
 
 
-def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint, max_blocks=0):
+def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint, max_blocks=0,
+         keep=None):
     kind = native_key(device, adjoint)
     native = spec.native.get(kind)
     if native is None:
         kernel.module.load(spec, device, adjoint=adjoint)
         native = spec.native[kind]
     if size:
-        _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream, max_blocks)
+        _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream, max_blocks,
+              keep=keep)
 
 
 def _needs_grad(v) -> bool:
@@ -333,7 +358,7 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
         size *= d
     serial = device.is_cpu and ((config.cpu_threads or _ncpu) == 1 or size < _parallel_min(kernel))
     bounds, size = bounds_bytes(tuple(dims), (1 if no_alias else 0) | (2 if serial else 0))
-    _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True)
+    _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True, keep=args)
 
 
 def raise_kernel_error(kernel, err):

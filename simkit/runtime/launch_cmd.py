@@ -87,7 +87,8 @@ class Launch:
         if self._size:
             entry, unit = self._native
             _call(self.kernel, entry, unit, self.device, self._packed, self._contiguous, self._bounds, self._size,
-                  self.block_dim, stream, self.max_blocks, check=self._spec.may_error or config.mode == "debug")
+                  self.block_dim, stream, self.max_blocks, check=self._spec.may_error or config.mode == "debug",
+                  keep=self._args)
         if self._spec.writes:
             tape.bump_written(self._spec, self.kernel, self._args)
 

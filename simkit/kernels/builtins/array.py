@@ -43,3 +43,18 @@ for _nd in (1, 2, 3, 4):
                 group="array", hidden=True)
     add_builtin("array_shape", {"a": ArrayType(Any, _nd), "dim": Int}, int32, native="sk::array_shape",
                 differentiable=False, doc="``a.shape[dim]``.", group="array", hidden=True)
+
+
+def _sorted_scalars(info):
+    dt = info.arg_types[0].dtype
+    return not is_value(dt) and info.arg_types[-1] is dt
+
+
+add_builtin("lower_bound", {"arr": ArrayType(Any, 1), "value": Any}, int32, native="sk::lower_bound<SKC>",
+            checked=True, differentiable=False, match=_sorted_scalars,
+            doc="The first index of the sorted 1D array ``arr`` whose element is not less than ``value`` "
+                "(``arr.shape[0]`` if none is): a binary search.", group="array")
+add_builtin("lower_bound", {"arr": ArrayType(Any, 1), "arr_begin": int32, "arr_end": int32, "value": Any}, int32,
+            native="sk::lower_bound<SKC>", checked=True, differentiable=False, match=_sorted_scalars,
+            doc="The first index in ``[arr_begin, arr_end)`` of the sorted 1D array ``arr`` whose element is not "
+                "less than ``value`` (``arr_end`` if none is).", group="array")

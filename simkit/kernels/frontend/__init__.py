@@ -6,18 +6,38 @@ import inspect
 
 from .. import ir
 from .. import types as T
+from ..errors import CompileError
 from .builder import FunctionBuilder, SourceInfo
 from .expressions import ExpressionMixin
 from .jumps import lower_jumps
 from .statements import StatementMixin
 
 
+class _Predeclare(CompileError):
+    """A name first assigned inside a loop is read after it: build again, with it declared first."""
+
+    def __init__(self, name, type_):
+        super().__init__(name)
+        self.name, self.type = name, type_
+
+
 class Builder(StatementMixin, ExpressionMixin, FunctionBuilder):
     def lookup(self, name, node):
         if name not in self.symbols and name in self.loop_locals:
+            t = self.loop_local_types.get(name)
+            if t is not None and (T.is_scalar(t) or T.is_value(t)) and name not in self.predeclared:
+                raise _Predeclare(name, t)
             raise self.error(f"'{name}' is first assigned inside a loop; assign it before the loop "
                              f"to use it after the loop", node)
         return super().lookup(name, node)
+
+    def declare_zeros(self, names: dict):
+        """``name = zero`` of each type, at the function's start: a value first assigned inside a
+        loop and read after it (as Warp declares every variable at the top of the function, zeroed:
+        after a loop that ran no iteration it reads zero)."""
+        for name, t in names.items():
+            zero = 0 if T.is_scalar(t) else tuple([0] * int(T.sizeof(t) // T.sizeof(T.scalar_of(t))))
+            self.symbols[name] = self.const(zero, t)
 
     def call_func(self, fn, args, kw, node):
         """Call a user @func: pick the overload, specialise it for these argument types."""
@@ -96,7 +116,16 @@ def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dic
                     raise b.error("kernels cannot return a value; write results to an output array", node)
         lower_jumps(src.node, is_kernel)
         src.jumps_lowered = True
-    b.exec_block(src.node.body)
+    predeclared = {}
+    while True:
+        b.predeclared, b.loop_local_types = predeclared, {}
+        b.declare_zeros(predeclared)
+        try:
+            b.exec_block(src.node.body)
+            break
+        except _Predeclare as p:
+            predeclared[p.name] = p.type
+            b = Builder(src, name=name, is_kernel=is_kernel, param_types=param_types, options=options)
     body = b.blocks[0]  # after lowering, a function that falls off its end returns zero values (as Warp)
     fn = ir.Function(name=name, params=b.params, body=body, vars=b.vars,
                      return_types=b.return_types or [], is_kernel=is_kernel, filename=src.filename,

@@ -98,6 +98,7 @@ class FunctionBuilder:
         self.funcs: list = []
         self.structs: list = []
         self.loop_depth = 0
+        self.query_loops = 0   # (for-in-query loops: names of their hidden query variables)
         self.cur_node = src.node
         self._count = 0
         self.static_values: list = []  # evaluated static() expressions (hashed via codegen output)

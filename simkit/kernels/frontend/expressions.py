@@ -130,9 +130,19 @@ class ExpressionMixin:
             key = CMPOPS.get(type(op))
             if key is None:
                 raise self.error(f"unsupported comparison {type(op).__name__}", node)
-            r = self.call_builtin(key, [left, right], node)
+            r = self.call_builtin(key, self.comparable(left, right, node), node)
             result = r if result is None else self.call_builtin("logical_and", [result, r], node)
         return result
+
+    def comparable(self, left, right, node):
+        """``[left, right]`` in one scalar type: comparisons of different scalar types (``d < radius``
+        with a float and an int) compare as Warp's generated C++ does, in C's common type of the two
+        (an int with a float as that float; int32 with uint32 as uint32)."""
+        lt, rt = left.type, right.type
+        if lt is rt or left.weak or right.weak or not (T.is_scalar(lt) and T.is_scalar(rt)) or T.bool in (lt, rt):
+            return [left, right]
+        common = c_common_type(lt, rt)
+        return [v if v.type is common else self.call_builtin("cast", [v], node, target=common) for v in (left, right)]
 
     def compare_static(self, node, operands):
         """Comparisons of compile-time Python objects (``type(x) == float``, ``static(mode) == "fast"``,
@@ -436,3 +446,20 @@ class ExpressionMixin:
 
 def is_builtin_key(key: str) -> bool:
     return R.is_builtin(key)
+
+
+def c_common_type(a, b):
+    """C's usual arithmetic conversions of two scalar types (what a comparison of them computes in)."""
+    if T.is_float(a) or T.is_float(b):
+        return max([t for t in (a, b) if T.is_float(t)], key=T.sizeof)
+
+    def promoted(t):   # (rank, signed): types narrower than int become int
+        return (4, True) if T.sizeof(t) < 4 else (T.sizeof(t), t in SIGNED_INTS)
+
+    (ra, sa), (rb, sb) = promoted(a), promoted(b)
+    rank = max(ra, rb)
+    signed = (sa and sb) if ra == rb else (sa if ra > rb else sb)   # (int64 holds every uint32: signed)
+    return {(4, True): T.int32, (4, False): T.uint32, (8, True): T.int64, (8, False): T.uint64}[(rank, signed)]
+
+
+SIGNED_INTS = (T.int8, T.int16, T.int32, T.int64)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import ir
+from .. import ir, lang
 from .. import registry as R
 from .. import types as T
 from ..errors import CompileError
@@ -18,6 +18,10 @@ from .expressions import BINOPS
 from .jumps import RETVAL
 
 MAX_UNROLL = 16
+
+
+#: what advances each geometry query in ``for i in query:`` loops
+QUERY_NEXT = ("hash_grid_query_next", "bvh_query_next", "mesh_query_aabb_next")
 
 
 def assigned_names(stmts) -> list:
@@ -84,6 +88,7 @@ class StatementMixin:
     terminated = False
     loop_carried: list = []
     loop_locals: set = frozenset()
+    loop_local_types: dict = None
 
     def exec_block(self, stmts):
         for s in stmts:
@@ -354,16 +359,17 @@ class StatementMixin:
         return merged
 
     def range_args(self, node):
+        """(start, end, step) of ``for i in range(...)``; "static" for ``static(...)``, "query" else."""
         it = node.iter
         if not (isinstance(it, ast.Call)):
-            raise self.error("for loops iterate over range(...) only", it)
+            return "query"
         fn = self.eval(it.func)
         if isinstance(fn, Py) and getattr(fn.obj, "_simkit_static", False):
-            return None  # static() iterable: handled by caller
+            return "static"  # static() iterable: handled by caller
         import builtins as pybuiltins
 
         if not (isinstance(fn, Py) and fn.obj is pybuiltins.range):
-            raise self.error("for loops iterate over range(...) only", it)
+            return "query"
         args = [self.eval_value(a) for a in it.args]
         if not 1 <= len(args) <= 3:
             raise self.error("range() takes 1 to 3 arguments", it)
@@ -386,8 +392,11 @@ class StatementMixin:
         if node.orelse:
             raise self.error("for ... else is not supported in kernels", node)
         rng = self.range_args(node)
-        if rng is None:
+        if rng == "static":
             self.static_for(node)
+            return
+        if rng == "query":
+            self.query_for(node)
             return
         if not isinstance(node.target, ast.Name):
             raise self.error("the loop variable must be a single name", node.target)
@@ -410,6 +419,35 @@ class StatementMixin:
         self.emit(ir.For(var=loop_var, start=start, end=end, step=step, body=body,
                          carried=[m for _, m in carried], stop=stop))
         self.after_loop(before, carried)
+
+    def query_for(self, node):
+        """``for i in query:`` over a geometry query (``hash_grid_query``, ``bvh_query_aabb`` or
+        ``_ray``, ``mesh_query_aabb``), as in Warp: ``i`` takes each item the query finds, as
+        ``while <query>_next(query, i):`` would give it (the same loop is built, with its batching)."""
+        q = self.eval(node.iter)
+        key = None
+        if isinstance(q, ir.Var):
+            key = next((k for k in QUERY_NEXT for b in R.overloads(k)
+                        if T.types_match(next(iter(b.input_types.values())), q.type)), None)
+        if key is None:
+            raise self.error("for loops iterate over range(...), static(...) or a geometry query (hash_grid_query, "
+                             f"bvh_query_aabb, bvh_query_ray, mesh_query_aabb), not {describe(q)}", node.iter)
+        if not isinstance(node.target, ast.Name):
+            raise self.error("the loop variable must be a single name", node.target)
+        self.query_loops += 1
+        query = f"_sk_query{self.query_loops}"
+        self.symbols[query] = q
+        self.symbols[node.target.id] = self.const(0, T.int32)
+        self.symbols["_sk_lang"] = Py(lang)
+        test = ast.Call(func=ast.Attribute(value=ast.Name(id="_sk_lang", ctx=ast.Load()), attr=key, ctx=ast.Load()),
+                        args=[ast.Name(id=query, ctx=ast.Load()), ast.Name(id=node.target.id, ctx=ast.Load())],
+                        keywords=[])
+        stop = getattr(node, "_sk_stop", ())   # (break / return flags: jumps.py)
+        if stop:
+            test = ast.BoolOp(op=ast.And(), values=[ast.UnaryOp(op=ast.Not(), operand=ast.Name(id=f, ctx=ast.Load()))
+                                                    for f in stop] + [test])
+        loop = ast.While(test=test, body=node.body, orelse=[])
+        self.stmt_While(ast.fix_missing_locations(ast.copy_location(loop, node)))
 
     def static_for(self, node):
         """``for x in static(iterable)``: unrolled over the Python values of the iterable."""
@@ -519,6 +557,9 @@ class StatementMixin:
 
     def after_loop(self, before, carried_pairs):
         new_locals = {n for n in self.symbols if n not in before}
+        for n in new_locals:          # (their types, should the code after the loop use them: frontend.build)
+            if isinstance(self.symbols[n], ir.Var):
+                self.loop_local_types.setdefault(n, self.symbols[n].type)
         self.symbols = dict(before)
         for n, m in carried_pairs:
             self.symbols[n] = m

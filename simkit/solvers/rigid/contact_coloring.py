@@ -31,7 +31,7 @@ from ...kernels import lang as sk
 from ...kernels import types as T
 from ...kernels.types import Any
 from ...model import Model
-from ...runtime import array, array2d, launch
+from ...runtime import array, array2d, is_capturing, launch
 from .kernels_xpbd import group_bodies
 
 #: colours of contact groups; those that would need more go to the rest colour (Jacobi)
@@ -159,6 +159,7 @@ def contact_colors(solver, model: Model, contacts: list, fresh: bool) -> list:
     if not total:
         return []
     dev, n = model.device, model.body_count
+    listed = dev.is_cpu and not is_capturing(dev)    # (colours read back: exact lists, stop when done)
 
     def work(key, shape, dtype, zero=True):
         return solver.scratch(model, "xb_col_" + key, shape, dtype, fresh=fresh, zero=zero, requires_grad=False)
@@ -176,9 +177,9 @@ def contact_colors(solver, model: Model, contacts: list, fresh: bool) -> list:
                record_tape=False)
         launch(take_colors, total, device=dev, inputs=[ends, color, trial, rnd, best], outputs=[mask],
                record_tape=False)
-        if dev.is_cpu and not (color.numpy() == UNCOLORED).any():
+        if listed and not (color.numpy() == UNCOLORED).any():
             break
-    if dev.is_cpu:
+    if listed:
         c = color.numpy()
         c = np.where(c == UNCOLORED, MAX_COLORS, c)
         out = []

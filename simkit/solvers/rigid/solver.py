@@ -173,7 +173,7 @@ def shape_pairs(solver: Solver, model: Model, body_q, fresh: bool):
     pairs, pair_count = model.rigid_pairs, model.rigid_pair_count
     mode = getattr(solver, "broad_phase", "auto")
     dev = model.device
-    capturing = not dev.is_cpu and is_capturing(dev)
+    capturing = is_capturing(dev)
     if capturing and mode == "bvh":
         raise RuntimeError("the Bvh broad phase reads its pair count back to the host, which a CUDA graph "
                            "capture cannot do: use broad_phase='all_pairs' in captured steps")

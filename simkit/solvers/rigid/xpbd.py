@@ -260,7 +260,8 @@ def keep_impulses(model: Model, state, contacts: list, kept: list, lams: dict, h
     body, final impulses per dt^2 (normal, friction vector), slip left over when it holds) after a
     (sub)step from ``q0`` to ``q``; ``kept``: (set, group indices, key) of each contact launch, whose
     final impulses are ``lams[key]`` and slips carried in ``held[key]``."""
-    if not contacts or not lams:
+    if not contacts:   # (no contact set at all; with sets but none active, the slots are kept empty, so
+        # that a step captured later in a graph starts warm as the steps before it did)
         state.contact_impulses = state.contact_ids = None
         return
     old = getattr(state, "contact_impulses", None) or []
@@ -308,8 +309,8 @@ def joint_colors(solver, model: Model) -> list:
 
 
 def can_read_back(device) -> bool:
-    """False inside a CUDA graph capture (nothing can be read back to the host there)."""
-    return device.is_cpu or not is_capturing(device)
+    """False inside a graph capture (nothing can be read back to the host there)."""
+    return not is_capturing(device)
 
 
 def gather_contacts(solver, model: Model, q0, qd, q_pred, dt, fresh: bool) -> list:

@@ -20,6 +20,7 @@ thread-local capture mode (Warp's default): other threads keep working.
 from __future__ import annotations
 
 from . import driver
+from .. import cpu_graph
 
 _default_streams: dict = {}  # ordinal -> Stream wrapping the device's default stream
 _captures: dict = {}  # ordinal -> list of (Stream, external)
@@ -361,8 +362,16 @@ class Graph:
             pass
 
 
+def _cpu(device):
+    """The CPU Device if ``device`` (None: the default device) is the CPU, else None."""
+    dev = driver.resolve_device(device)
+    return dev if dev.is_cpu else None
+
+
 def is_capturing(device=None) -> bool:
     """True while a graph capture started by :func:`capture_begin` is active on ``device``."""
+    if _cpu(device) is not None:
+        return bool(cpu_graph.active)
     dev = _cuda_device(device)
     return bool(_captures.get(dev.ordinal))
 
@@ -374,7 +383,13 @@ def capture_begin(device=None, stream: Stream | None = None, force_module_load=N
     while capturing; on older drivers launch every kernel once before capturing). ``force_module_load`` is
     accepted for Warp compatibility. ``external``: the capture was begun by other code on ``stream``.
     Host<->device copies and synchronizations are not allowed until :func:`capture_end`.
+    On the CPU, launches and array operations are recorded instead (kernels/backends/cpu_graph.py).
     """
+    if stream is None and _cpu(device) is not None:
+        if external:
+            raise ValueError("capture_begin(external=True) joins a CUDA stream's capture: not on the CPU")
+        cpu_graph.begin(_cpu(device))
+        return
     if stream is not None:
         dev = stream.device
     else:
@@ -394,8 +409,10 @@ def capture_begin(device=None, stream: Stream | None = None, force_module_load=N
 def capture_end(device=None, stream: Stream | None = None) -> Graph | None:
     """End the capture begun by :func:`capture_begin`; returns the instantiated :class:`Graph`.
 
-    Returns None for an ``external`` capture (its owner ends it).
+    Returns None for an ``external`` capture (its owner ends it). On the CPU: a ``CpuGraph``.
     """
+    if stream is None and _cpu(device) is not None:
+        return cpu_graph.end()
     dev = stream.device if stream is not None else _cuda_device(device)
     active = _captures.get(dev.ordinal) or []
     idx = None
@@ -432,6 +449,11 @@ def capture_end(device=None, stream: Stream | None = None) -> Graph | None:
 
 def capture_launch(graph: Graph, stream: Stream | None = None) -> None:
     """Replay a captured graph on ``stream`` (default: the current stream of the graph's device)."""
+    if isinstance(graph, cpu_graph.CpuGraph):
+        if cpu_graph.active:
+            raise RuntimeError("capture_launch of a CPU graph during a capture on the CPU: graphs do not nest")
+        graph.launch()
+        return
     if stream is None:
         stream = get_stream(graph.device)
     elif stream.device != graph.device:
@@ -462,6 +484,11 @@ class ScopedCapture:
     def __enter__(self):
         if self.stream is not None:
             self.device = self.stream.device
+        elif _cpu(self.device) is not None:
+            self.device = _cpu(self.device)
+            capture_begin(self.device, None, self.force_module_load, self.external)
+            self.active = True
+            return self
         else:
             self.device = _cuda_device(self.device)
             self.stream = get_stream(self.device)
