@@ -162,18 +162,21 @@ def warp_results(quick):
     return {"saxpy GB/s": sax / 1e9, "launch us": (time.perf_counter() - t0) / k * 1e6}
 
 
-def run_report(argv, description: str, script: str, report) -> int:
+def run_report(argv, description: str, script: str, report, device: str = "cuda:0") -> int:
     """The command line of the GPU benchmarks: ``--quick``, ``--markdown FILE``; ``report(device,
-    quick)`` measures and returns the table's lines. Without a GPU: a notice, and 0."""
+    quick)`` measures and returns the table's lines. Without a GPU: a notice, and 0 (unless
+    ``device`` is "cpu")."""
     ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--markdown")
     a = ap.parse_args(argv)
-    if not sk.is_cuda_available():
+    if device != "cpu" and not sk.is_cuda_available():
         print(f"benchmarks/{script}: no CUDA GPU available; nothing measured")
         return 0
-    device = sk.get_device("cuda:0")
-    text = "\n".join([f"GPU: {device.name} ({device.arch})", ""] + report(device, a.quick))
+    device = sk.get_device(device)
+    head = (f"GPU: {device.name} ({device.arch})" if device.is_cuda else
+            f"CPU: {common.cpu_model()}, {common.core_count()} cores; simkit {common.git_revision()}")
+    text = "\n".join([head, ""] + report(device, a.quick))
     print(text)
     if a.markdown:
         with open(a.markdown, "w") as f:

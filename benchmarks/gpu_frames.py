@@ -13,8 +13,11 @@ the end of each round), and the speedup. Small scenes are bound by the host's la
 the graph removes; large ones by the GPU, where the two agree.
 
     python benchmarks/gpu_frames.py [--quick] [--markdown out.md]
+    python benchmarks/gpu_frames.py --cpu [--quick] [--markdown out.md]   # CPU graphs, on the CPU
 
-Without a GPU it prints a notice and exits 0.
+Without a GPU (and without ``--cpu``) it prints a notice and exits 0. With ``--cpu`` the same
+frames run on the CPU, launched one by one and replayed from a CPU graph (docs/warp.md), plus an
+8 x 8 cloth, where Python's work per launch is most of a frame.
 """
 from __future__ import annotations
 
@@ -57,13 +60,14 @@ def stepper(model, solver, substeps: int, dt: float):
     return frame
 
 
-def frames(device) -> list:
+def frames(device, cloth_sizes=(CLOTH_SIZE,)) -> list:
     """(name, frame function, substeps) of each scene on ``device``."""
     out = []
     if importlib.util.find_spec("trimesh") is not None:   # (the cloth's sphere is a trimesh icosphere)
-        model, _ = scene("cloth_on_sphere").build(CLOTH_SIZE, device)
-        out.append((f"cloth {CLOTH_SIZE}x{CLOTH_SIZE} cells, XPBD", stepper(model, sk.XPBDSolver(iterations=10), 2,
-                                                                          1.0 / 120.0), 2))
+        for size in cloth_sizes:
+            model, _ = scene("cloth_on_sphere").build(size, device)
+            out.append((f"cloth {size}x{size} cells, XPBD", stepper(model, sk.XPBDSolver(iterations=10), 2,
+                                                                  1.0 / 120.0), 2))
     else:
         common.progress("no trimesh: no cloth row")
     dam = scene("dam_break")
@@ -99,17 +103,22 @@ def ms_per_frame(step, device, count: int, rounds: int) -> float:
 
 def report(device, quick: bool) -> list:
     count, rounds = (5, 2) if quick else (30, 5)
-    lines = ["| scene (frame of substeps) | substeps | launches one by one, ms/frame | one CUDA graph, ms/frame "
+    kind = "CPU" if device.is_cpu else "CUDA"
+    lines = [f"| scene (frame of substeps) | substeps | launches one by one, ms/frame | one {kind} graph, ms/frame "
              "| speedup |", "|---|---|---|---|---|"]
-    for name, frame, substeps in frames(device):
+    for name, frame, substeps in frames(device, (8, CLOTH_SIZE) if device.is_cpu else (CLOTH_SIZE,)):
         common.progress(name)
         direct = ms_per_frame(frame, device, count, rounds)
-        graph = ms_per_frame(sk.CapturedStep(frame, device), device, count, rounds)
+        graph = ms_per_frame(sk.CapturedStep(frame, device, enabled=True), device, count, rounds)
         lines.append(f"| {name} | {substeps} | {direct:.3g} | {graph:.3g} | {direct / graph:.2f} |")
     return lines
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--cpu" in argv:
+        argv.remove("--cpu")
+        return run_report(argv, __doc__, "gpu_frames.py", report, device="cpu")
     return run_report(argv, __doc__, "gpu_frames.py", report)
 
 

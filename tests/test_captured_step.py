@@ -61,7 +61,7 @@ def _two_state_frame(device, substeps):
 
 def test_on_the_cpu_frames_replay_as_cpu_graphs(graph_launches):
     frame, xs, v = _two_state_frame("cpu", 2)
-    step = sk.CapturedStep(frame, "cpu")
+    step = sk.CapturedStep(frame, "cpu", enabled=True)
     for _ in range(4):
         step()
     assert isinstance(step.graph, sk.CpuGraph) and len(step.graph) == 4 and graph_launches[0] == 3
@@ -74,6 +74,23 @@ def test_on_the_cpu_frames_replay_as_cpu_graphs(graph_launches):
     for _ in range(3):
         direct()
     assert direct.graph is None and graph_launches[0] == 3 and "not captured" in repr(direct)
+
+
+@pytest.mark.parametrize("graph_faster", [True, False])
+def test_on_the_cpu_the_graph_stays_only_if_replays_are_faster(graph_launches, monkeypatch, graph_faster):
+    # by default the 2nd call runs directly and the 3rd and 4th replay the graph, all timed
+    clock = iter([0.0, 1.0, 10.0, 10.5, 20.0, 20.5] if graph_faster else [0.0, 1.0, 10.0, 12.0, 20.0, 22.0])
+    monkeypatch.setattr(captured_step.time, "perf_counter", lambda: next(clock))
+    frame, xs, _ = _two_state_frame("cpu", 2)
+    step = sk.CapturedStep(frame, "cpu")
+    for _ in range(6):
+        step()
+    assert graph_launches[0] == (4 if graph_faster else 2)
+    assert (step.graph is not None) == graph_faster and step.enabled == graph_faster
+    expected_frame, expected, _ = _two_state_frame("cpu", 2)
+    for _ in range(6):
+        expected_frame()
+    np.testing.assert_array_equal(xs[0].numpy(), expected[0].numpy())
 
 
 def test_on_a_gpu_the_second_call_captures_and_later_calls_replay(cuda_device, graph_launches):

@@ -274,7 +274,9 @@ def synchronize_event(event: Event) -> None:
 
 
 def synchronize_device(device=None) -> None:
-    driver.synchronize_device(_cuda_device(device))
+    """Wait for all work on ``device`` (None: the default device); CPU work is synchronous (a no-op)."""
+    if _cpu(device) is None:
+        driver.synchronize_device(_cuda_device(device))
 
 
 def get_event_elapsed_time(start_event: Event, end_event: Event, synchronize: bool = True) -> float:
