@@ -122,3 +122,21 @@ def test_gpu_frames_times_each_scene_both_ways(tmp_path, monkeypatch):
         assert substeps % 2 == 0 and direct > 0 and graph > 0
         assert math.isclose(speedup, direct / graph, rel_tol=0.02)
     assert fake.calls["cuGraphLaunch"] >= 5 * 11   # (every graph row replays its captured frame)
+
+
+def test_gpu_frames_on_the_cpu_times_cpu_graphs(tmp_path, monkeypatch):
+    mod = _load("gpu_frames")
+    for key, value in dict(CLOTH_SIZE=4, PILE_ROWS=1, SEESAW_HEAP=2).items():
+        monkeypatch.setattr(mod, key, value)
+    out = tmp_path / "cpu_frames.md"
+    assert mod.main(["--cpu", "--quick", "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert text.startswith("CPU: ") and "one CPU graph, ms/frame" in text
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ") and "ms/frame" not in line]
+    names = [r[0].split(",")[0].strip() for r in rows]
+    if importlib.util.find_spec("trimesh") is not None:
+        assert names[:2] == ["cloth 8x8 cells", "cloth 4x4 cells"]
+    assert names[-4:] == ["dam break", "rigid pile", "rigid pile", "seesaw"]
+    for r in rows:
+        _, direct, graph, speedup = (float(v) for v in r[1:])
+        assert direct > 0 and graph > 0 and math.isclose(speedup, direct / graph, rel_tol=0.02)
