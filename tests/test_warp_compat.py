@@ -347,3 +347,177 @@ def test_cpu_graph_reports_kernel_errors_at_replay(monkeypatch):
             wp.capture_begin("cpu")
         with pytest.raises(RuntimeError, match="nest"):
             wp.capture_launch(cap.graph)
+
+
+# ----------------------------------------------------------------------------- bitwise atomics, bit_count
+
+@wp.kernel
+def bitwise(x: wp.array[int], acc: wp.array[int], old: wp.array[int], bits: wp.array[int]):
+    i = wp.tid()
+    wp.atomic_or(acc, 0, x[i])
+    acc[1] &= x[i]                      # (as in Warp: an atomic and)
+    acc[2] ^= x[i]
+    old[i] = wp.atomic_and(acc, 3, -1)  # (leaves it: returns it)
+    bits[i] = wp.bit_count(x[i])
+
+
+@wp.kernel
+def set_bits(x: wp.array[wp.int8], bits: wp.array[int], flags: wp.array[wp.uint64]):
+    i = wp.tid()
+    bits[i] = wp.bit_count(x[i])
+    flags[0] |= wp.uint64(1) << wp.uint64(i * 7)
+
+
+def test_bitwise_atomics_and_bit_count(device):
+    x = np.random.default_rng(3).integers(-2 ** 31, 2 ** 31, 500).astype(np.int32)
+    acc = wp.array(np.array([0, -1, 0, 12345], np.int32), device=device)
+    old, bits = wp.zeros(500, dtype=int, device=device), wp.zeros(500, dtype=int, device=device)
+    wp.launch(bitwise, 500, inputs=[wp.array(x, device=device), acc], outputs=[old, bits], device=device)
+    np.testing.assert_array_equal(acc.numpy(), [np.bitwise_or.reduce(x), np.bitwise_and.reduce(x),
+                                                np.bitwise_xor.reduce(x), 12345])
+    assert (old.numpy() == 12345).all()
+    np.testing.assert_array_equal(bits.numpy(), [bin(int(v) & 0xFFFFFFFF).count("1") for v in x])
+    x8 = np.array([-1, 0, 5, -128, 127, 64, 3, -2, 9], np.int8)
+    bits8, flags = wp.zeros(9, dtype=int, device=device), wp.zeros(1, dtype=wp.uint64, device=device)
+    wp.launch(set_bits, 9, inputs=[wp.array(x8, device=device)], outputs=[bits8, flags], device=device)
+    np.testing.assert_array_equal(bits8.numpy(), [bin(int(v) & 0xFF).count("1") for v in x8])
+    assert int(flags.numpy()[0]) == sum(1 << (7 * i) for i in range(9))
+
+
+def test_bitwise_atomics_take_integers_only():
+    @wp.kernel
+    def on_floats(a: wp.array[float]):
+        wp.atomic_or(a, 0, 1.0)
+
+    with pytest.raises(wp.CompileError, match="atomic_or"):
+        wp.launch(on_floats, 1, inputs=[wp.zeros(1)])
+
+
+# ----------------------------------------------------------------------------- norms, Euler angles, 4x4 transforms
+
+@wp.kernel
+def library(v: wp.array[Any], q: wp.array[Any], s: wp.array[Any], norms: wp.array2d[Any],
+            vecs: wp.array2d[Any], quats: wp.array2d[Any], mats: wp.array[Any]):
+    i = wp.tid()
+    norms[i, 0] = wp.norm_l1(v[i])
+    norms[i, 1] = wp.norm_l2(v[i])
+    norms[i, 2] = wp.norm_huber(v[i])
+    norms[i, 3] = wp.norm_huber(v[i], 0.25)
+    norms[i, 4] = wp.norm_pseudo_huber(v[i], 0.5)
+    vecs[i, 0] = wp.smooth_normalize(v[i], 0.3)
+    vecs[i, 1] = wp.quat_to_rpy(q[i])
+    quats[i, 0] = wp.quat_from_euler(v[i], 0, 1, 2)
+    quats[i, 1] = wp.quat_from_euler(v[i], 2, 0, 2)
+    m = wp.transform_compose(v[i], q[i], s[i])
+    mats[i] = m
+    p, r, sc = wp.transform_decompose(m)
+    vecs[i, 2] = p
+    vecs[i, 3] = sc
+    quats[i, 2] = r
+
+
+def _library_inputs(n, np_dtype, vec, quat, device):
+    rng = np.random.default_rng(4)
+    v = rng.normal(size=(n, 3)) * 0.8
+    rpy = rng.uniform(-1.2, 1.2, size=(n, 3))
+    q = np.array([_quat_rpy(*a) for a in rpy])
+    s = rng.uniform(0.5, 2.0, size=(n, 3))
+    return v, q, s, rpy, [wp.array(a.astype(np_dtype), dtype=t, device=device, requires_grad=True)
+                          for a, t in ((v, vec), (q, quat), (s, vec))]
+
+
+def _quat_rpy(r, p, y):
+    """(x, y, z, w) of the rotation about x by r, then y by p, then z by y (fixed axes)."""
+    return _qmul(_axis_q(2, y), _qmul(_axis_q(1, p), _axis_q(0, r)))
+
+
+def _qmul(a, b):
+    (ax, ay, az, aw), (bx, by, bz, bw) = a, b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+
+
+def test_norms_euler_angles_and_transforms(device):
+    n = 16
+    v, q, s, rpy, args = _library_inputs(n, np.float32, wp.vec3, wp.quat, device)
+    norms, vecs = wp.zeros((n, 5), device=device), wp.zeros((n, 4), dtype=wp.vec3, device=device)
+    quats, mats = wp.zeros((n, 3), dtype=wp.quat, device=device), wp.zeros(n, dtype=wp.mat44, device=device)
+    wp.launch(library, n, inputs=args, outputs=[norms, vecs, quats, mats], device=device)
+    length = np.linalg.norm(v, axis=1)
+    huber = lambda d: np.where(length <= d, 0.5 * length ** 2, d * (length - 0.5 * d))  # noqa: E731
+    pseudo = lambda d: d * np.sqrt(1 + length ** 2 / d ** 2)  # noqa: E731
+    np.testing.assert_allclose(norms.numpy(), np.stack([np.abs(v).sum(1), length, huber(1.0), huber(0.25),
+                                                        pseudo(0.5)], 1), rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(vecs.numpy()[:, 0], v / pseudo(0.3)[:, None], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(vecs.numpy()[:, 1], rpy, atol=2e-5)                 # quat_to_rpy(quat_rpy(a)) == a
+    got = quats.numpy()
+    np.testing.assert_allclose(np.abs(np.sum(got[:, 0] * q_of(v), 1)), 1.0, atol=1e-6)
+    proper = np.array([_qmul(_axis_q(2, a[2]), _qmul(_axis_q(0, a[0]), _axis_q(2, a[2]))) for a in v])
+    np.testing.assert_allclose(np.abs(np.sum(got[:, 1] * proper, 1)), 1.0, atol=1e-6)
+    m = mats.numpy()
+    np.testing.assert_allclose(m[:, :3, 3], v, rtol=1e-6)
+    np.testing.assert_allclose(np.linalg.norm(m[:, :3, :3], axis=1), s, rtol=1e-5)   # column lengths: the scales
+    np.testing.assert_allclose(m[:, 3], np.tile([0, 0, 0, 1.0], (n, 1)))
+    np.testing.assert_allclose(vecs.numpy()[:, 2], v, rtol=1e-6)
+    np.testing.assert_allclose(vecs.numpy()[:, 3], s, rtol=1e-5)
+    np.testing.assert_allclose(np.abs(np.sum(got[:, 2] * q, 1)), 1.0, atol=1e-5)   # the same rotation
+
+
+def q_of(v):
+    return np.array([_quat_rpy(*a) for a in v])
+
+
+def _axis_q(k, a):
+    out = np.zeros(4)
+    out[k], out[3] = np.sin(a / 2), np.cos(a / 2)
+    return out
+
+
+@needs_warp
+def test_the_library_matches_warp_lang():
+    n = 8
+    v, q, s, _, args = _library_inputs(n, np.float32, wp.vec3, wp.quat, "cpu")
+    outs = [wp.zeros((n, 5)), wp.zeros((n, 4), dtype=wp.vec3), wp.zeros((n, 3), dtype=wp.quat),
+            wp.zeros(n, dtype=wp.mat44)]
+    wp.launch(library, n, inputs=args, outputs=outs)
+    mod = warp_library()
+    wargs = [warp.array(a.numpy(), dtype=t, device="cpu") for a, t in zip(args, (warp.vec3, warp.quat, warp.vec3))]
+    wouts = [warp.zeros((n, 5), device="cpu"), warp.zeros((n, 4), dtype=warp.vec3, device="cpu"),
+             warp.zeros((n, 3), dtype=warp.quat, device="cpu"), warp.zeros(n, dtype=warp.mat44, device="cpu")]
+    warp.launch(mod, n, inputs=wargs + wouts, device="cpu")
+    for ours, theirs in zip(outs, wouts):
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def warp_library():
+    @warp.kernel
+    def k(v: warp.array(dtype=warp.vec3), q: warp.array(dtype=warp.quat), s: warp.array(dtype=warp.vec3),
+          norms: warp.array2d(dtype=float), vecs: warp.array2d(dtype=warp.vec3), quats: warp.array2d(dtype=warp.quat),
+          mats: warp.array(dtype=warp.mat44)):
+        i = warp.tid()
+        norms[i, 0] = warp.norm_l1(v[i])
+        norms[i, 1] = warp.norm_l2(v[i])
+        norms[i, 2] = warp.norm_huber(v[i])
+        norms[i, 3] = warp.norm_huber(v[i], 0.25)
+        norms[i, 4] = warp.norm_pseudo_huber(v[i], 0.5)
+        vecs[i, 0] = warp.smooth_normalize(v[i], 0.3)
+        vecs[i, 1] = warp.quat_to_rpy(q[i])
+        quats[i, 0] = warp.quat_from_euler(v[i], 0, 1, 2)
+        quats[i, 1] = warp.quat_from_euler(v[i], 2, 0, 2)
+        m = warp.transform_compose(v[i], q[i], s[i])
+        mats[i] = m
+        p, r, sc = warp.transform_decompose(m)
+        vecs[i, 2] = p
+        vecs[i, 3] = sc
+        quats[i, 2] = r
+    return k
+
+
+def test_library_gradients_match_finite_differences():
+    n = 3
+    v, q, s, _, args = _library_inputs(n, np.float64, wp.vec3d, wp.quatd, "cpu")
+    outs = [wp.zeros((n, 5), dtype=wp.float64, requires_grad=True),
+            wp.zeros((n, 4), dtype=wp.vec3d, requires_grad=True),
+            wp.zeros((n, 3), dtype=wp.quatd, requires_grad=True),
+            wp.zeros(n, dtype=wp.mat44d, requires_grad=True)]
+    assert wp.autograd.gradcheck(library, n, args, outs, eps=1e-6, atol=1e-6, rtol=1e-5)

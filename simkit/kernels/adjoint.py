@@ -443,7 +443,7 @@ class AdjointEmitter(Emitter):
             return ok
         ok = {p.name for p in self.fn.params if isinstance(p.type, T.ArrayType)} if self.fn.is_kernel else set()
         writes = {"store", "store_component", "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
-                  "atomic_exch", "atomic_cas", "array_shape"}
+                  "atomic_exch", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor", "array_shape"}
         for s in ir.walk(self.fn.body):
             if isinstance(s, ir.Call):
                 key = s.builtin.key if s.builtin is not None else None

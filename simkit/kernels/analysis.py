@@ -11,7 +11,7 @@ from . import ir
 from . import types as T
 
 WRITE_KEYS = {"store", "store_component", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exch",
-              "atomic_cas"}
+              "atomic_cas", "atomic_and", "atomic_or", "atomic_xor"}
 ACCUMULATE_KEYS = {"atomic_add", "atomic_sub"}  # commutative updates: not overwrites
 
 

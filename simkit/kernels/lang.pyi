@@ -62,6 +62,17 @@ def atomic_add(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
+def atomic_and(*args: Any, **kwargs: Any) -> Any:
+    """Atomically store a[i...] AND value (bitwise, integer elements); returns the old value. ``a[i] &= value`` in a kernel calls it.
+
+    Overloads:
+        atomic_and(a: array(dtype=Any, ndim=1), i: Int, value: Any) -> _dtype
+        atomic_and(a: array(dtype=Any, ndim=2), i: Int, j: Int, value: Any) -> _dtype
+        atomic_and(a: array(dtype=Any, ndim=3), i: Int, j: Int, k: Int, value: Any) -> _dtype
+        atomic_and(a: array(dtype=Any, ndim=4), i: Int, j: Int, k: Int, l: Int, value: Any) -> _dtype
+    """
+    ...
+
 def atomic_cas(*args: Any, **kwargs: Any) -> Any:
     """Atomically set a[i...] = value if it equals compare (scalar elements); returns the old value.
 
@@ -105,6 +116,17 @@ def atomic_min(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
+def atomic_or(*args: Any, **kwargs: Any) -> Any:
+    """Atomically store a[i...] OR value (bitwise, integer elements); returns the old value. ``a[i] |= value`` in a kernel calls it.
+
+    Overloads:
+        atomic_or(a: array(dtype=Any, ndim=1), i: Int, value: Any) -> _dtype
+        atomic_or(a: array(dtype=Any, ndim=2), i: Int, j: Int, value: Any) -> _dtype
+        atomic_or(a: array(dtype=Any, ndim=3), i: Int, j: Int, k: Int, value: Any) -> _dtype
+        atomic_or(a: array(dtype=Any, ndim=4), i: Int, j: Int, k: Int, l: Int, value: Any) -> _dtype
+    """
+    ...
+
 def atomic_sub(*args: Any, **kwargs: Any) -> Any:
     """Atomically subtract value from a[i...]; returns the old value.
 
@@ -116,6 +138,17 @@ def atomic_sub(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
+def atomic_xor(*args: Any, **kwargs: Any) -> Any:
+    """Atomically store a[i...] XOR value (bitwise, integer elements); returns the old value. ``a[i] ^= value`` in a kernel calls it.
+
+    Overloads:
+        atomic_xor(a: array(dtype=Any, ndim=1), i: Int, value: Any) -> _dtype
+        atomic_xor(a: array(dtype=Any, ndim=2), i: Int, j: Int, value: Any) -> _dtype
+        atomic_xor(a: array(dtype=Any, ndim=3), i: Int, j: Int, k: Int, value: Any) -> _dtype
+        atomic_xor(a: array(dtype=Any, ndim=4), i: Int, j: Int, k: Int, l: Int, value: Any) -> _dtype
+    """
+    ...
+
 def bit_and(*args: Any, **kwargs: Any) -> Any:
     """Bitwise a & b.
 
@@ -123,6 +156,10 @@ def bit_and(*args: Any, **kwargs: Any) -> Any:
         bit_and(a: Int, b: Int) -> type of 0
         bit_and(a: bool, b: bool) -> bool
     """
+    ...
+
+def bit_count(x: Any) -> Any:
+    """The number of set bits of x (of a negative x's two's complement: bit_count(int8(-1)) == 8)."""
     ...
 
 def bit_or(*args: Any, **kwargs: Any) -> Any:

@@ -15,6 +15,11 @@ def _value_matches(info):
     return all(t is info.arg_types[0].dtype for t in info.arg_types[1 + info.arg_types[0].ndim:])
 
 
+def _int_value_matches(info):
+    """Bitwise atomics: integer elements only."""
+    return T.is_int(info.arg_types[0].dtype) and _value_matches(info)
+
+
 def _scalar_value_matches(info):
     """atomic_cas compares whole elements: scalar element types only."""
     return T.is_scalar(info.arg_types[0].dtype) and _value_matches(info)
@@ -34,6 +39,12 @@ for _nd in (1, 2, 3, 4):
     for _key, _doc in _DOCS.items():
         add_builtin(_key, {"a": ArrayType(Any, _nd), **_idx, "value": Any}, _dtype, native=f"sk::{_key}<SKC>",
                     checked=True, side_effects=True, replay=False, match=_value_matches, doc=_doc,
+                    group="atomic")
+    for _key, _op in (("atomic_and", "AND"), ("atomic_or", "OR"), ("atomic_xor", "XOR")):
+        add_builtin(_key, {"a": ArrayType(Any, _nd), **_idx, "value": Any}, _dtype, native=f"sk::{_key}<SKC>",
+                    checked=True, side_effects=True, replay=False, differentiable=False, match=_int_value_matches,
+                    doc=f"Atomically store a[i...] {_op} value (bitwise, integer elements); returns the old value. "
+                        f"``a[i] {dict(AND='&', OR='|', XOR='^')[_op]}= value`` in a kernel calls it.",
                     group="atomic")
     if _nd <= 3:
         add_builtin("atomic_cas", {"a": ArrayType(Any, _nd), **_idx, "compare": Any, "value": Any}, _dtype,

@@ -61,6 +61,8 @@ add_builtin("rshift", {"a": Int, "b": Int}, same_as(0), differentiable=False, gr
                 "width or more gives 0 (or -1 for negative a).")
 add_builtin("invert", {"a": Int}, same_as(0), differentiable=False, group="operator",
             doc="Bitwise complement ~a.")
+add_builtin("bit_count", {"x": Int}, T.int32, differentiable=False, group="scalar",
+            doc="The number of set bits of x (of a negative x's two's complement: bit_count(int8(-1)) == 8).")
 
 # ---------------------------------------------------------------------------
 # Functions of ints and floats

@@ -20,6 +20,10 @@ from .jumps import RETVAL
 MAX_UNROLL = 16
 
 
+#: ``arr[i] op= x`` on an array element: the atomic builtin it calls (as in Warp)
+ATOMIC_AUGMENTED = {"add": "atomic_add", "sub": "atomic_sub", "bit_and": "atomic_and", "bit_or": "atomic_or",
+                    "bit_xor": "atomic_xor"}
+
 #: what advances each geometry query in ``for i in query:`` loops
 QUERY_NEXT = ("hash_grid_query_next", "bvh_query_next", "mesh_query_aabb_next")
 
@@ -180,9 +184,9 @@ class StatementMixin:
             base = self.eval(target.value)
             if isinstance(base, ir.Var) and isinstance(base.type, T.ArrayType):
                 idx = self.index_values(target.slice)
-                if len(idx) == base.type.ndim and key in ("add", "sub"):
-                    # Warp semantics: arr[i] += x is an atomic add
-                    self.call_builtin("atomic_" + key, [base] + idx + [self.match_weak(rhs, base.type.dtype)],
+                if len(idx) == base.type.ndim and key in ATOMIC_AUGMENTED:
+                    # Warp semantics: arr[i] += x is an atomic add (&=, |=, ^= atomic bitwise ops)
+                    self.call_builtin(ATOMIC_AUGMENTED[key], [base] + idx + [self.match_weak(rhs, base.type.dtype)],
                                       node)
                     return
         cur = self.eval_value(target)

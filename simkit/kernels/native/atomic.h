@@ -179,6 +179,25 @@ SK_ATOMIC_FORWARD(atomic_min, atomic_elem<T>::min(p, v))
 SK_ATOMIC_FORWARD(atomic_max, atomic_elem<T>::max(p, v))
 SK_ATOMIC_FORWARD(atomic_exch, atomic_elem<T>::exch(p, v))
 
+// bitwise and / or / xor of integer elements: a compare-and-swap loop on the element's bits
+template <int OP, typename T>
+SK_INLINE T atomic_bitwise(T* p, const T& v) {
+    typedef typename bits_of<T>::type B;
+    B* pb = reinterpret_cast<B*>(p);
+    B old = *reinterpret_cast<volatile B*>(pb);
+    const B vb = B(v);
+    while (true) {
+        const B nb = OP == 0 ? B(old & vb) : OP == 1 ? B(old | vb) : B(old ^ vb);
+        const B prev = cas_bits(pb, old, nb);
+        if (prev == old) break;
+        old = prev;
+    }
+    return T(old);
+}
+SK_ATOMIC_FORWARD(atomic_and, atomic_bitwise<0>(p, v))
+SK_ATOMIC_FORWARD(atomic_or, atomic_bitwise<1>(p, v))
+SK_ATOMIC_FORWARD(atomic_xor, atomic_bitwise<2>(p, v))
+
 // Adjoints: the value's adjoint reads the array's gradient at the element
 // (negated for sub). min/max pass the gradient to the value only where it won.
 #define SK_ATOMIC_ADJOINT(NAME, BODY)                                                             \

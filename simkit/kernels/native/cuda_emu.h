@@ -61,6 +61,8 @@ inline T atomicAdd(T* p, T v) {
     return old;
 }
 
+inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline float __int_as_float(int i) {
     float f;
     memcpy(&f, &i, 4);

@@ -332,6 +332,16 @@ template <typename T> SK_INLINE if_int<T> bit_and(T a, T b) { return T(a & b); }
 template <typename T> SK_INLINE if_int<T> bit_or(T a, T b) { return T(a | b); }
 template <typename T> SK_INLINE if_int<T> bit_xor(T a, T b) { return T(a ^ b); }
 template <typename T> SK_INLINE if_int<T> invert(T a) { return T(~a); }
+// the number of set bits (of a signed value's two's complement)
+template <typename T> SK_INLINE if_int<T, int32> bit_count(T a) {
+#if SK_CUDA
+    return sizeof(T) == 8 ? __popcll((unsigned long long)a)
+                          : __popc((unsigned int)a & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u));
+#else
+    return sizeof(T) == 8 ? __builtin_popcountll((unsigned long long)a)
+                          : __builtin_popcount((unsigned int)a & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u));
+#endif
+}
 SK_INLINE bool bit_and(bool a, bool b) { return a && b; }
 SK_INLINE bool bit_or(bool a, bool b) { return a || b; }
 SK_INLINE bool bit_xor(bool a, bool b) { return a != b; }
