@@ -20,6 +20,7 @@ from .kernels.api import builtin_functions as _builtin_functions
 from .kernels.math_constants import *  # noqa: F401,F403 - pi, e, inf, ...
 from .kernels.mathlib import *  # noqa: F401,F403 - norm_huber, quat_to_rpy, transform_compose, ...
 from .kernels.mathlib import __all__ as _mathlib_all
+from .kernels.decompositions import eig3, qr3, svd2, svd3
 from .kernels.math_constants import __all__ as _constants_all
 from .kernels.types import *  # noqa: F401,F403 - scalar/vector/matrix types and aliases
 from .kernels.types import __all__ as _types_all
@@ -48,4 +49,4 @@ def synchronize():
 __all__ = (["autograd", "collision", "config", "io", "model", "optim", "solvers", "Control", "Model", "ModelBuilder",
             "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver", "Bvh", "BvhQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "MarchingCubes", "Mesh", "CompileError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
             "constant", "func", "func_grad", "func_replay", "kernel", "static", "struct", "init", "synchronize",
-            "__version__"] + list(_constants_all) + list(_mathlib_all) + list(_types_all) + list(_runtime_all) + sorted(_bf))
+            "__version__", "eig3", "qr3", "svd2", "svd3"] + list(_constants_all) + list(_mathlib_all) + list(_types_all) + list(_runtime_all) + sorted(_bf))
