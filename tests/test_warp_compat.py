@@ -521,3 +521,57 @@ def test_library_gradients_match_finite_differences():
             wp.zeros((n, 3), dtype=wp.quatd, requires_grad=True),
             wp.zeros(n, dtype=wp.mat44d, requires_grad=True)]
     assert wp.autograd.gradcheck(library, n, args, outs, eps=1e-6, atol=1e-6, rtol=1e-5)
+
+
+# ----------------------------------------------------------------------------- module options, runtime helpers
+
+def test_module_options_switch_off_the_backward_pass_and_set_unrolling(tmp_path, monkeypatch):
+    src = tmp_path / "opts_module.py"
+    src.write_text(
+        "import simkit as wp\n"
+        "wp.set_module_options({'enable_backward': False, 'max_unroll': 2, 'fast_math': True})\n"
+        "@wp.kernel\n"
+        "def square(x: wp.array(dtype=float), y: wp.array(dtype=float)):\n"
+        "    i = wp.tid()\n"
+        "    s = float(0.0)\n"
+        "    for k in range(4):\n"
+        "        s += x[i]\n"
+        "    y[i] = s * x[i]\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import opts_module
+
+    assert wp.get_module_options(opts_module) == {"enable_backward": False, "max_unroll": 2, "fast_math": True}
+    assert opts_module.square.enable_backward is False
+    x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
+    y = wp.zeros(2, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(opts_module.square, 2, inputs=[x], outputs=[y])
+    np.testing.assert_allclose(y.numpy(), [4.0, 16.0])
+    from simkit.kernels import ir
+
+    loops = [s for s in ir.walk(opts_module.square.specs[None].ir.body) if isinstance(s, ir.For)]
+    assert len(loops) == 1          # range(4) kept as a loop: max_unroll 2 (the default unrolls it)
+    with pytest.raises(wp.TapeError, match="enable_backward=False"):
+        tape.backward(grads={y: wp.ones(2)})
+    with pytest.raises(ValueError, match="not mode"):
+        wp.set_module_options({"mode": "debug"})
+
+
+def test_runtime_helpers():
+    assert wp.PI == math.pi and wp.LOG2E == 1.0 / math.log(2.0)
+    assert wp.is_cpu_available() and wp.is_device_available("cpu") and not wp.is_device_available("cuda:99")
+    assert wp.get_cuda_devices() == ([d for d in wp.get_devices() if d.is_cuda] if wp.is_cuda_available() else [])
+    assert wp.get_preferred_device() == wp.get_device("cuda:0" if wp.is_cuda_available() else "cpu")
+    assert wp.dtype_from_numpy(np.float64) is wp.float64 and wp.dtype_from_numpy(np.uint8) is wp.uint8
+    assert wp.dtype_to_numpy(wp.vec3d) == np.float64 and wp.dtype_to_numpy(wp.int16) == np.int16
+    with pytest.raises(TypeError):
+        wp.dtype_from_numpy(np.complex64)
+
+
+def test_clear_kernel_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(wp.config, "cache_dir", str(tmp_path))
+    (tmp_path / "unit.so").write_bytes(b"x")
+    (tmp_path / "sub").mkdir()
+    wp.clear_kernel_cache()
+    assert list(tmp_path.iterdir()) == []

@@ -168,7 +168,7 @@ class Kernel:
         self.key = key or pyfunc.__name__
         self.__name__ = self.key
         self.__doc__ = pyfunc.__doc__
-        self.enable_backward = enable_backward
+        self._enable_backward = enable_backward
         # internal: force the body inline into the CPU thread loop (large straight-line kernels that gcc
         # would call once per thread; see docs/internals.md). It changes the generated C++, so the cache key.
         self.inline_body = bool(_inline_body)
@@ -191,6 +191,13 @@ class Kernel:
         if self._src is None:
             self._src = SourceInfo(self.func)
         return self._src
+
+    @property
+    def enable_backward(self) -> bool | None:
+        """False: no adjoint (the decorator's ``enable_backward``, else its module's option)."""
+        if self._enable_backward is not None:
+            return self._enable_backward
+        return self.module.options.get("enable_backward")
 
     def spec_for(self, arg_types: tuple | None) -> KernelSpec:
         """The specialisation for these concrete argument types (generic kernels)."""

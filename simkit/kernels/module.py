@@ -28,6 +28,41 @@ def get_module(name: str) -> Module:
     return m
 
 
+#: Warp's per-module options that simkit honours (``set_module_options``)
+MODULE_OPTIONS = ("enable_backward", "max_unroll")
+#: Warp's options accepted without effect: simkit never compiles with fast math (results stay IEEE), and
+#: its generated code always keeps the Python line of each statement
+IGNORED_OPTIONS = ("fast_math", "lineinfo")
+
+
+def _module_name(module, depth: int = 2) -> str:
+    """A module's name: ``module`` (a name or a module object) or, for None, the caller's module."""
+    if module is None:
+        import sys
+
+        return sys._getframe(depth).f_globals.get("__name__", "__main__")
+    return module if isinstance(module, str) else module.__name__
+
+
+def set_module_options(options: dict, module=None) -> None:
+    """Options for the kernels of ``module`` (default: the calling module), as in Warp:
+    ``enable_backward`` (False: its kernels have no adjoint; a backward pass through one raises) and
+    ``max_unroll`` (static loops of at most this many iterations are unrolled). Its kernels compile
+    with them at their next load. ``fast_math`` and ``lineinfo`` are accepted and change nothing."""
+    unknown = sorted(set(options) - set(MODULE_OPTIONS) - set(IGNORED_OPTIONS))
+    if unknown:
+        raise ValueError(f"set_module_options: simkit takes {', '.join(MODULE_OPTIONS)} (and accepts "
+                         f"{', '.join(IGNORED_OPTIONS)}, without effect); not {', '.join(unknown)}")
+    if "max_unroll" in options and (not isinstance(options["max_unroll"], int) or options["max_unroll"] < 0):
+        raise ValueError(f"set_module_options: max_unroll must be an int >= 0, got {options['max_unroll']!r}")
+    get_module(_module_name(module)).options.update(options)
+
+
+def get_module_options(module=None) -> dict:
+    """The options set for ``module`` (default: the calling module) with ``set_module_options``."""
+    return dict(get_module(_module_name(module)).options)
+
+
 def generator_hash() -> str:
     """Hash of the compiler's own Python sources and native headers (and registered headers)."""
     global _generator_hash
@@ -96,6 +131,7 @@ class Module:
     def __init__(self, name: str):
         self.name = name
         self.kernels: list = []
+        self.options: dict = {}     # set_module_options
 
     def add_kernel(self, k):
         self.kernels.append(k)
@@ -116,6 +152,8 @@ class Module:
         if kind in spec.native:
             return
         options = compile_options()
+        if "max_unroll" in self.options:
+            options["max_unroll"] = self.options["max_unroll"]
         specs = []
         for s in self.pending(kind):
             try:

@@ -11,6 +11,8 @@ from .launch import launch
 from .launch_cmd import Launch
 from .captured_step import CapturedStep
 from .timer import ScopedTimer
+from .warp_api import *  # noqa: F401,F403
+from .warp_api import __all__ as _warp_api_all
 from ..kernels.backends.cpu_graph import CpuGraph
 from ..kernels.backends.cuda.stream import (Event, ScopedCapture, ScopedStream, Stream, capture_begin,
                                             capture_debug_dot_print, capture_end, capture_launch,
@@ -32,4 +34,4 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "active_tape", "checkpoint",
            "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
            "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",
-           "device_to_jax", "jax_kernel"]
+           "device_to_jax", "jax_kernel"] + list(_warp_api_all)
