@@ -93,6 +93,94 @@ def quat_from_euler(e: Any, i: int, j: int, k: int):
 
 
 @func
+def imaginary(q: Any, axis: int):
+    """Component ``axis`` (0, 1, 2) of the vector part of ``q``."""
+    return sk.where(axis == 0, q[0], sk.where(axis == 1, q[1], q[2]))
+
+
+@func
+def quat_to_euler(q: Any, i: int, j: int, k: int):
+    """Euler angles [rad] of the unit quaternion ``q`` for the axis sequence i, j, k (the inverse of
+    ``quat_from_euler`` for Tait-Bryan sequences, gimbal lock included), by Bernardes and Viollet's
+    general method (2022). Tait-Bryan: indexed by axis, the second angle in [-pi/2, pi/2]; proper
+    Euler (``i == k``): ``e[i]`` the first angle, ``e[j]`` the second (in [0, pi]), ``e[3 - i - j]``
+    the third (about axis ``i`` again). At gimbal lock the first angle is 0."""
+    third = k
+    proper = i == k
+    if proper:
+        third = 3 - i - j
+    one = q[3] * 0.0 + 1.0
+    sign = type(one)((i - j) * (j - third) * (third - i)) * 0.5      # (the permutation's parity)
+    w = q[3]
+    qi = imaginary(q, i)
+    qj = imaginary(q, j)
+    qk = imaginary(q, third)
+    a = w
+    b = qi
+    c = qj
+    d = qk * sign
+    if not proper:
+        a = w - qj
+        b = qi + qk * sign
+        c = qj + w
+        d = qk * sign - qi
+    n = a * a + b * b
+    t2 = sk.acos(sk.clamp(n * 2.0 / (n + c * c + d * d) - 1.0, -one, one))
+    tp = sk.atan2(b, a)
+    tm = sk.atan2(d, c)
+    t1 = one * 0.0
+    t3 = t1
+    if sk.abs(t2) < 1.0e-6:
+        t3 = tp * 2.0
+    elif sk.abs(t2 - 3.141592653589793) < 1.0e-6:
+        t3 = tm * 2.0
+    else:
+        t1 = tp - tm
+        t3 = tp + tm
+    if not proper:
+        t2 = t2 - 1.5707963267948966
+        t3 = t3 * sign
+    return (unit_axis(i, one) * t1 + unit_axis(j, one) * t2 + unit_axis(third, one) * t3)
+
+
+@func
+def quat_twist(axis: Any, q: Any):
+    """The twist of ``q`` about the unit ``axis`` (its swing-twist decomposition's rotation about it)."""
+    v = axis * (q[0] * axis[0] + q[1] * axis[1] + q[2] * axis[2])
+    return sk.normalize(type(q)(v[0], v[1], v[2], q[3]))
+
+
+@func
+def quat_twist_angle(axis: Any, q: Any):
+    """The magnitude [rad] of ``q``'s twist about the unit ``axis``: ``2 atan2(|axis . v|, w)``."""
+    return sk.atan2(sk.abs(q[0] * axis[0] + q[1] * axis[1] + q[2] * axis[2]), q[3]) * 2.0
+
+
+@func
+def quat_twist_angle_signed(axis: Any, q: Any):
+    """The signed angle [rad] of ``q``'s twist about the unit ``axis`` (right-hand rule)."""
+    return sk.atan2(q[0] * axis[0] + q[1] * axis[1] + q[2] * axis[2], q[3]) * 2.0
+
+
+@func
+def quat_between_vectors(a: Any, b: Any):
+    """The shortest rotation taking the direction of ``a`` to that of ``b`` (for opposite directions,
+    a half turn about an axis normal to ``a``)."""
+    ua = sk.normalize(a)
+    ub = sk.normalize(b)
+    c = sk.cross(ua, ub)
+    d = sk.dot(ua, ub)
+    q = T.quaternion(c[0], c[1], c[2], d + 1.0)
+    if d < -0.999999:
+        n = sk.cross(ua, unit_axis(0, d))
+        if sk.length(n) < 1.0e-3:
+            n = sk.cross(ua, unit_axis(1, d))
+        n = sk.normalize(n)
+        q = T.quaternion(n[0], n[1], n[2], d * 0.0)
+    return sk.normalize(q)
+
+
+@func
 def transform_compose(position: Any, rotation: Any, scale: Any):
     """The 4x4 matrix that scales by ``scale`` (per axis), then rotates by ``rotation``, then moves by
     ``position``: columns ``s_x R[:, 0]``, ``s_y R[:, 1]``, ``s_z R[:, 2]``, and ``(p, 1)``."""
@@ -119,4 +207,5 @@ def transform_decompose(m: Any):
 
 
 __all__ = ["norm_l1", "norm_l2", "norm_huber", "norm_pseudo_huber", "smooth_normalize", "quat_to_rpy",
-           "quat_from_euler", "transform_compose", "transform_decompose"]
+           "quat_from_euler", "quat_to_euler", "quat_twist", "quat_twist_angle", "quat_twist_angle_signed",
+           "quat_between_vectors", "transform_compose", "transform_decompose"]
