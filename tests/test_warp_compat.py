@@ -445,3 +445,48 @@ def test_clear_kernel_cache(tmp_path, monkeypatch):
     (tmp_path / "sub").mkdir()
     wp.clear_kernel_cache()
     assert list(tmp_path.iterdir()) == []
+
+
+# ----------------------------------------------------------------------------- reversed(range(...))
+
+@wp.kernel
+def visit_reversed(x: wp.array[float], n: int, a: int, b: int, step: int, order: wp.array[int],
+                   horner: wp.array[float]):
+    c = int(0)
+    for i in reversed(range(a, b, step)):
+        order[c] = i
+        c += 1
+    for i in reversed(range(1, 10, 3)):         # (constant bounds: unrolled)
+        order[c] = i
+        c += 1
+    order[31] = c
+    h = float(0.0)
+    for i in reversed(range(n)):                # Horner: sum of x[i] 0.5^i
+        h = h * 0.5 + x[i]
+    horner[0] = h
+
+
+@pytest.mark.parametrize("a, b, step", [(3, 17, 5), (5, 3, 1), (10, -3, -4), (0, 7, 3), (-2, 9, 1)])
+def test_reversed_range_loops(device, a, b, step):
+    x = wp.array(np.linspace(1.0, 2.0, 6), dtype=float, device=device, requires_grad=True)
+    order = wp.zeros(32, dtype=int, device=device)
+    horner = wp.zeros(1, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(visit_reversed, 1, inputs=[x, 6, a, b, step], outputs=[order, horner], device=device)
+    got = order.numpy()
+    assert got[:got[31]].tolist() == list(reversed(range(a, b, step))) + [7, 4, 1]
+    weights = 0.5 ** np.arange(6)
+    assert horner.numpy()[0] == pytest.approx(np.dot(np.linspace(1.0, 2.0, 6), weights), rel=1e-6)
+    tape.backward(horner)
+    np.testing.assert_allclose(x.grad.numpy(), weights, rtol=1e-6)
+
+
+def test_reversed_of_anything_but_a_range_is_an_error():
+    @wp.kernel
+    def bad(x: wp.array[float]):
+        for i in reversed(x):
+            x[0] = 1.0
+
+    with pytest.raises(wp.CompileError, match=r"reversed\(\) in a for loop takes a range"):
+        wp.launch(bad, 1, inputs=[wp.zeros(1)])

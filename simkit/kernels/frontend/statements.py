@@ -372,6 +372,13 @@ class StatementMixin:
             return "static"  # static() iterable: handled by caller
         import builtins as pybuiltins
 
+        if isinstance(fn, Py) and fn.obj is pybuiltins.reversed:
+            inner = it.args[0] if len(it.args) == 1 and isinstance(it.args[0], ast.Call) else None
+            inner_fn = self.eval(inner.func) if inner is not None else None
+            if not (isinstance(inner_fn, Py) and inner_fn.obj is pybuiltins.range):
+                raise self.error("reversed() in a for loop takes a range(...)", it)
+            return self.reversed_range(self.range_args(ast.copy_location(ast.For(target=node.target, iter=inner,
+                                                                                  body=[], orelse=[]), node)), it)
         if not (isinstance(fn, Py) and fn.obj is pybuiltins.range):
             return "query"
         args = [self.eval_value(a) for a in it.args]
@@ -391,6 +398,24 @@ class StatementMixin:
                                                                                       target=T.int32)
             out.append(a)
         return out
+
+    def reversed_range(self, rng, node):
+        """(start, end, step) of ``reversed(range(a, b, s))``: ``range(last, a - s, -s)`` with
+        ``last = a + (n - 1) s`` and ``n = max(0, (b - a + s - sign(s)) // s)`` iterations."""
+        a, b, st = rng
+        if a.is_const and b.is_const and st.is_const:
+            if st.const == 0:
+                raise self.error("range() step must not be zero", node)
+            r = range(a.const, b.const, st.const)[::-1]
+            return [self.const(r.start, T.int32), self.const(r.stop, T.int32), self.const(r.step, T.int32)]
+
+        def op(key, x, y):
+            return self.call_builtin(key, [x, y], node)
+
+        sign = self.const(1 if st.const > 0 else -1, T.int32) if st.is_const else self.call_builtin("sign", [st], node)
+        n = op("max", op("floordiv", op("sub", op("add", op("sub", b, a), st), sign), st), self.const(0, T.int32))
+        last = op("add", a, op("mul", op("sub", n, self.const(1, T.int32)), st))
+        return [last, op("sub", a, st), self.call_builtin("neg", [st], node)]
 
     def stmt_For(self, node):
         if node.orelse:
