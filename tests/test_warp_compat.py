@@ -490,3 +490,31 @@ def test_reversed_of_anything_but_a_range_is_an_error():
 
     with pytest.raises(wp.CompileError, match=r"reversed\(\) in a for loop takes a range"):
         wp.launch(bad, 1, inputs=[wp.zeros(1)])
+
+
+# ----------------------------------------------------------------------------- array.transpose, Tape.get_adjoint
+
+@wp.kernel
+def weigh(a: wp.array2d[float], w: wp.array2d[float], out: wp.array[float]):
+    i, j = wp.tid()
+    wp.atomic_add(out, 0, a[i, j] * w[i, j] * float(i + 1))
+
+
+def test_transposed_views_in_kernels_and_their_gradients(device):
+    a_np = np.arange(12, dtype=np.float32).reshape(3, 4)
+    a = wp.array(a_np, device=device, requires_grad=True)
+    t = a.transpose()
+    assert t.shape == (4, 3) and not t.is_contiguous
+    np.testing.assert_array_equal(t.numpy(), a_np.T)
+    w = wp.array(np.linspace(0.5, 1.5, 12, dtype=np.float32).reshape(4, 3), device=device)
+    out = wp.zeros(1, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(weigh, (4, 3), inputs=[t, w], outputs=[out], device=device)
+    rows = np.arange(1, 5, dtype=np.float32)[:, None]
+    assert out.numpy()[0] == pytest.approx(float((a_np.T * w.numpy() * rows).sum()), rel=1e-6)
+    tape.backward(out)
+    np.testing.assert_allclose(tape.get_adjoint(a).numpy(), (w.numpy() * rows).T, rtol=1e-6)
+    assert tape.get_adjoint(w) is None
+    with pytest.raises(ValueError, match="permutation"):
+        a.transpose((0, 0))

@@ -572,6 +572,24 @@ class array:
     def contiguous(self):
         return self if self.is_contiguous else clone(self)
 
+    def transpose(self, axes=None):
+        """A view with the dimensions permuted (``axes``; default: reversed), sharing memory and its
+        gradient, as Warp's (kernels take the strided view; ``contiguous()`` copies it)."""
+        axes = tuple(reversed(range(self.ndim))) if axes is None else tuple(int(a) for a in axes)
+        if sorted(axes) != list(range(self.ndim)):
+            raise ValueError(f"transpose: axes {axes} are not a permutation of the {self.ndim} dimensions")
+        g = self._grad.transpose(axes) if self._grad is not None else None
+        if self.device.is_cpu:
+            esh = np_dtype_of(self.dtype)[1]
+            view = self._np.transpose(axes + tuple(range(self.ndim, self.ndim + len(esh))))
+            out = array(dtype=self.dtype, device=self.device, _np_view=view, _owner=self, _grad=g)
+        else:
+            out = array(ptr=self.ptr, dtype=self.dtype, shape=tuple(self.shape[a] for a in axes),
+                        strides=tuple(self.strides[a] for a in axes), device=self.device, _owner=self)
+            out._grad = g
+        out._requires_grad = self._requires_grad
+        return out
+
     def to(self, device):
         device = get_device(device)
         if device == self.device:

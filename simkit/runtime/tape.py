@@ -232,6 +232,10 @@ class Tape:
                     out[a] = a.grad
         return out
 
+    def get_adjoint(self, a):
+        """The gradient array of ``a`` (Warp's name for ``a.grad``; None when it has none)."""
+        return a.grad
+
     def zero(self):
         """Zero the gradients of every array the tape touched."""
         for g in self.gradients.values():
