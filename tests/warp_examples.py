@@ -38,15 +38,23 @@ def load(name: str, backend: str):
     return mod
 
 
-def run(name: str, backend: str, steps: int = 1, **kwargs) -> dict:
-    """Build the example, step it ``steps`` times (or render it once if it has no step), and return
-    its array attributes as numpy arrays."""
+def build(name: str, backend: str, **kwargs):
+    """The example's ``Example``, built (without a USD stage)."""
     mod = load(name, backend)
     mod.wp.init()
     params = inspect.signature(mod.Example.__init__).parameters
     if "stage_path" in params:
         kwargs.setdefault("stage_path", None)
-    ex = mod.Example(**kwargs)
+    return mod.Example(**kwargs)
+
+
+def run(name: str, backend: str, steps: int = 1, start_from: dict | None = None, **kwargs) -> dict:
+    """Build the example, step it ``steps`` times (or render it once if it has no step), and return
+    its array attributes as numpy arrays. ``start_from``: arrays to assign to the example's
+    attributes of those names before the first step (another run's initial state)."""
+    ex = build(name, backend, **kwargs)
+    for key, value in (start_from or {}).items():
+        getattr(ex, key).assign(value)
     if hasattr(ex, "step"):
         for _ in range(steps):
             ex.step()
@@ -54,3 +62,9 @@ def run(name: str, backend: str, steps: int = 1, **kwargs) -> dict:
         ex.render()
     return {k: np.array(v.numpy()) for k, v in vars(ex).items()
             if hasattr(v, "numpy") and hasattr(v, "shape") and hasattr(v, "device")}
+
+
+def initial(name: str, backend: str, keys, **kwargs) -> dict:
+    """The arrays ``keys`` of the freshly built example (its initial state)."""
+    ex = build(name, backend, **kwargs)
+    return {k: np.array(getattr(ex, k).numpy()) for k in keys}
