@@ -20,7 +20,8 @@ from .kernels.api import builtin_functions as _builtin_functions
 from .kernels.math_constants import *  # noqa: F401,F403 - pi, e, inf, ...
 from .kernels.mathlib import *  # noqa: F401,F403 - norm_huber, quat_to_rpy, transform_compose, ...
 from .kernels.mathlib import __all__ as _mathlib_all
-from .kernels.decompositions import eig3, qr3, svd2, svd3
+from .kernels.decompositions import *  # noqa: F401,F403 - eig3, svd3, svd2, qr3
+from .kernels.decompositions import __all__ as _decompositions_all
 from .kernels.module import get_module_options, set_module_options
 from .kernels.math_constants import __all__ as _constants_all
 from .kernels.types import *  # noqa: F401,F403 - scalar/vector/matrix types and aliases
@@ -50,4 +51,5 @@ def synchronize():
 __all__ = (["autograd", "collision", "config", "io", "model", "optim", "solvers", "Control", "Model", "ModelBuilder",
             "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver", "Bvh", "BvhQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "MarchingCubes", "Mesh", "CompileError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
             "constant", "func", "func_grad", "func_replay", "kernel", "static", "struct", "init", "synchronize",
-            "__version__", "eig3", "qr3", "svd2", "svd3", "get_module_options", "set_module_options"] + list(_constants_all) + list(_mathlib_all) + list(_types_all) + list(_runtime_all) + sorted(_bf))
+            "__version__", "get_module_options", "set_module_options"] + list(_constants_all) + list(_mathlib_all)
+           + list(_decompositions_all) + list(_types_all) + list(_runtime_all) + sorted(_bf))

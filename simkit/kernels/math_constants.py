@@ -16,7 +16,8 @@ log2e = 1.0 / math.log(2.0)
 log10e = 1.0 / math.log(10.0)
 
 # (Warp's upper-case names too)
-PI, TAU, HALF_PI, E, INF, NAN, PHI, LN2, LN10, LOG2E, LOG10E = pi, tau, half_pi, e, inf, nan, phi, ln2, ln10, log2e, log10e
+PI, TAU, HALF_PI, E, INF, NAN = pi, tau, half_pi, e, inf, nan
+PHI, LN2, LN10, LOG2E, LOG10E = phi, ln2, ln10, log2e, log10e
 
 __all__ = ["pi", "tau", "half_pi", "e", "inf", "nan", "phi", "ln2", "ln10", "log2e", "log10e",
            "PI", "TAU", "HALF_PI", "E", "INF", "NAN", "PHI", "LN2", "LN10", "LOG2E", "LOG10E"]

@@ -4,8 +4,9 @@ on the CPU: kernels/backends/cpu_graph.py).
 A frame of a simulation is tens to hundreds of small launches (substeps times the solver's
 kernels). On a GPU each costs the host a launch; captured once into a CUDA graph, the whole frame
 is one ``cuGraphLaunch``. On the CPU a replay skips what Python does per launch (checks, packing):
-an 8x8-cell XPBD cloth frame of 188 launches takes 0.64 ms instead of 1.27. Warp's examples do
-this by hand (``ScopedCapture`` around ``simulate()``, then ``capture_launch`` per frame); ``CapturedStep`` is that pattern, with the warm-up it needs:
+an 8x8-cell XPBD cloth frame of 188 launches takes 0.68 ms instead of 1.36. Warp's examples do
+this by hand (``ScopedCapture`` around ``simulate()``, then ``capture_launch`` per frame);
+``CapturedStep`` is that pattern, with the warm-up it needs:
 
     step = sk.CapturedStep(simulate, device)   # simulate(): issues one frame's launches
     for frame in range(frames):

@@ -324,30 +324,29 @@ template <typename T, typename I>
 SK_INLINE int32 array_shape(const array_t<T>& a, I d) { return (d >= 0 && d < a.ndim) ? a.shape[d] : 0; }
 
 // lower_bound: the first index in [lo, hi) of a sorted 1D array whose element is not less than
-// value (hi when there is none); binary search
+// value (hi when there is none); binary search, its loads bounds-checked in debug mode
+template <bool C, bool CHECKED, typename T, typename V>
+SK_INLINE int32 lower_bound_in(int line, const array_t<T>& a, int32 l, int32 h, V value) {
+    while (l < h) {
+        const int32 mid = l + (h - l) / 2;
+        const T e = CHECKED ? load_checked<C>(line, a, mid) : load<C>(a, mid);
+        if (e < T(value)) l = mid + 1; else h = mid;
+    }
+    return l;
+}
 template <bool C, typename T, typename I, typename V>
 SK_INLINE int32 lower_bound(const array_t<T>& a, I lo, I hi, V value) {
-    int32 l = int32(lo), h = int32(hi);
-    while (l < h) {
-        const int32 mid = l + (h - l) / 2;
-        if (load<C>(a, mid) < T(value)) l = mid + 1; else h = mid;
-    }
-    return l;
+    return lower_bound_in<C, false>(0, a, int32(lo), int32(hi), value);
 }
 template <bool C, typename T, typename V>
-SK_INLINE int32 lower_bound(const array_t<T>& a, V value) { return lower_bound<C>(a, int32(0), a.shape[0], value); }
+SK_INLINE int32 lower_bound(const array_t<T>& a, V value) { return lower_bound_in<C, false>(0, a, 0, a.shape[0], value); }
 template <bool C, typename T, typename I, typename V>
 SK_INLINE int32 lower_bound_checked(int line, const array_t<T>& a, I lo, I hi, V value) {
-    int32 l = int32(lo), h = int32(hi);
-    while (l < h) {
-        const int32 mid = l + (h - l) / 2;
-        if (load_checked<C>(line, a, mid) < T(value)) l = mid + 1; else h = mid;
-    }
-    return l;
+    return lower_bound_in<C, true>(line, a, int32(lo), int32(hi), value);
 }
 template <bool C, typename T, typename V>
-SK_INLINE int32 lower_bound_checked(int line, const array_t<T>& a, V value) {
-    return lower_bound<C>(a, int32(0), a.shape[0], value);
+SK_INLINE int32 lower_bound_checked(int, const array_t<T>& a, V value) {   // (the whole array: in bounds)
+    return lower_bound_in<C, false>(0, a, 0, a.shape[0], value);
 }
 
 }  // namespace sk

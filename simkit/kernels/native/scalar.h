@@ -332,15 +332,17 @@ template <typename T> SK_INLINE if_int<T> bit_and(T a, T b) { return T(a & b); }
 template <typename T> SK_INLINE if_int<T> bit_or(T a, T b) { return T(a | b); }
 template <typename T> SK_INLINE if_int<T> bit_xor(T a, T b) { return T(a ^ b); }
 template <typename T> SK_INLINE if_int<T> invert(T a) { return T(~a); }
-// the number of set bits (of a signed value's two's complement)
-template <typename T> SK_INLINE if_int<T, int32> bit_count(T a) {
+// the number of set bits (of a signed value's two's complement: its unsigned type of the same size)
 #if SK_CUDA
-    return sizeof(T) == 8 ? __popcll((unsigned long long)a)
-                          : __popc((unsigned int)a & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u));
+SK_INLINE int32 popcount32(uint32 x) { return __popc(x); }
+SK_INLINE int32 popcount64(uint64 x) { return __popcll((unsigned long long)x); }
 #else
-    return sizeof(T) == 8 ? __builtin_popcountll((unsigned long long)a)
-                          : __builtin_popcount((unsigned int)a & (sizeof(T) == 4 ? 0xffffffffu : (1u << (8 * sizeof(T))) - 1u));
+SK_INLINE int32 popcount32(uint32 x) { return __builtin_popcount(x); }
+SK_INLINE int32 popcount64(uint64 x) { return __builtin_popcountll((unsigned long long)x); }
 #endif
+template <typename T> SK_INLINE if_int<T, int32> bit_count(T a) {
+    return sizeof(T) == 8 ? popcount64(uint64(a))
+         : popcount32(sizeof(T) == 4 ? uint32(a) : sizeof(T) == 2 ? uint32(uint16(a)) : uint32(uint8(a)));
 }
 SK_INLINE bool bit_and(bool a, bool b) { return a && b; }
 SK_INLINE bool bit_or(bool a, bool b) { return a || b; }

@@ -3,17 +3,17 @@
 
 The groups of every contact set (shape pairs, the ground, static meshes) form one list; group
 ``g`` joins the two bodies it holds, a body that cannot move (or the world) joining nothing. The
-colouring is Jones and Plassmann's (1993): every group has a fixed pseudo-random priority (a
-bijective hash of its index, so colours repeat exactly on every device); in each round, a group
-still uncoloured that outranks every uncoloured group sharing one of its bodies takes the lowest
-colour none of its coloured neighbours has (a bit mask per body). One group per body wins a round,
-so the masks are updated without races. Colours at or above ``max_colors``, and groups still
-uncoloured after the last round, go to the rest colour ``max_colors``, where bodies average what
-their groups push (Jacobi).
+colouring is greedy and speculative, with priorities as in Jones and Plassmann's (1993): every
+group has a fixed pseudo-random priority (a bijective hash of its index, so colours repeat exactly
+on every device). In each round, every uncoloured group tries the lowest colour none of its
+coloured neighbours has (a bit mask per body), and it takes that colour if it outranks every other
+group trying the same colour at its bodies. Groups that take a colour at one body in one round
+take different colours, so adding their bits updates the masks without races. Groups that would
+need a colour at or above ``max_colors``, and those still uncoloured after the last round, go to
+the rest colour ``max_colors``, where bodies average what their groups push (Jacobi).
 
-A round is two launches: each uncoloured group tries the lowest colour free at its bodies and puts
-its priority there (``claim_colors``); a group that outranks every other group trying that colour at
-its bodies takes it (``take_colors``). A stack of boxes takes 4 rounds, a lattice of 4096 boxes
+A round is two launches: each uncoloured group puts its priority on the colour it tries at its
+bodies (``claim_colors``); the groups that outrank the others take it (``take_colors``). A stack of boxes takes 4 rounds, a lattice of 4096 boxes
 with 6 neighbours each 9 (``COLOR_ROUNDS`` is the most a step runs).
 
 ``contact_colors`` runs it. On the CPU it stops when every group has a colour and lists each
