@@ -72,7 +72,10 @@ def emulated_library(source: str, ordinal: int):
     if key not in _libraries:
         host = emulated_source(source)
         flags = emulation_flags()
-        digest = hashlib.sha256((host + " ".join(flags) + cpu_backend.identity()).encode()).hexdigest()
+        from simkit.kernels.module import generator_hash  # (the native headers the source includes)
+
+        key = host + " ".join(flags) + cpu_backend.identity() + generator_hash()
+        digest = hashlib.sha256(key.encode()).hexdigest()
         d = os.path.join(cpu_backend.cache_root(), "cuda_emu", digest[:24])
         path = os.path.join(d, "module.so")
         if not os.path.exists(path):

@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 
 from ... import config
+from . import cpu_pch
 from ..errors import CompilerNotFoundError, NativeCompileError
 
 NATIVE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "native")
@@ -138,11 +139,15 @@ def build(source: str, lib_path: str, flags: list | None = None) -> None:
     _atomic_write(src_path, source.encode())
     fd, tmp_lib = tempfile.mkstemp(dir=d, prefix=".tmp_", suffix=".so")
     os.close(fd)
-    cmd = [cxx, *(compile_flags() if flags is None else flags), "-o", tmp_lib, src_path]
+    base = compile_flags() if flags is None else flags
+    cmd = [cxx, *base, "-o", tmp_lib, src_path]
+    pch = cpu_pch.flags_for(source, base, cxx, identity()) if flags is None else []
     if config.verbose:
-        print("simkit: " + " ".join(cmd))
+        print("simkit: " + " ".join(cmd[:1] + pch + cmd[1:]))
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        proc = subprocess.run(cmd[:1] + pch + cmd[1:], capture_output=True, text=True)
+        if proc.returncode != 0 and pch:  # (a precompiled header never decides a build: retry without)
+            proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             log = (proc.stderr or proc.stdout)[-20000:]
             _atomic_write(os.path.join(d, "error.log"), log.encode())
