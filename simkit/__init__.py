@@ -10,12 +10,12 @@
     x = sk.ones(1024, device="cpu"); y = sk.zeros(1024, device="cpu")
     sk.launch(saxpy, dim=1024, inputs=[2.0, x, y], device="cpu")
 """
-from . import autograd, collision, config, io, model, optim, solvers
+from . import autograd, collision, config, io, model, optim, solvers, types
 from .collision import Bvh, BvhQuery, HashGrid, MarchingCubes, Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay
 from .model import Control, Model, ModelBuilder, State
 from .solvers import RigidBodySolver, SemiImplicitEulerSolver, SPHSolver, XPBDSolver
 from .kernels import (CompileError, CompilerNotFoundError, Function, Kernel, NativeCompileError, constant, func,
-                      func_grad, func_replay, kernel, static, struct)
+                      func_grad, func_replay, kernel, overload, static, struct)
 from .kernels.api import builtin_functions as _builtin_functions
 from .kernels.math_constants import *  # noqa: F401,F403 - pi, e, inf, ...
 from .kernels.mathlib import *  # noqa: F401,F403 - norm_huber, quat_to_rpy, transform_compose, ...
@@ -48,8 +48,10 @@ def synchronize():
         driver.synchronize_all()
 
 
-__all__ = (["autograd", "collision", "config", "io", "model", "optim", "solvers", "Control", "Model", "ModelBuilder",
+__all__ = (["autograd", "collision", "config", "io", "model", "optim", "solvers", "types", "Control", "Model",
+            "ModelBuilder",
             "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver", "Bvh", "BvhQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "MarchingCubes", "Mesh", "CompileError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
-            "constant", "func", "func_grad", "func_replay", "kernel", "static", "struct", "init", "synchronize",
+            "constant", "func", "func_grad", "func_replay", "kernel", "overload", "static", "struct", "init",
+            "synchronize",
             "__version__", "get_module_options", "set_module_options"] + list(_constants_all) + list(_mathlib_all)
            + list(_decompositions_all) + list(_types_all) + list(_runtime_all) + sorted(_bf))

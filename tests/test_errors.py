@@ -372,8 +372,9 @@ def test_bad_launch_dims(device):
 def test_calling_a_kernel_or_func_from_python():
     with pytest.raises(TypeError, match="launch"):
         k_good(sk.zeros(1))
-    with pytest.raises(TypeError):
-        takes_int(1)
+    assert takes_int(7) == 7  # a @func runs from Python (as in Warp), on a one-thread kernel
+    with pytest.raises(TypeError, match="no overload of @func 'takes_int' takes \\(float32\\)"):
+        takes_int(1.5)
     with pytest.raises(RuntimeError, match="tid"):
         sk.tid()  # thread-only builtins have no meaning in Python
 

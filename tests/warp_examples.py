@@ -34,7 +34,8 @@ def load(name: str, backend: str):
         src = src.replace("import warp.render\n", "\n").replace("import warp as wp\n", "import simkit as wp\n")
     mod = types.ModuleType(f"warp_example_{name}_{backend}")
     mod.__file__ = path
-    exec(compile(src, path, "exec"), mod.__dict__)  # noqa: S102 - the installed package's own example
+    code = compile(src, path, "exec", dont_inherit=True)  # (not this file's __future__ flags)
+    exec(code, mod.__dict__)  # noqa: S102 - the installed package's own example
     return mod
 
 

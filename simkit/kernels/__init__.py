@@ -1,6 +1,6 @@
 """The kernel compiler: Python source -> typed IR -> C++/CUDA -> native code."""
 from . import types
-from .decorators import Function, Kernel, constant, func, func_grad, func_replay, kernel, static
+from .decorators import Function, Kernel, constant, func, func_grad, func_replay, kernel, overload, static
 from .errors import CompileError, CompilerNotFoundError, NativeCompileError
 from .struct import struct
 

@@ -125,6 +125,8 @@ class KernelSpec:
 
     def build_ir(self, options: dict):
         if self.ir is None:
+            if "max_unroll" in self.kernel.options:
+                options = {**options, "max_unroll": self.kernel.options["max_unroll"]}
             self.ir = build(self.kernel.func, self.param_types, is_kernel=True, name=self.cname,
                             options=options, src=self.kernel.source())
             self.ir.inline_body = self.kernel.inline_body
@@ -160,10 +162,12 @@ def arg_layout(types) -> tuple:
 class Kernel:
     """A compiled-on-demand kernel. Launch it with ``simkit.launch``."""
 
-    def __init__(self, pyfunc, *, key: str | None = None, module: str | None = None,
-                 enable_backward: bool | None = None, _inline_body: bool = False, _parallel_min: int | None = None):
-        from .module import get_module
+    def __init__(self, func, key: str | None = None, module: str | None = None, options: dict | None = None, *,
+                 enable_backward: bool | None = None, module_options: dict | None = None,
+                 _inline_body: bool = False, _parallel_min: int | None = None):
+        from .module import check_options, get_module
 
+        pyfunc = func
         self.func = pyfunc
         self.key = key or pyfunc.__name__
         self.__name__ = self.key
@@ -182,7 +186,17 @@ class Kernel:
         self.specs: dict = {}
         self._by_signature: dict = {}   # a launch's argument signature -> spec (runtime/launch.py)
         self._src = None
+        if module == "unique":  # as in Warp: a module of its own (its own options, compiled alone)
+            module = f"{pyfunc.__module__}.{_sanitize(pyfunc.__qualname__)}.unique{self.instance}"
+        elif module is not None and not isinstance(module, str):
+            module = module.__name__
         self.module = get_module(module or pyfunc.__module__)
+        # options of this kernel alone (``enable_backward``, ``max_unroll``), over its module's
+        self.options = dict(options or {})
+        check_options(self.options, f"kernel '{self.key}' options")
+        if module_options:
+            check_options(module_options, f"kernel '{self.key}' module_options")
+            self.module.options.update(module_options)
         self.module.add_kernel(self)
         if not self.generic:
             self.specs[None] = KernelSpec(self, self.param_types)
@@ -197,7 +211,7 @@ class Kernel:
         """False: no adjoint (the decorator's ``enable_backward``, else its module's option)."""
         if self._enable_backward is not None:
             return self._enable_backward
-        return self.module.options.get("enable_backward")
+        return self.options.get("enable_backward", self.module.options.get("enable_backward"))
 
     def spec_for(self, arg_types: tuple | None) -> KernelSpec:
         """The specialisation for these concrete argument types (generic kernels)."""
@@ -219,14 +233,62 @@ class Kernel:
         return f"<simkit.Kernel {self.key}>"
 
 
-def kernel(f=None, *, key: str | None = None, module: str | None = None, enable_backward: bool | None = None,
-           _inline_body: bool = False, _parallel_min: int | None = None):
-    """Decorate a Python function as a kernel (typed parameters, launched over a grid)."""
-    opts = dict(key=key, module=module, enable_backward=enable_backward, _inline_body=_inline_body,
-                _parallel_min=_parallel_min)
+#: Warp's kernel decorator hints that change no result here: ``launch_bounds`` (a CUDA register hint)
+#: and ``grid_stride`` (simkit's GPU kernels always loop over launches larger than their grid)
+_KERNEL_HINTS = ("launch_bounds", "grid_stride")
+
+
+def kernel(f=None, *, key: str | None = None, module=None, enable_backward: bool | None = None,
+           module_options: dict | None = None, _inline_body: bool = False, _parallel_min: int | None = None,
+           **hints):
+    """Decorate a Python function as a kernel (typed parameters, launched over a grid).
+
+    ``module="unique"`` gives the kernel a module of its own; ``module_options`` sets that module's
+    options (as ``set_module_options``)."""
+    unknown = sorted(set(hints) - set(_KERNEL_HINTS))
+    if unknown:
+        raise TypeError(f"kernel() got unsupported option(s) {', '.join(unknown)} (simkit takes key, module, "
+                        f"enable_backward, module_options; {', '.join(_KERNEL_HINTS)} are accepted as hints)")
+    opts = dict(key=key, module=module, module_options=module_options, enable_backward=enable_backward,
+                _inline_body=_inline_body, _parallel_min=_parallel_min)
     if f is None:
         return lambda g: Kernel(g, **opts)
     return Kernel(f, **opts)
+
+
+def overload(kernel, arg_types=None):
+    """Declare a concrete specialisation of a generic kernel, as Warp's ``overload``: either
+    ``overload(k, [types...])`` / ``overload(k, {"name": type})``, or ``@overload`` on a function of the
+    kernel's name whose annotations are concrete and whose body is ``...``. Returns the kernel (a launch
+    picks the specialisation from its arguments' types)."""
+    if not isinstance(kernel, Kernel):
+        from .module import get_module
+
+        fn = kernel
+        found = [k for k in get_module(fn.__module__).kernels if k.func.__name__ == fn.__name__ and k.generic]
+        if not found:
+            raise TypeError(f"overload: no generic kernel named '{fn.__name__}' in module {fn.__module__}")
+        kernel, arg_types = found[-1], _param_types(fn, required=True)
+    if not kernel.generic:
+        raise TypeError(f"overload: kernel '{kernel.key}' is not generic; only generic kernels are overloaded")
+    types = dict(kernel.param_types)
+    if isinstance(arg_types, dict):
+        for name, t in arg_types.items():
+            if name not in types:
+                raise TypeError(f"overload of kernel '{kernel.key}': it has no parameter '{name}'")
+            types[name] = T.as_kernel_type(t)
+    elif isinstance(arg_types, (list, tuple)):
+        if len(arg_types) != len(types):
+            raise TypeError(f"overload of kernel '{kernel.key}': {len(arg_types)} types for {len(types)} parameters")
+        types = dict(zip(types, (T.as_kernel_type(t) for t in arg_types)))
+    else:
+        raise TypeError("overload: the types must be a list or a dict of parameter names")
+    for name, t in types.items():
+        if T.is_generic(t) or not T.types_match(kernel.param_types[name], t):
+            raise TypeError(f"overload of kernel '{kernel.key}': parameter '{name}' cannot be "
+                            f"{T.type_name(t)} (declared {T.type_name(kernel.param_types[name])})")
+    kernel.spec_for(tuple(types.values()))
+    return kernel
 
 
 # ---------------------------------------------------------------------------
@@ -278,8 +340,12 @@ class Function:
         return src
 
     def specialize(self, args: list, builder):
-        """Pick the first overload matching the argument Vars; returns (FuncSpec, coerced args)."""
-        for i, (pyfunc, types, _) in enumerate(self.overloads):
+        """Pick the first overload matching the argument Vars, concrete overloads before generic ones (as
+        Warp); returns (FuncSpec, coerced args)."""
+        order = sorted(range(len(self.overloads)),
+                       key=lambda k: any(T.is_generic(t) for t in self.overloads[k][1].values()))
+        for i in order:
+            pyfunc, types, _ = self.overloads[i]
             if len(types) != len(args):
                 continue
             coerced, concrete, ok = [], {}, True
@@ -324,8 +390,20 @@ class Function:
             spec.replay_ir = build_replay(self, spec) if self.custom_replay is not None else None
         return spec
 
-    def __call__(self, *args):
-        raise TypeError(f"@func '{self.key}' can only be called from kernels and other @funcs")
+    def __call__(self, *args, **kwargs):
+        """From Python (as in Warp): computed by a one-thread CPU kernel calling this @func, compiled once
+        per argument types (simkit/runtime/pyscope.py)."""
+        from . import api  # (simkit.runtime sets its PYTHON_SCOPE evaluator: kernels never import runtime)
+
+        if api.PYTHON_SCOPE is None:
+            raise RuntimeError(f"@func '{self.key}' can be called from Python once simkit.runtime is imported")
+        if len(self.overloads) == 1:  # keywords bound, default values fill what the call leaves out
+            bound = inspect.signature(self.overloads[0][0]).bind(*args, **kwargs)
+            bound.apply_defaults()
+            args = bound.args
+        elif kwargs:
+            raise TypeError(f"@func '{self.key}' has overloads: call it from Python with positional arguments")
+        return api.PYTHON_SCOPE(_sanitize(self.key), args, function=self)
 
     def __repr__(self):
         return f"<simkit.Function {self.key}>"
@@ -334,8 +412,13 @@ class Function:
 _functions: dict = {}
 
 
-def func(f):
-    """Decorate a Python function callable from kernels. Same-named @funcs in a module overload each other."""
+def func(f=None, *, module=None, inline: bool | None = None):
+    """Decorate a Python function callable from kernels. Same-named @funcs in a module overload each other.
+
+    ``module`` and ``inline`` are accepted for Warp's signature: a @func compiles into the module of each
+    kernel that calls it, and the C++ compiler decides what to inline."""
+    if f is None:
+        return lambda g: func(g)
     key = (f.__module__, f.__qualname__)
     if "<locals>" in f.__qualname__:  # a closure: each definition is its own function
         return Function(f)
@@ -387,5 +470,5 @@ def static(expr):
 
 static._simkit_static = True
 
-__all__ = ["kernel", "func", "func_grad", "func_replay", "constant", "static", "Kernel", "Function", "Py"]
+__all__ = ["kernel", "overload", "func", "func_grad", "func_replay", "constant", "static", "Kernel", "Function", "Py"]
 _ = sys

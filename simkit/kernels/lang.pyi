@@ -80,6 +80,7 @@ def atomic_cas(*args: Any, **kwargs: Any) -> Any:
         atomic_cas(a: array(dtype=Any, ndim=1), i: Int, compare: Any, value: Any) -> _dtype
         atomic_cas(a: array(dtype=Any, ndim=2), i: Int, j: Int, compare: Any, value: Any) -> _dtype
         atomic_cas(a: array(dtype=Any, ndim=3), i: Int, j: Int, k: Int, compare: Any, value: Any) -> _dtype
+        atomic_cas(a: array(dtype=Any, ndim=4), i: Int, j: Int, k: Int, l: Int, compare: Any, value: Any) -> _dtype
     """
     ...
 
@@ -515,7 +516,7 @@ def log2(x: Any) -> Any:
     ...
 
 def lower_bound(*args: Any, **kwargs: Any) -> Any:
-    """The first index of the sorted 1D array ``arr`` whose element is not less than ``value`` (``arr.shape[0]`` if none is): a binary search.
+    """The first index of the sorted 1D array ``arr`` whose element is not less than ``value``: a binary search. As in Warp, a value above every element gives the last index, ``arr.shape[0] - 1``.
 
     Overloads:
         lower_bound(arr: array(dtype=Any, ndim=1), value: Any) -> int32

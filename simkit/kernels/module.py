@@ -49,13 +49,18 @@ def set_module_options(options: dict, module=None) -> None:
     ``enable_backward`` (False: its kernels have no adjoint; a backward pass through one raises) and
     ``max_unroll`` (static loops of at most this many iterations are unrolled). Its kernels compile
     with them at their next load. ``fast_math`` and ``lineinfo`` are accepted and change nothing."""
+    check_options(options, "set_module_options")
+    get_module(_module_name(module)).options.update(options)
+
+
+def check_options(options: dict, who: str) -> None:
+    """Refuse module options simkit does not know, or a bad ``max_unroll``."""
     unknown = sorted(set(options) - set(MODULE_OPTIONS) - set(IGNORED_OPTIONS))
     if unknown:
-        raise ValueError(f"set_module_options: simkit takes {', '.join(MODULE_OPTIONS)} (and accepts "
+        raise ValueError(f"{who}: simkit takes {', '.join(MODULE_OPTIONS)} (and accepts "
                          f"{', '.join(IGNORED_OPTIONS)}, without effect); not {', '.join(unknown)}")
     if "max_unroll" in options and (not isinstance(options["max_unroll"], int) or options["max_unroll"] < 0):
-        raise ValueError(f"set_module_options: max_unroll must be an int >= 0, got {options['max_unroll']!r}")
-    get_module(_module_name(module)).options.update(options)
+        raise ValueError(f"{who}: max_unroll must be an int >= 0, got {options['max_unroll']!r}")
 
 
 def get_module_options(module=None) -> dict:
@@ -131,7 +136,7 @@ class Module:
     def __init__(self, name: str):
         self.name = name
         self.kernels: list = []
-        self.options: dict = {}     # set_module_options
+        self.options: dict = {"enable_backward": True}  # set_module_options (Warp's default listed)
 
     def add_kernel(self, k):
         self.kernels.append(k)

@@ -85,6 +85,7 @@ def _scalar(name, np_dtype, ctypes_type, kind, cname=None):
             "_ctype": "sk::" + (cname or name),
             "_np": dt,
             "_ctypes_type": ctypes_type,
+            "_type_": ctypes_type,  # (Warp's name for it)
             "_size": dt.itemsize,
             "_kind": kind,
             "__doc__": f"{name} scalar type.",
@@ -193,7 +194,27 @@ class value_base(np.ndarray):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(repr(x) for x in np.asarray(self).reshape(-1).tolist())})"
 
-    __str__ = __repr__
+    def __str__(self) -> str:  # as Warp prints values: [1.0, 2.0, 3.0]; a matrix one row per line
+        rows = np.asarray(self).tolist()
+        if np.ndim(self) == 2:
+            return "[" + ",\n ".join(str(r) for r in rows) + "]"
+        return str(rows)
+
+    # == compares whole values, as in Warp (``v == w`` is one bool; numpy's np.equal stays elementwise)
+    def __eq__(self, other):
+        try:
+            o = np.asarray(other)
+        except Exception:  # pragma: no cover - objects numpy cannot take
+            return NotImplemented
+        if o.dtype == object or o.size != self.size:
+            return False
+        return _py.bool(np.array_equal(np.asarray(self).reshape(-1), o.reshape(-1)))
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None
 
     # component names
     def _comp(i):  # noqa: N805
@@ -217,6 +238,7 @@ _value_cache: dict = {}
 
 def _value_type(kind, shape, dtype, name=None):
     dtype = normalize_dtype(dtype)
+    shape = tuple(Any if s is _PyAny else s for s in shape)  # (typing.Any, as Warp takes it)
     key = (kind, shape, dtype)
     cls = _value_cache.get(key)
     if cls is not None:
@@ -233,7 +255,9 @@ def _value_type(kind, shape, dtype, name=None):
     cls = type(
         name,
         (value_base,),
-        {"_kind": kind, "_shape": shape, "_dtype": dtype, "_length": length, "_generic": generic},
+        {"_kind": kind, "_shape": shape, "_dtype": dtype, "_length": length, "_generic": generic,
+         # Warp's names for the same facts, which code written for Warp reads
+         "_shape_": shape, "_length_": length, "_wp_scalar_type_": dtype},
     )
     _value_cache[key] = cls
     return cls

@@ -166,7 +166,7 @@ class array:
         if esh:
             k = len(esh)
             if src.shape[-k:] != esh:
-                if src.ndim == 1 and src.size % int(np.prod(esh)) == 0 and len(esh) == 1:
+                if src.ndim == 1 and src.size % int(np.prod(esh)) == 0:  # flat data, as Warp takes it
                     src = src.reshape(-1, *esh)
                 else:
                     raise ValueError(f"data of shape {src.shape} cannot hold {T.type_name(self.dtype)} elements "

@@ -47,22 +47,28 @@ def _expr(t) -> str:
     return f"T.transformation(T.{t._dtype._type_name})"
 
 
-def _compile(key: str, types: tuple):
-    info = registry.CallInfo(list(types), [], [None] * len(types))
-    b = registry.resolve(key, info)
-    if b is None:
-        from ..kernels.frontend.builder import no_overload_message
+def _compile(key: str, types: tuple, function=None):
+    """A one-thread kernel calling builtin ``key`` (or the @func ``function``) on ``types``."""
+    if function is None:
+        info = registry.CallInfo(list(types), [], [None] * len(types))
+        b = registry.resolve(key, info)
+        if b is None:
+            from ..kernels.frontend.builder import no_overload_message
 
-        raise TypeError(no_overload_message(key, list(types)))
-    ret = b.result_type(info)
-    rets = list(ret) if isinstance(ret, tuple) else ([] if ret is None else [ret])
+            raise TypeError(no_overload_message(key, list(types)))
+        ret = b.result_type(info)
+        rets = list(ret) if isinstance(ret, tuple) else ([] if ret is None else [ret])
+        callee = f"B = BuiltinFunction({key!r})"
+    else:
+        rets = _func_returns(function, types)
+        callee = "B = None  # the @func, set below"
     params = [f"a{k}: sk.array(dtype={_expr(t)})" for k, t in enumerate(types)]
     params += [f"r{k}: sk.array(dtype={_expr(t)})" for k, t in enumerate(rets)]
     call = f"B({', '.join(f'a{k}[0]' for k in range(len(types)))})"
     body = [f"    {', '.join(f'v{k}' for k in range(len(rets)))} = {call}"] if rets else [f"    {call}"]
     body += [f"    r{k}[0] = v{k}" for k in range(len(rets))]
     src = "\n".join(["import simkit as sk", "from simkit.kernels import types as T",
-                     "from simkit.kernels.api import BuiltinFunction", f"B = BuiltinFunction({key!r})",
+                     "from simkit.kernels.api import BuiltinFunction", callee,
                      "@sk.kernel", f"def k({', '.join(params)}):"] + body) + "\n"
     tag = hashlib.sha256(src.encode()).hexdigest()[:16]
     name = f"simkit_pyscope_{key}_{tag}"
@@ -74,21 +80,35 @@ def _compile(key: str, types: tuple):
         with open(tmp, "w") as f:
             f.write(src)
         os.replace(tmp, path)
+    if function is not None:  # one file per (name, types); each @func of that name gets its own module
+        name = f"{name}_{id(function):x}"
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
+    if function is not None:
+        mod.B = function  # (kernels resolve globals when they compile, at the first launch)
     return mod.k, rets
 
 
-def evaluate(key: str, args: tuple):
+def _func_returns(function, types: tuple) -> list:
+    for i, (_, ptypes, _) in enumerate(function.overloads):
+        if len(ptypes) == len(types) and all(T.types_match(p, t) for p, t in zip(ptypes.values(), types)):
+            return list(function._spec(i, dict(zip(ptypes, types))).return_types)
+    got = ", ".join(T.type_name(t) for t in types)
+    raise TypeError(f"no overload of @func '{function.key}' takes ({got})")
+
+
+def evaluate(key: str, args: tuple, function=None):
+    """Builtin ``key`` (or the @func ``function``) applied to ``args``, computed by a one-thread kernel."""
     from .array import array, zeros
     from .launch import launch
 
     types = tuple(_type_of(a) for a in args)
-    entry = _cache.get((key, types))
+    cache_key = (key if function is None else function, types)
+    entry = _cache.get(cache_key)
     if entry is None:
-        entry = _cache[(key, types)] = _compile(key, types)
+        entry = _cache[cache_key] = _compile(key, types, function)
     kernel, rets = entry
     ins = [array(np.asarray(a).reshape((1,) + tuple(getattr(t, "_shape", ()))), dtype=t, device="cpu")
            for a, t in zip(args, types)]

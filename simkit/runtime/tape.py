@@ -197,9 +197,8 @@ class Tape:
     # ------------------------------------------------------------------ backward
 
     def backward(self, loss=None, grads: dict | None = None):
-        """Propagate adjoints from ``loss`` (seeded with 1) or from ``grads`` {array: grad values}."""
-        if loss is None and not grads:
-            raise ValueError("backward() needs a loss array or grads={array: gradient}")
+        """Propagate adjoints from ``loss`` (seeded with 1), from ``grads`` {array: grad values}, or, with
+        neither, from what the arrays' ``.grad`` already hold (set them before, as in Warp)."""
         if loss is not None:
             if not loss.requires_grad:
                 raise ValueError("the loss array was created without requires_grad=True")

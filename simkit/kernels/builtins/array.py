@@ -52,9 +52,11 @@ def _sorted_scalars(info):
 
 add_builtin("lower_bound", {"arr": ArrayType(Any, 1), "value": Any}, int32, native="sk::lower_bound<SKC>",
             checked=True, differentiable=False, match=_sorted_scalars,
-            doc="The first index of the sorted 1D array ``arr`` whose element is not less than ``value`` "
-                "(``arr.shape[0]`` if none is): a binary search.", group="array")
+            doc="The first index of the sorted 1D array ``arr`` whose element is not less than ``value``: a "
+                "binary search. As in Warp, a value above every element gives the last index, "
+                "``arr.shape[0] - 1``.", group="array")
 add_builtin("lower_bound", {"arr": ArrayType(Any, 1), "arr_begin": int32, "arr_end": int32, "value": Any}, int32,
             native="sk::lower_bound<SKC>", checked=True, differentiable=False, match=_sorted_scalars,
             doc="The first index in ``[arr_begin, arr_end)`` of the sorted 1D array ``arr`` whose element is not "
-                "less than ``value`` (``arr_end`` if none is).", group="array")
+                "less than ``value``; as in Warp, ``arr_end - 1`` if none is (``arr_begin`` for an empty range).",
+            group="array")

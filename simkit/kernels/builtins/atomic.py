@@ -46,10 +46,9 @@ for _nd in (1, 2, 3, 4):
                     doc=f"Atomically store a[i...] {_op} value (bitwise, integer elements); returns the old value. "
                         f"``a[i] {dict(AND='&', OR='|', XOR='^')[_op]}= value`` in a kernel calls it.",
                     group="atomic")
-    if _nd <= 3:
-        add_builtin("atomic_cas", {"a": ArrayType(Any, _nd), **_idx, "compare": Any, "value": Any}, _dtype,
-                    native="sk::atomic_cas<SKC>", checked=True, side_effects=True, replay=False,
-                    differentiable=False, match=_scalar_value_matches,
-                    doc="Atomically set a[i...] = value if it equals compare (scalar elements); returns the old "
-                        "value.",
-                    group="atomic")
+    add_builtin("atomic_cas", {"a": ArrayType(Any, _nd), **_idx, "compare": Any, "value": Any}, _dtype,
+                native="sk::atomic_cas<SKC>", checked=True, side_effects=True, replay=False,
+                differentiable=False, match=_scalar_value_matches,
+                doc="Atomically set a[i...] = value if it equals compare (scalar elements); returns the old "
+                    "value.",
+                group="atomic")

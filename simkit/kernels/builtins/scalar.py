@@ -45,7 +45,7 @@ _float_int("pos", ("x",), "+x.")
 for _key, _sym in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "=="), ("ne", "!=")):
     add_builtin(_key, {"a": Scalar, "b": Scalar}, _bool, differentiable=False, hidden=True,
                 group="operator", doc=f"a {_sym} b.")
-for _key, _sym in (("eq", "=="), ("ne", "!=")):
+for _key, _sym in (("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "=="), ("ne", "!=")):
     add_builtin(_key, {"a": _bool, "b": _bool}, _bool, differentiable=False, hidden=True,
                 group="operator", doc=f"a {_sym} b.")
 

@@ -10,6 +10,7 @@ from ..errors import CompileError
 from .builder import FunctionBuilder, SourceInfo
 from .expressions import ExpressionMixin
 from .jumps import lower_jumps
+from .slices import SliceMixin
 from .statements import StatementMixin
 
 
@@ -21,7 +22,7 @@ class _Predeclare(CompileError):
         self.name, self.type = name, type_
 
 
-class Builder(StatementMixin, ExpressionMixin, FunctionBuilder):
+class Builder(SliceMixin, StatementMixin, ExpressionMixin, FunctionBuilder):
     def lookup(self, name, node):
         if name not in self.symbols and name in self.loop_locals:
             t = self.loop_local_types.get(name)

@@ -166,13 +166,18 @@ class FunctionBuilder:
             return self.to_value(self.src.globals[name])
         if hasattr(pybuiltins, name):
             return Py(getattr(pybuiltins, name))
+        found = _language_name(name)
+        if found is not None:  # a builtin or type named bare (``vec3(...)``, ``expect_eq``), as Warp allows
+            return self.to_value(found)
         raise self.error(f"unknown name '{name}'", node)
 
     def to_value(self, obj):
         """A Python object referenced from a kernel: constants become Vars, the rest stays Py."""
         if isinstance(obj, (bool, int, float, np.generic)) and not isinstance(obj, np.ndarray):
-            t, _ = const_type(obj)
-            return self.const(obj, t, weak=False)
+            # a Python number (a module constant like sk.pi) acts as a literal: it takes the precision of
+            # what it meets (vec3d(sk.pi) keeps every digit); numpy scalars keep their own type
+            t, weak = const_type(obj)
+            return self.const(obj, t, weak=weak and not isinstance(obj, np.generic))
         if isinstance(obj, T.value_base):
             return self.const(tuple(np.asarray(obj).reshape(-1).tolist()), type(obj))
         return Py(obj)
@@ -198,6 +203,10 @@ class FunctionBuilder:
             b = R.resolve(key, info)
         if b is None:
             raise self.error(no_overload_message(key, info.arg_types), node)
+        if len(args) < len(b.input_types) and all(  # trailing number defaults (expect_near's tolerance)
+                isinstance(b.defaults.get(n), (int, float)) for n in list(b.input_types)[len(args):]):
+            args = args + self._defaults(b, args)
+            info = R.CallInfo([a.type for a in args], [], [a.const if a.is_const else None for a in args], target)
         try:
             ret = b.result_type(info)
         except TypeError as e:
@@ -253,6 +262,16 @@ class FunctionBuilder:
             if isinstance(src, ast.Name) and src.id in self.symbols:
                 self.symbols[src.id] = m
         return args
+
+    def _defaults(self, b, args) -> list:
+        """The values of the parameters after ``args`` that the call leaves out: their defaults, a float
+        literal taking the floating type of the arguments before it."""
+        floats = [T.scalar_of(a.type) for a in args if T.is_value(a.type) or T.is_float(a.type)]
+        out = []
+        for name in list(b.input_types)[len(args):]:
+            v = self.to_value(b.defaults[name])
+            out.append(self.literal_as(v, floats[0]) if floats and isinstance(v, ir.Var) else v)
+        return out
 
     def _bind_kwargs(self, key, args, kw, node):
         ovs = R.overloads(key)
@@ -406,3 +425,15 @@ def no_overload_message(key, arg_types) -> str:
         sigs.append(f"{key}(" + ", ".join(f"{n}: {T.type_name(t)}" for n, t in b.input_types.items()) + ")")
     more = f" (and {len(ovs) - 6} more)" if len(ovs) > 6 else ""
     return f"no overload of '{key}' takes ({got}); candidates: " + "; ".join(sigs) + more
+
+
+def _language_name(name: str):
+    """The kernel builtin or type that ``name`` stands for when a kernel uses it unqualified."""
+    from .. import api
+    from .. import types as T
+
+    fn = api.builtin_functions().get(name)
+    if fn is not None:
+        return fn
+    t = getattr(T, name, None)
+    return t if isinstance(t, type) and (T.is_value(t) or T.is_scalar(t)) else None

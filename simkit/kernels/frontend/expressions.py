@@ -9,6 +9,7 @@ from .. import ir
 from .. import registry as R
 from .. import types as T
 from .builder import Py, ShapeOf, TupleValue, describe
+from .slices import has_slice
 
 BINOPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -233,6 +234,8 @@ class ExpressionMixin:
             if k.is_const and isinstance(base.obj, (list, tuple)):
                 return self.to_value(base.obj[k.const])
             raise self.error(f"cannot index {describe(base)} in a kernel", node)
+        if isinstance(base, ir.Var) and T.is_value(base.type) and has_slice(node.slice):
+            return self.read_slice(base, node.slice, node)
         idx = self.index_values(node.slice)
         t = base.type
         if isinstance(t, T.ArrayType):
@@ -320,6 +323,9 @@ class ExpressionMixin:
         key = "cast" if T.is_scalar(target) else target._kind
         if key == "cast" and len(args) == 1 and args[0].is_const and T.is_scalar(args[0].type):
             return self.const(args[0].const, target)
+        if T.is_value(target):  # literals take the target's precision (vec3d(1.00000005) keeps its digits)
+            args = [self.const(a.const, target._dtype) if a.is_const and a.weak and T.is_scalar(a.type) else a
+                    for a in args]
         return self.call_builtin(key, args, node, target=target)
 
     def construct_struct(self, target, args, kw, node):
@@ -410,6 +416,11 @@ class ExpressionMixin:
         expr = ast.unparse(node.args[0])
         scope = dict(self.src.globals)
         scope.update(self.src.closure)
+        for name, v in self.symbols.items():  # locals, as Warp sees them: constants by value, others by type
+            if isinstance(v, Py):
+                scope[name] = v.obj
+            elif isinstance(v, ir.Var):
+                scope[name] = v.const if v.is_const and v.const is not None else _LocalOfType(name, v.type)
         try:
             value = eval(compile(ast.Expression(node.args[0]), self.src.filename, "eval"), scope)  # noqa: S307
         except Exception as e:  # pragma: no cover - message path
@@ -463,3 +474,19 @@ def c_common_type(a, b):
 
 
 SIGNED_INTS = (T.int8, T.int16, T.int32, T.int64)
+
+
+class _LocalOfType:
+    """A kernel variable inside ``static(...)``: only its type is known then (``len(v)`` works)."""
+
+    def __init__(self, name, t):
+        self._name, self._type = name, t
+
+    def __len__(self):
+        t = self._type
+        if T.is_value(t):
+            return t._shape[0]
+        raise TypeError(f"len() of kernel variable '{self._name}' ({T.type_name(t)}) is not known at compile time")
+
+    def __getattr__(self, attr):
+        raise NameError(f"'{self._name}' is a kernel variable; static() sees its value only if it is a constant")

@@ -16,6 +16,7 @@ from ..errors import CompileError
 from .builder import Py, TupleValue, describe
 from .expressions import BINOPS
 from .jumps import RETVAL
+from .slices import has_slice
 
 MAX_UNROLL = 16
 
@@ -210,7 +211,7 @@ class StatementMixin:
             elem, comp_node = target.value, target.slice
         else:
             return False
-        if not isinstance(elem, ast.Subscript):
+        if not isinstance(elem, ast.Subscript) or (comp_node is not None and has_slice(comp_node)):
             return False
         arr = self.eval(elem.value)
         if not (isinstance(arr, ir.Var) and isinstance(arr.type, T.ArrayType)):
@@ -263,6 +264,9 @@ class StatementMixin:
                     raise self.error(f"cannot store a {T.type_name(value.type)} value in an array of "
                                      f"{T.type_name(base.type.dtype)}; convert it explicitly", target)
                 self.call_builtin("store", [base] + idx + [value], target)
+                return
+            if isinstance(base, ir.Var) and T.is_value(base.type) and has_slice(target.slice):
+                self.assign_slice(target, value, target)
                 return
             if isinstance(base, ir.Var) and T.is_value(base.type):
                 idx = self.index_values(target.slice)
@@ -442,7 +446,12 @@ class StatementMixin:
                     self.exec_block(node.body)
                 return
         loop_var = self.new_var(T.int32, label=name, mutable=True)
-        carried, body, before = self.loop_body(node.body, {name: loop_var})
+        stmts, extra = node.body, {name: loop_var}
+        if name in self.symbols:  # the name is read after the loop (or set before): as in Python, it keeps
+            hidden = f"_sk_range_{name}"  # the last value the loop gave it, so each iteration assigns it
+            assign = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=ast.Name(id=hidden, ctx=ast.Load()))
+            stmts, extra = [ast.fix_missing_locations(ast.copy_location(assign, node))] + node.body, {hidden: loop_var}
+        carried, body, before = self.loop_body(stmts, extra)
         carried_vars = dict(carried)
         stop = [carried_vars[f] for f in getattr(node, "_sk_stop", ()) if f in carried_vars]
         self.emit(ir.For(var=loop_var, start=start, end=end, step=step, body=body,

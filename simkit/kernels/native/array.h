@@ -324,9 +324,11 @@ template <typename T, typename I>
 SK_INLINE int32 array_shape(const array_t<T>& a, I d) { return (d >= 0 && d < a.ndim) ? a.shape[d] : 0; }
 
 // lower_bound: the first index in [lo, hi) of a sorted 1D array whose element is not less than
-// value (hi when there is none); binary search, its loads bounds-checked in debug mode
+// value; as in Warp, the search never passes hi - 1 (a value above every element gives hi - 1, an
+// empty range lo). Binary search, its loads bounds-checked in debug mode
 template <bool C, bool CHECKED, typename T, typename V>
 SK_INLINE int32 lower_bound_in(int line, const array_t<T>& a, int32 l, int32 h, V value) {
+    h -= 1;
     while (l < h) {
         const int32 mid = l + (h - l) / 2;
         const T e = CHECKED ? load_checked<C>(line, a, mid) : load<C>(a, mid);

@@ -258,6 +258,10 @@ template <bool C, typename T, typename I0, typename I1, typename I2>
 SK_INLINE T atomic_cas(const array_t<T>& a, I0 i, I1 j, I2 k, const T& cmp, const T& v) {
     return atomic_cas_at<C>(address<C>(a, i, j, k), cmp, v);
 }
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
+SK_INLINE T atomic_cas(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const T& cmp, const T& v) {
+    return atomic_cas_at<C>(address<C>(a, i, j, k, l), cmp, v);
+}
 template <bool C, typename T, typename I0>
 SK_INLINE T atomic_cas_checked(int line, const array_t<T>& a, I0 i, const T& cmp, const T& v) {
     return atomic_cas_at<C>(checked_address<C>(line, a, i), cmp, v);
@@ -269,6 +273,10 @@ SK_INLINE T atomic_cas_checked(int line, const array_t<T>& a, I0 i, I1 j, const 
 template <bool C, typename T, typename I0, typename I1, typename I2>
 SK_INLINE T atomic_cas_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, const T& cmp, const T& v) {
     return atomic_cas_at<C>(checked_address<C>(line, a, i, j, k), cmp, v);
+}
+template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
+SK_INLINE T atomic_cas_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const T& cmp, const T& v) {
+    return atomic_cas_at<C>(checked_address<C>(line, a, i, j, k, l), cmp, v);
 }
 
 }  // namespace sk

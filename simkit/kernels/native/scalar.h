@@ -310,7 +310,7 @@ template <typename T> SK_INLINE if_int<T> pow(T x, T y) {
 template <typename T> SK_INLINE if_int<T, void> adj_pow(T, T, T&, T&, T) {}
 
 // ---------------------------------------------------------------------------
-// Comparisons (not differentiable; bool compares with eq/ne)
+// Comparisons (not differentiable; bools compare too, false < true)
 
 #define SK_COMPARE(name, op)                                                                   \
     template <typename T> SK_INLINE if_scalar<T, bool> name(T a, T b) { return calc_t<T>(a) op calc_t<T>(b); }
@@ -323,6 +323,10 @@ SK_COMPARE(ne, !=)
 #undef SK_COMPARE
 SK_INLINE bool eq(bool a, bool b) { return a == b; }
 SK_INLINE bool ne(bool a, bool b) { return a != b; }
+SK_INLINE bool lt(bool a, bool b) { return a < b; }
+SK_INLINE bool le(bool a, bool b) { return a <= b; }
+SK_INLINE bool gt(bool a, bool b) { return a > b; }
+SK_INLINE bool ge(bool a, bool b) { return a >= b; }
 
 // ---------------------------------------------------------------------------
 // Bitwise (integers; and/or/xor also on bool). Shifts by a negative amount or
