@@ -14,7 +14,7 @@ import sys
 
 import numpy as np
 
-from ..kernels import registry
+from ..kernels import ir, registry
 from ..kernels import types as T
 from ..kernels.backends.cpu import cache_root
 
@@ -92,11 +92,9 @@ def _compile(key: str, types: tuple, function=None):
 
 
 def _func_returns(function, types: tuple) -> list:
-    for i, (_, ptypes, _) in enumerate(function.overloads):
-        if len(ptypes) == len(types) and all(T.types_match(p, t) for p, t in zip(ptypes.values(), types)):
-            return list(function._spec(i, dict(zip(ptypes, types))).return_types)
-    got = ", ".join(T.type_name(t) for t in types)
-    raise TypeError(f"no overload of @func '{function.key}' takes ({got})")
+    """The result types of the overload a kernel would call with arguments of these types."""
+    spec, _ = function.specialize([ir.Var(f"a{k}", t) for k, t in enumerate(types)], None)
+    return list(spec.return_types)
 
 
 def evaluate(key: str, args: tuple, function=None):
