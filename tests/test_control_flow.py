@@ -547,3 +547,31 @@ def test_assert_checked_in_debug_mode(device):
     a = sk.array(np.array([1, 2, -3, 4], np.int32), device=device)
     sk.launch(k_assert, dim=4, inputs=[a], device=device)  # release mode: asserts are not checked
     np.testing.assert_array_equal(a.numpy(), [2, 3, -2, 5])
+
+
+@sk.kernel
+def static_skip(x: sk.array(dtype=sk.float64), out: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    s = sk.float64(0.0)
+    for k in range(40):                 # longer than max_unroll: unrolled because static() reads k
+        if sk.static(k % 3 != 1):
+            continue
+        s += sk.float64(k) * x[i] * x[i]
+    for k in range(5):                  # short: unrolled, with a continue taken at run time
+        if x[i] < sk.float64(k):
+            continue
+        s += sk.float64(1.0)
+    out[i] = s
+
+
+def test_static_of_the_loop_variable_unrolls_the_loop(device):
+    xv = np.array([1.5, -2.0, 3.5])
+    x = sk.array(xv, dtype=sk.float64, requires_grad=True, device=device)
+    out = sk.zeros(3, dtype=sk.float64, requires_grad=True, device=device)
+    with sk.Tape() as tape:
+        sk.launch(static_skip, 3, inputs=[x], outputs=[out], device=device)
+    ks = sum(k for k in range(40) if k % 3 == 1)
+    counts = np.array([sum(1 for k in range(5) if not v < k) for v in xv])
+    np.testing.assert_allclose(out.numpy(), ks * xv**2 + counts)
+    tape.backward(grads={out: np.ones(3)})
+    np.testing.assert_allclose(x.grad.numpy(), 2 * ks * xv)

@@ -1,5 +1,6 @@
 """@func_grad custom adjoints and @func_replay, against analytic gradients."""
 import numpy as np
+import pytest
 
 import simkit as sk
 
@@ -58,3 +59,56 @@ def test_custom_adjoints_are_used(device):
     dsqrt = np.where(xv > 0, 1.0 / np.sqrt(np.abs(xv)), 0.0)  # the custom (doubled) derivative
     np.testing.assert_allclose(x.grad.numpy(), dsqrt + yv + 3.0)
     np.testing.assert_allclose(y.grad.numpy(), 10.0 * xv)
+
+
+@sk.func
+def polar(x: f64, y: f64):
+    return sk.sqrt(x * x + y * y), sk.atan2(y, x)
+
+
+@sk.func_grad(polar)
+def adj_polar(x: f64, y: f64, adj_r: f64, adj_theta: f64):
+    # Warp's convention: the arguments, then one adjoint per result; scaled by 10 so the test sees it is used
+    r2 = x * x + y * y
+    sk.adjoint[x] += 10.0 * (adj_r * x / sk.sqrt(r2) - adj_theta * y / r2)
+    sk.adjoint[y] += 10.0 * (adj_r * y / sk.sqrt(r2) + adj_theta * x / r2)
+
+
+@sk.kernel
+def use_polar(x: sk.array(dtype=f64), y: sk.array(dtype=f64), out: sk.array(dtype=f64)):
+    i = sk.tid()
+    r, theta = polar(x[i], y[i])
+    out[i] = 2.0 * r + 3.0 * theta
+
+
+def test_custom_adjoint_of_a_function_with_several_results(device):
+    xv, yv = np.array([1.0, -2.0, 0.5]), np.array([2.0, 1.0, -3.0])
+    x = sk.array(xv, dtype=f64, requires_grad=True, device=device)
+    y = sk.array(yv, dtype=f64, requires_grad=True, device=device)
+    out = sk.zeros(3, dtype=f64, requires_grad=True, device=device)
+    with sk.Tape() as tape:
+        sk.launch(use_polar, 3, inputs=[x, y], outputs=[out], device=device)
+    r = np.hypot(xv, yv)
+    np.testing.assert_allclose(out.numpy(), 2 * r + 3 * np.arctan2(yv, xv))
+    tape.backward(grads={out: np.ones(3)})
+    np.testing.assert_allclose(x.grad.numpy(), 10 * (2 * xv / r - 3 * yv / r**2))
+    np.testing.assert_allclose(y.grad.numpy(), 10 * (2 * yv / r + 3 * xv / r**2))
+
+
+def test_custom_adjoint_signature_is_checked():
+    @sk.func
+    def two(x: f64):
+        return x, x
+
+    @sk.func_grad(two)
+    def adj_two(x: f64, adj_ret: f64):
+        sk.adjoint[x] += adj_ret
+
+    @sk.kernel
+    def k(x: sk.array(dtype=f64)):
+        a, b = two(x[0])
+        x[0] = a + b
+
+    with pytest.raises(Exception, match=r"must take its arguments and then the adjoint of each result: "
+                                        r"\(x, adj_ret0, adj_ret1\), got \(x, adj_ret\)"):
+        sk.launch(k, 1, inputs=[sk.zeros(1, dtype=f64)], device="cpu")

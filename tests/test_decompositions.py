@@ -122,3 +122,89 @@ def test_svd3_and_qr3_match_warp_lang():
     np.testing.assert_allclose(outs[1].numpy(), ws[0].numpy(), atol=1e-10)         # signed, ordered sigma
     np.testing.assert_allclose(outs[3].numpy(), ws[1].numpy(), atol=1e-10)
     np.testing.assert_allclose(outs[4].numpy(), ws[2].numpy(), atol=1e-10)
+
+
+@sk.kernel
+def decompose_into_outputs(A: sk.array(dtype=sk.mat33d), q: sk.array(dtype=sk.quatd), U: sk.array(dtype=sk.mat33d),
+                           S: sk.array(dtype=sk.vec3d), V: sk.array(dtype=sk.mat33d), E: sk.array(dtype=sk.mat33d),
+                           d: sk.array(dtype=sk.vec3d), U2: sk.array(dtype=sk.mat22d), axis: sk.array(dtype=sk.vec3d),
+                           angle: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    u = sk.mat33d()
+    s = sk.vec3d()
+    v = sk.mat33d()
+    sk.svd3(A[i], u, s, v)              # Warp's output-argument form
+    U[i] = u
+    S[i] = s
+    V[i] = v
+    sk.eig3(A[i] + sk.transpose(A[i]), u, s)
+    E[i] = u
+    d[i] = s
+    m = sk.mat22d(A[i][0, 0], A[i][0, 1], A[i][1, 0], A[i][1, 1])
+    u2 = sk.mat22d()
+    s2 = sk.vec2d()
+    v2 = sk.mat22d()
+    sk.svd2(m, u2, s2, v2)
+    U2[i] = u2 @ sk.diag(s2) @ sk.transpose(v2)
+    ax = sk.vec3d()
+    an = sk.float64(0.0)
+    sk.quat_to_axis_angle(q[i], ax, an)
+    axis[i] = ax
+    angle[i] = an
+
+
+def test_output_arguments_give_the_returned_results(device):
+    rng = np.random.default_rng(10)
+    A = rng.normal(size=(8, 3, 3))
+    qs = rng.normal(size=(8, 4))
+    qs /= np.linalg.norm(qs, axis=1, keepdims=True)
+    qs[:, 3] = np.abs(qs[:, 3])
+    _, ref = run(A, device)
+    types = (sk.mat33d, sk.vec3d, sk.mat33d, sk.mat33d, sk.vec3d, sk.mat22d, sk.vec3d, sk.float64)
+    outs = [sk.zeros(8, dtype=t, device=device) for t in types]
+    sk.launch(decompose_into_outputs, 8, inputs=[sk.array(A, dtype=sk.mat33d, device=device),
+                                                 sk.array(qs, dtype=sk.quatd, device=device)],
+              outputs=outs, device=device)
+    U, S, V, E, d, M2, axis, angle = [o.numpy() for o in outs]
+    for got, k in ((U, 0), (S, 1), (V, 2), (E, 5), (d, 6)):
+        np.testing.assert_array_equal(got, ref[k].numpy())
+    np.testing.assert_allclose(M2, A[:, :2, :2], atol=1e-12)
+    half = np.arccos(np.clip(qs[:, 3], -1, 1))
+    np.testing.assert_allclose(angle, 2 * half, atol=1e-12)
+    np.testing.assert_allclose(axis, qs[:, :3] / np.sin(half)[:, None], atol=1e-10)
+
+
+def test_output_arguments_must_be_local_variables():
+    @sk.kernel
+    def k(A: sk.array(dtype=sk.mat33), U: sk.array(dtype=sk.mat33)):
+        s = sk.vec3()
+        v = sk.mat33()
+        sk.svd3(A[0], U[0], s, v)
+
+    with pytest.raises(sk.CompileError, match=r"output arguments of svd3\(\) must be local variables, got 'U\[0\]'"):
+        sk.launch(k, 1, inputs=[sk.zeros(1, dtype=sk.mat33), sk.zeros(1, dtype=sk.mat33)], device="cpu")
+
+
+@sk.kernel
+def eigenvalue_losses(A: sk.array(dtype=sk.mat33d), mode: int, loss: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    q, d = sk.eig3(A[i])
+    if mode == 0:
+        loss[i] = d[0] + d[1] + d[2]
+    else:
+        loss[i] = sk.dot(d, d)
+
+
+def test_eigenvalue_gradients_are_exact_where_eigenvalues_repeat(device):
+    # sum(d) = trace(A) and |d|^2 = |A|_F^2 for symmetric A: gradients I and 2A, repeated eigenvalues or not
+    # (the derivative of the Jacobi sweeps is wrong there: eig3 has an analytic adjoint)
+    rot = np.linalg.qr(np.random.default_rng(11).normal(size=(3, 3)))[0]
+    A = np.stack([np.diag([2.0, 2.0, 3.0]), np.eye(3), np.zeros((3, 3)), rot @ np.diag([2.0, 2.0, 3.0]) @ rot.T,
+                  rot @ np.diag([1.0, -1.0, 1.0 + 1e-9]) @ rot.T, rot @ np.diag([1.0, 2.0, 3.0]) @ rot.T])
+    for mode, expected in ((0, np.broadcast_to(np.eye(3), A.shape)), (1, 2.0 * A)):
+        a = sk.array(A, dtype=sk.mat33d, device=device, requires_grad=True)
+        loss = sk.zeros(len(A), dtype=sk.float64, device=device, requires_grad=True)
+        with sk.Tape() as tape:
+            sk.launch(eigenvalue_losses, len(A), inputs=[a, mode], outputs=[loss], device=device)
+        tape.backward(grads={loss: np.ones(len(A))})
+        np.testing.assert_allclose(a.grad.numpy(), expected, atol=1e-12)

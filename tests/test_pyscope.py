@@ -1,5 +1,6 @@
 """Builtins called from plain Python (scene setup), against numpy and analytic values."""
 import numpy as np
+import pytest
 
 import simkit as sk
 
@@ -26,7 +27,32 @@ def test_scalar_and_vector_builtins_from_python():
 
 
 def test_kernel_only_builtins_raise_clearly():
-    import pytest
-
     with pytest.raises(RuntimeError, match="only be called inside a @kernel"):
         sk.tid()
+
+
+def test_transform_constructor_forms():
+    p, q = (1.0, 2.0, 3.0), (0.0, 0.5, 0.0, 0.75)     # (exact in every precision)
+    for t in (sk.transform, sk.transformd, sk.transformh):
+        np.testing.assert_array_equal(t(p), [*p, 0, 0, 0, 1])
+        np.testing.assert_array_equal(t(p, q), [*p, *q])
+        np.testing.assert_array_equal(t(q=q, p=p), [*p, *q])
+        np.testing.assert_array_equal(t(q=q), [0, 0, 0, *q])
+        np.testing.assert_array_equal(t(sk.transformd(*p, *q)), [*p, *q])  # a copy, another precision
+        np.testing.assert_array_equal(t(np.float32(1.5)), [1.5] * 7)          # a fill
+    for bad, message in ((lambda: sk.transform(1.5, 2.5), "argument 'p' .* expected a sequence, got float"),
+                         (lambda: sk.transform(p, 1.0), "argument 'q' .* expected a sequence, got float"),
+                         (lambda: sk.transform(*p, *q, q=q), "multiple values for argument 'q'"),
+                         (lambda: sk.transform(p, r=q), "unexpected keyword argument 'r'"),
+                         (lambda: sk.transform(object()), "expected a scalar value, got object"),
+                         (lambda: sk.vec3(1.0, x=2.0), "unexpected keyword argument 'x'")):
+        with pytest.raises(TypeError, match=message):
+            bad()
+
+
+def test_setters_change_their_first_argument_from_python():
+    t = sk.transform_identity()
+    assert sk.transform_set_translation(t, sk.vec3(1.0, 2.0, 3.0)) is None
+    sk.transform_set_rotation(t, sk.quat(0.0, 0.0, 0.6, 0.8))
+    np.testing.assert_allclose(t, [1, 2, 3, 0, 0, 0.6, 0.8], rtol=1e-7)
+    np.testing.assert_allclose(sk.transform_get_translation(t), [1, 2, 3])

@@ -1,6 +1,7 @@
 """@struct: kernel parameters with scalar, vector, matrix and array fields, nested structs,
 struct locals with field writes, structs through @funcs, arrays of structs."""
 import numpy as np
+import pytest
 
 import simkit as sk
 
@@ -264,3 +265,86 @@ def test_struct_arrays_from_instances(device):
     dst = sk.zeros(3, dtype=Inner, device=device)
     sk.launch(k_array_of_structs, dim=3, inputs=[src, dst], device=device)
     np.testing.assert_array_equal(dst.numpy()["a"], [2.0, -2.0, 0.0])
+
+
+@sk.struct
+class Wrapper:
+    inner: Inner
+    b: int
+    arr: sk.array(dtype=int)
+
+
+def test_elements_and_list_read_back_as_python_objects(device):
+    items = [Inner(a=1.5, v=sk.vec2(2.0, 3.0)), Inner(a=-1.0)]
+    src = sk.array(items, dtype=Inner, device=device)
+    for got, want in zip(src.list() + [src[0], src[1]], items + items):
+        assert isinstance(got, Inner) and isinstance(got.v, sk.vec2)
+        assert got.a == want.a and got.v.tolist() == want.v.tolist()
+    w = sk.zeros(1, dtype=Wrapper, device=device).fill_(Wrapper(inner=items[0], b=7))
+    back = w.list()[0]
+    assert isinstance(back.inner, Inner) and back.inner.a == 1.5 and back.b == 7 and back.arr is None
+    m = sk.array(np.arange(8.0).reshape(2, 2, 2), dtype=sk.vec2, device=device)    # 2x2 of vec2: flattened
+    assert [v.tolist() for v in m.list()] == [[0, 1], [2, 3], [4, 5], [6, 7]] and isinstance(m.list()[0], sk.vec2)
+    assert sk.array([[1, 2], [3, 4]], dtype=int, device=device).list() == [1, 2, 3, 4]
+
+
+@sk.struct
+class Dual:
+    re: sk.float64
+    im: sk.float64
+
+
+@sk.func
+def add(a: Dual, b: Dual):
+    return Dual(a.re + b.re, a.im + b.im)
+
+
+@sk.func
+def mul(a: Dual, b: Dual):
+    return Dual(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re)
+
+
+@sk.func
+def neg(a: Dual):
+    return Dual(-a.re, -a.im)
+
+
+@sk.func
+def lt(a: Dual, b: Dual):
+    return a.re * a.re + a.im * a.im < b.re * b.re + b.im * b.im
+
+
+@sk.kernel
+def k_struct_operators(x: sk.array(dtype=sk.float64), out: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    a = Dual(x[i], 2.0)
+    b = Dual(3.0, x[i])
+    c = a * b + (-a)
+    c += b
+    out[i] = c.re + 10.0 * c.im
+    if a < b:
+        out[i] += 1000.0
+
+
+def test_operators_on_structs_call_the_funcs_named_for_them(device):
+    xv = np.array([0.5, -4.0, 2.0])
+    x = sk.array(xv, dtype=sk.float64, requires_grad=True, device=device)
+    out = sk.zeros(3, dtype=sk.float64, requires_grad=True, device=device)
+    with sk.Tape() as tape:
+        sk.launch(k_struct_operators, 3, inputs=[x], outputs=[out], device=device)
+    a, b = xv + 2j, 3.0 + 1j * xv
+    c = a * b - a + b
+    np.testing.assert_allclose(out.numpy(), c.real + 10 * c.imag + 1000.0 * (np.abs(a) < np.abs(b)))
+    tape.backward(grads={out: np.ones(3)})
+    dc = (1 * b + a * 1j) - 1 + 1j                      # d c / d x
+    np.testing.assert_allclose(x.grad.numpy(), dc.real + 10 * dc.imag)
+
+
+def test_an_operator_on_a_struct_without_its_func_is_a_clear_error():
+    @sk.kernel
+    def k(out: sk.array(dtype=float)):
+        a = Inner(1.0, sk.vec2(0.0, 0.0))
+        b = a - a
+
+    with pytest.raises(sk.CompileError, match="operator 'sub' on struct 'Inner': define a @func named 'sub'"):
+        sk.launch(k, 1, inputs=[sk.zeros(1)], device="cpu")

@@ -1,8 +1,9 @@
 """Warp kernel idioms that warp-lang's own examples use (tests/test_warp_examples.py found them
 missing): ``for i in query`` over geometry queries, values first assigned in a loop and read after
 it, comparisons of mixed scalar types, ``lower_bound``, the math constants, ``array2d[float]``
-annotations, ``ScopedTimer``, and graph capture on the CPU. Checked against numpy, brute force and
+annotations, ``ScopedTimer``, graph capture on the CPU, and enum members (``.value``). Checked against numpy, brute force and
 warp-lang."""
+import enum
 import math
 from typing import Any
 
@@ -520,3 +521,31 @@ def test_transposed_views_in_kernels_and_their_gradients(device):
     assert tape.get_adjoint(w) is None
     with pytest.raises(ValueError, match="permutation"):
         a.transpose((0, 0))
+
+
+# ----------------------------------------------------------------------------- enums
+
+class Phase(enum.IntEnum):
+    SOLID = 1
+    LIQUID = 2
+
+
+class Flags(enum.IntFlag):
+    FIXED = 1
+    VISIBLE = 4
+
+
+@wp.kernel
+def classify(phase: wp.array[int], out: wp.array[int]):
+    i = wp.tid()
+    f = int(Flags.FIXED.value) | Flags.VISIBLE
+    if phase[i] == Phase.LIQUID.value:
+        out[i] = f * 10 + int(Phase.SOLID) + wp.static(Phase.LIQUID.value)
+    else:
+        out[i] = Flags.VISIBLE.value
+
+
+def test_enum_members_and_their_values_in_kernels(device):
+    out = wp.zeros(3, dtype=int, device=device)
+    wp.launch(classify, 3, inputs=[wp.array([2, 1, 2], dtype=int, device=device)], outputs=[out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [53, 4, 53])

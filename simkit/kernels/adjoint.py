@@ -494,13 +494,15 @@ class AdjointEmitter(Emitter):
         if s.kind == "func" and s.func.grad_ir is not None:  # @func_grad: returns the argument adjoints
             grad = s.func.grad_ir
             res = f"_g_{outs[0].name}"
-            self.w(f"{{ auto {res} = {grad.name}<SKC>({', '.join([ref(a) for a in args] + [adj(outs[0])])});", depth)
+            self.w(f"{{ auto {res} = {grad.name}<SKC>({', '.join([ref(a) for a in args] + [adj(o) for o in outs])});",
+                   depth)
             for k, a in enumerate(args):
                 if not a.is_const:
                     field = f"{res}.r{k}" if len(args) > 1 else res
                     self.w(f"  sk::accum({adj(a)}, {field});", depth)
             self.w("}", depth)
-            self.w(f"{adj(outs[0])} = {{}};", depth)
+            for o in outs:
+                self.w(f"{adj(o)} = {{}};", depth)
             return
         if s.kind == "func":
             used = self.used_results(s, outs)

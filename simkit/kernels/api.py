@@ -5,9 +5,14 @@ Calling one from plain Python raises a clear error.
 """
 from __future__ import annotations
 
+import numpy as np
+
 from . import builtins as _builtins  # noqa: F401 - fills the registry
 from . import registry
 
+
+# builtins that set part of their first argument (called as statements, in kernels as from Python)
+IN_PLACE = ("transform_set_translation", "transform_set_rotation")
 
 # set by simkit.runtime: evaluates a builtin from Python by compiling a one-thread kernel
 PYTHON_SCOPE = None
@@ -24,7 +29,11 @@ class BuiltinFunction:
     def __call__(self, *args, **kwargs):
         if PYTHON_SCOPE is None or kwargs or self.__name__ in ("tid", "printf", "adjoint"):
             raise RuntimeError(f"simkit.{self.__name__}() can only be called inside a @kernel or @func")
-        return PYTHON_SCOPE(self.__name__, args)
+        result = PYTHON_SCOPE(self.__name__, args)
+        if self.__name__ in IN_PLACE and isinstance(args[0], np.ndarray):
+            args[0][...] = result       # Warp's setters change their first argument
+            return None
+        return result
 
     def __repr__(self):
         return f"<simkit builtin {self.__name__}>"

@@ -1,7 +1,7 @@
 """``@func_grad`` and ``@func_replay``: user-written adjoints and replays of a ``@func``.
 
-A custom adjoint takes the function's arguments plus ``adj_ret`` (the adjoint of the
-result) and accumulates into ``adjoint[arg]`` (Warp's spelling)::
+A custom adjoint takes the function's arguments and then the adjoint of each result (``adj_ret``
+for one; any names), and accumulates into ``adjoint[arg]`` (Warp's spelling)::
 
     @sk.func
     def safe_sqrt(x: float):
@@ -69,13 +69,16 @@ def build_custom_grad(function, spec):
 
     src.closure = dict(src.closure, _sk_zero_like=BuiltinFunction("zero_like"))
     types = dict(spec.param_types)
-    if len(spec.return_types) != 1:
-        raise TypeError(f"@func_grad({function.key}): only functions with one result are supported")
-    types["adj_ret"] = spec.return_types[0]
     names = list(g.__code__.co_varnames[:g.__code__.co_argcount])
-    if names != params + ["adj_ret"]:
-        raise TypeError(f"@func_grad({function.key}) must take ({', '.join(params + ['adj_ret'])}), "
-                        f"got ({', '.join(names)})")
+    n_ret = len(spec.return_types)
+    if n_ret == 0:
+        raise TypeError(f"@func_grad({function.key}): the function returns nothing to differentiate")
+    if names[:len(params)] != params or len(names) != len(params) + n_ret:
+        outs = ["adj_ret"] if n_ret == 1 else [f"adj_ret{k}" for k in range(n_ret)]
+        raise TypeError(f"@func_grad({function.key}) must take its arguments and then the adjoint of each "
+                        f"result: ({', '.join(params + outs)}), got ({', '.join(names)})")
+    for name, t in zip(names[len(params):], spec.return_types):
+        types[name] = t
     fn = build(g, types, is_kernel=False, name=f"{spec.cname}_grad", src=src)
     fn.no_adjoint = True  # it *is* an adjoint
     return fn

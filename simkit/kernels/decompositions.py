@@ -2,8 +2,10 @@
 ``qr3``. Written in the kernel language as ``@func``s (float32 and float64), so the compiler writes
 their adjoints: a gradient is the derivative of the algorithm, which for distinct eigenvalues or
 singular values is the derivative of the decomposition (tests/test_decompositions.py checks it
-against central finite differences). As in Warp, eigenvectors and singular vectors have no
-well-defined derivative where values repeat.
+against central finite differences). ``eig3`` has an analytic adjoint instead (``adj_eig3``), so
+that eigenvalue gradients are exact where eigenvalues repeat (the derivative of Jacobi sweeps is not
+there). As in Warp, eigenvectors and singular vectors have no well-defined derivative where values
+repeat.
 
 - ``eig3``: cyclic Jacobi rotations, a fixed ``JACOBI_SWEEPS`` sweeps (quadratic convergence: a 3x3
   matrix is diagonal to float64 precision after 4 or 5).
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 from . import lang as sk
 from . import types as T
-from .decorators import func
+from .decorators import func, func_grad
 from .types import Any
 
 #: Jacobi sweeps of eig3 (and so of svd3)
@@ -54,6 +56,27 @@ def eig3(A: Any):
         a, v = jacobi_rotate(a, v, 0, 2)
         a, v = jacobi_rotate(a, v, 1, 2)
     return v, T.vector(a[0, 0], a[1, 1], a[2, 2])
+
+
+#: eigenvalues closer than this (relative to their size) count as repeated in eig3's adjoint
+REPEATED_GAP = 1.0e-12
+
+
+@func_grad(eig3)
+def adj_eig3(A: Any, adj_Q: Any, adj_d: Any):
+    """The derivative of the decomposition (not of the Jacobi sweeps): with ``F[i, j] = 1 / (d[j] - d[i])``,
+    ``adj_A = Q (diag(adj_d) + F * (Q^T adj_Q)) Q^T``, symmetrized (A is taken as symmetric). Exact for
+    eigenvalues even where they repeat; eigenvector pairs of repeated eigenvalues contribute nothing."""
+    q, d = eig3(A)
+    g = sk.transpose(q) @ adj_Q
+    x = sk.diag(adj_d)
+    for i in range(3):
+        for j in range(3):
+            gap = d[j] - d[i]
+            if i != j and sk.abs(gap) > (sk.abs(d[i]) + sk.abs(d[j])) * REPEATED_GAP + 1.0e-30:
+                x[i, j] = g[i, j] / gap
+    a = q @ x @ sk.transpose(q)
+    sk.adjoint[A] += (a + sk.transpose(a)) * 0.5
 
 
 @func
@@ -143,9 +166,11 @@ def svd2(A: Any):
     u0 = T.vector(zero + 1.0, zero)
     if s0 > 1.0e-30:
         u0 = b0 / s0
-    u1 = T.vector(-u0[1], u0[0])
-    if s1 > 1.0e-30:
-        u1 = b1 / s1
+    u1 = T.vector(-u0[1], u0[0])   # (b1 is along it: orthogonal to b0; its own direction is noise where s1 ~ 0)
+    s1 = sk.dot(u1, b1)
+    if s1 < 0.0:
+        u1 = -u1
+        s1 = -s1
     return sk.matrix_from_cols(u0, u1), T.vector(s0, s1), v
 
 

@@ -57,6 +57,36 @@ class StructInfo:
             buf[o:o + len(b)] = b
         return bytes(buf)
 
+    def numpy_dtype(self) -> np.dtype:
+        """The numpy structured dtype of this layout (array fields: their descriptor's bytes)."""
+        formats = []
+        for t in self.fields.values():
+            if isinstance(t, T.ArrayType):
+                formats.append(("u1", T.ARRAY_DESCRIPTOR_SIZE))
+            elif T.is_struct(t):
+                formats.append(t._simkit_struct.numpy_dtype())
+            elif T.is_value(t):
+                formats.append((t._dtype._np, tuple(t._shape)))
+            else:
+                formats.append(t._np)
+        return np.dtype({"names": list(self.fields), "formats": formats,
+                         "offsets": [self.offsets[n] for n in self.fields], "itemsize": self.size})
+
+    def unpack(self, record):
+        """A struct instance from a numpy record of this layout (array fields, which hold device
+        pointers, come back as None)."""
+        out = self.cls()
+        for name, t in self.fields.items():
+            if isinstance(t, T.ArrayType):
+                continue
+            v = record[name]
+            if T.is_struct(t):
+                v = t._simkit_struct.unpack(v)
+            elif T.is_value(t):
+                v = t(*np.asarray(v).reshape(-1))
+            object.__setattr__(out, name, v)
+        return out
+
     def arrays(self, value):
         """Every array held by ``value`` (recursively), for contiguity and device checks."""
         for name, t in self.fields.items():
@@ -101,6 +131,16 @@ def struct(cls):
     def __repr__(self):
         return f"{cls.__name__}(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in fields) + ")"
 
+    def numpy_dtype(_cls):
+        """The numpy structured dtype of this struct's layout (the dtype of a struct array's ``numpy()``)."""
+        return info.numpy_dtype()
+
+    def numpy_value(self):
+        """This instance as a numpy record of :meth:`numpy_dtype`."""
+        return np.frombuffer(info.pack(self), dtype=info.numpy_dtype())[0]
+
+    cls.numpy_dtype = classmethod(numpy_dtype)
+    cls.numpy_value = numpy_value
     cls.__init__ = __init__
     cls.__setattr__ = __setattr__
     cls.__repr__ = __repr__

@@ -152,6 +152,28 @@ def normalize_dtype(dtype):
     return dtype
 
 
+def _transform_parts(args, kw) -> tuple:
+    """A transform's constructor arguments as (p, q), Warp's forms: ``(p)``, ``(p, q)``, ``p=``, ``q=``
+    (q defaults to the identity, p to zero), ``(scalar)`` (a fill) and ``(transform)`` (a copy)."""
+    for k in kw:
+        if k not in ("p", "q"):
+            raise TypeError(f"got an unexpected keyword argument '{k}'")
+    if len(args) == 1 and not kw and (np.ndim(args[0]) == 0 or np.size(args[0]) == 7):
+        return args
+    if len(args) > 2:
+        raise TypeError(f"multiple values for argument '{next(iter(kw))}'")
+    parts = dict(zip(("p", "q"), args))
+    for k, v in kw.items():
+        if k in parts:
+            raise TypeError(f"multiple values for argument '{k}'")
+        parts[k] = v
+    for k, v in parts.items():
+        if np.ndim(v) == 0:
+            raise TypeError(f"Invalid argument '{k}' in transformation constructor: expected a sequence, "
+                            f"got {type(v).__name__}")
+    return parts.get("p", (0, 0, 0)), parts.get("q", (0, 0, 0, 1))
+
+
 class value_base(np.ndarray):
     """Base of vector/matrix/quaternion/transform classes (fixed-shape numpy arrays)."""
 
@@ -161,16 +183,23 @@ class value_base(np.ndarray):
     _length = 0
     _generic = False
 
-    def __new__(cls, *args):
+    def __new__(cls, *args, **kw):
         if cls._generic:
             raise TypeError(f"cannot construct a value of generic type {cls.__name__}")
         n = cls._length
         np_dt = cls._dtype._np
+        if cls._kind == "transformation" and (kw or 1 <= len(args) <= 2):
+            args = _transform_parts(args, kw)
+        elif kw:
+            raise TypeError(f"got an unexpected keyword argument '{next(iter(kw))}'")
         if len(args) == 0:
             flat = np.zeros(n, dtype=np_dt)
             if cls._kind == "transformation":  # as in Warp: transform() is the identity
                 flat[6] = 1
         elif len(args) == 1 and np.ndim(args[0]) == 0:
+            if not isinstance(args[0], (_py.int, _py.float, np.generic)):
+                raise TypeError(f"Invalid argument in {cls._kind} constructor: expected a scalar value, "
+                                f"got {type(args[0]).__name__}")
             flat = np.full(n, args[0], dtype=np_dt)
         else:
             parts = [np.asarray(a, dtype=np_dt).reshape(-1) for a in args]

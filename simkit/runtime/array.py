@@ -70,17 +70,7 @@ def np_dtype_of(dtype):
     if T.is_value(dtype):
         return dtype._dtype._np, tuple(dtype._shape)
     if T.is_struct(dtype):
-        st = dtype._simkit_struct
-        names, formats, offsets = [], [], []
-        for name, ft in st.fields.items():
-            names.append(name)
-            if isinstance(ft, T.ArrayType):
-                formats.append(("u1", T.ARRAY_DESCRIPTOR_SIZE))
-            else:
-                nd, sh = np_dtype_of(ft)
-                formats.append((nd, sh) if sh else nd)
-            offsets.append(st.offsets[name])
-        return np.dtype({"names": names, "formats": formats, "offsets": offsets, "itemsize": st.size}), ()
+        return dtype._simkit_struct.numpy_dtype(), ()
     raise TypeError(f"{T.type_name(dtype)} cannot be an array element type")
 
 
@@ -102,7 +92,7 @@ class array:
 
     def __init__(self, data=None, dtype=T.Any, shape=None, strides=None, ptr=None, device=None,
                  requires_grad: bool = False, copy: bool = True, ndim: int | None = None, pinned: bool = False,
-                 *, _np_view=None, _owner=None, _grad=None):
+                 retain_grad: bool = False, *, _np_view=None, _owner=None, _grad=None):
         dtype = T.Any if dtype is typing.Any else T.normalize_dtype(dtype)  # array(dtype=typing.Any): generic
         self._desc = None
         # [all modifications, overwrites]: shared by views of the same memory (see runtime/tape.py)
@@ -138,18 +128,22 @@ class array:
             if dtype is T.Any:
                 dtype = _infer_dtype(data)
             self.dtype = dtype
-            self._init_from_data(data, copy, pinned)
+            self._init_from_data(data, copy, pinned, shape)
         else:
             if dtype is T.Any:
                 dtype = T.float32
             self.dtype = dtype
             shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+            if any(int(s) < 0 for s in shape):
+                raise ValueError(f"Array shapes must be non-negative, got {shape}")
             nd, esh = np_dtype_of(dtype)
             self._alloc(shape, nd, esh, zero=True, pinned=pinned)
         if ndim is not None and ndim != self.ndim:
             raise ValueError(f"array has {self.ndim} dims, expected ndim={ndim}")
         if requires_grad:
             self.requires_grad = True
+        if retain_grad:
+            self.retain_grad = True
 
     # ------------------------------------------------------------------ construction helpers
 
@@ -158,7 +152,7 @@ class array:
             self.device = get_device(None)
         return self.device
 
-    def _init_from_data(self, data, copy, pinned: bool):
+    def _init_from_data(self, data, copy, pinned: bool, shape=None):
         nd, esh = np_dtype_of(self.dtype)
         if T.is_struct(self.dtype) and not isinstance(data, np.ndarray):
             data = _struct_records(self.dtype, data)
@@ -168,9 +162,17 @@ class array:
             if src.shape[-k:] != esh:
                 if src.ndim == 1 and src.size % int(np.prod(esh)) == 0:  # flat data, as Warp takes it
                     src = src.reshape(-1, *esh)
+                elif src.ndim > 1 and src.shape[-1] % int(np.prod(esh)) == 0:  # (4, 6) of vec3: (4, 2);
+                    n = src.shape[-1] // int(np.prod(esh))                       # (3, 4) of mat22: (3,)
+                    src = src.reshape(*src.shape[:-1], *((n,) if n > 1 else ()), *esh)
                 else:
                     raise ValueError(f"data of shape {src.shape} cannot hold {T.type_name(self.dtype)} elements "
                                      f"(trailing shape must be {esh})")
+        if shape is not None:       # array(data, shape=...): the data laid out in that shape
+            want = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(x) for x in shape)
+            if int(np.prod(want)) * int(np.prod(esh)) != src.size:
+                raise ValueError(f"data of {src.size // max(1, int(np.prod(esh)))} elements cannot take shape {want}")
+            src = src.reshape(want + esh)
         shape = src.shape[: src.ndim - len(esh)] if esh else src.shape
         if len(shape) == 0:
             shape = (1,)
@@ -309,7 +311,24 @@ class array:
         if value and self._grad is None:
             self._grad = zeros_like_layout(self)
         self._requires_grad = bool(value)
+        if not value:
+            self._retain = False
         self._desc = None
+
+    _retain = False
+
+    @property
+    def retain_grad(self) -> bool:
+        """Warp's flag to keep this array's gradient through a backward pass (Warp otherwise zeroes the
+        gradients of kernel outputs once read). simkit keeps every gradient, so this only records the
+        request; it needs ``requires_grad``."""
+        return self._retain
+
+    @retain_grad.setter
+    def retain_grad(self, value: bool):
+        if value and not self._requires_grad:
+            raise ValueError("retain_grad=True needs requires_grad=True")
+        self._retain = bool(value)
 
     @property
     def grad(self):
@@ -387,7 +406,11 @@ class array:
         return dlpack_device(self)
 
     def list(self):
-        return self.numpy().tolist()
+        """The elements, flattened, as Python objects: numbers, vector/matrix values, struct instances."""
+        flat = self.numpy().reshape((-1,) + np_dtype_of(self.dtype)[1])
+        if T.is_scalar(self.dtype):
+            return flat.tolist()
+        return [_element(self.dtype, e) for e in flat]
 
     # ------------------------------------------------------------------ views
 
@@ -398,8 +421,7 @@ class array:
             v, element = self._device_view(key)
             if not element:
                 return v
-            e = v.numpy()[0]
-            return self.dtype(e) if T.is_value(self.dtype) else e
+            return _element(self.dtype, v.numpy()[0])
         if not isinstance(key, tuple):
             key = (key,)
         if len(key) > self.ndim:
@@ -407,8 +429,7 @@ class array:
         if all(isinstance(k, (int, np.integer)) for k in key) and len(key) == self.ndim:
             if cpu_graph.active:
                 cpu_graph.refuse_read("reading an array element")
-            v = self._np[key]
-            return self.dtype(v) if T.is_value(self.dtype) else v
+            return _element(self.dtype, self._np[key])
         view = self._np[key]
         gview = self._grad._np[key] if self._grad is not None else None
         esh = np_dtype_of(self.dtype)[1]
@@ -473,7 +494,10 @@ class array:
     # ------------------------------------------------------------------ in-place ops
 
     def fill_(self, value):
-        """Set every element to ``value`` (scalar, or a vector/matrix for value dtypes)."""
+        """Set every element to ``value`` (scalar, or a vector/matrix for value dtypes: nested or flat)."""
+        esh = np_dtype_of(self.dtype)[1]
+        if esh and np.ndim(value) and np.shape(value) != esh and np.size(value) == int(np.prod(esh)):
+            value = np.asarray(value).reshape(esh)          # a matrix's values given flat
         if self.device.is_cpu:
             if T.is_struct(self.dtype) and isinstance(value, self.dtype):
                 value = _struct_records(self.dtype, value)
@@ -519,7 +543,8 @@ class array:
             known = int(np.prod([s for s in shape if s != -1]))
             shape[shape.index(-1)] = self.size // max(known, 1)
         if int(np.prod(shape)) != self.size:
-            raise ValueError(f"cannot reshape {self.shape} to {tuple(shape)}")
+            raise ValueError(f"cannot reshape array of shape {self.shape} (size {self.size}) into shape "
+                             f"{tuple(shape)} (size {int(np.prod(shape))})")
         if not self.is_contiguous and tuple(shape) != self.shape:
             raise ValueError("reshape needs a contiguous array; use .contiguous() first")
         if self.device.is_cpu:
@@ -555,7 +580,9 @@ class array:
                 raise ValueError(f"view: {self.ndim}D array of {T.type_name(self.dtype)} would have {len(shape)} "
                                  "dimensions (at most 4)")
         elif size != self.itemsize:
-            raise ValueError(f"view: {T.type_name(dtype)} is {size} bytes, elements are {self.itemsize} bytes")
+            raise TypeError(f"cannot create an array view with dtype {T.type_name(dtype)} from source dtype "
+                            f"{T.type_name(self.dtype)}: source dtype has size {self.itemsize} bytes, but target "
+                            f"dtype has size {size} bytes")
         if self.device.is_cpu:
             if np.dtype(nd).itemsize == np.dtype(snd).itemsize and not T.is_struct(self.dtype) \
                     and not T.is_struct(dtype):
@@ -600,6 +627,16 @@ class array:
 
     def clone(self):
         return clone(self)
+
+
+def _element(dtype, e):
+    """One element read from an array's numpy storage, as Python sees it: a value type's instance, a
+    struct instance, or the numpy scalar."""
+    if T.is_value(dtype):
+        return dtype(e)
+    if T.is_struct(dtype):
+        return dtype._simkit_struct.unpack(e)
+    return e
 
 
 def _struct_records(dtype, data):
@@ -652,64 +689,6 @@ def _record_store(view: np.ndarray, value) -> None:
     cpu_graph.record(store)
 
 
-def _shape(shape):
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(s) for s in shape)
-
-
-def zeros(shape, dtype=float, device=None, requires_grad=False, pinned=False) -> array:
-    """A zero-filled array. ``zeros(10, dtype=sk.vec3)``. ``pinned=True``: a CPU array in page-locked
-    memory, which copies to and from a GPU do asynchronously (ignored for GPU arrays, as in Warp)."""
-    return array(shape=_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned)
-
-
-def empty(shape, dtype=float, device=None, requires_grad=False, pinned=False) -> array:
-    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned)
-
-
-def ones(shape, dtype=float, device=None, requires_grad=False, pinned=False) -> array:
-    return full(shape, 1, dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned)
-
-
-def full(shape, value, dtype=float, device=None, requires_grad=False, pinned=False) -> array:
-    a = empty(shape, dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned)  # fill_ writes all
-    a.fill_(value)
-    return a
-
-
-def zeros_like(a: array, requires_grad=None, pinned=None) -> array:
-    return zeros(a.shape, dtype=a.dtype, device=a.device,
-                 requires_grad=a.requires_grad if requires_grad is None else requires_grad,
-                 pinned=a.pinned if pinned is None else pinned)
-
-
-def empty_like(a: array, requires_grad=None, pinned=None) -> array:
-    return zeros_like(a, requires_grad, pinned)
-
-
-def ones_like(a: array, requires_grad=None, pinned=None) -> array:
-    return full_like(a, 1, requires_grad, pinned)
-
-
-def full_like(a: array, value, requires_grad=None, pinned=None) -> array:
-    out = zeros_like(a, requires_grad, pinned)
-    out.fill_(value)
-    return out
-
-
-def clone(a: array, device=None, requires_grad=None, pinned=False) -> array:
-    out = zeros(a.shape, dtype=a.dtype, device=device or a.device,
-                requires_grad=a.requires_grad if requires_grad is None else requires_grad, pinned=pinned)
-    copy(out, a)
-    return out
-
-
-def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:
-    a = array(arr, dtype=dtype if dtype is not None else T.Any, device=device, requires_grad=requires_grad)
-    return a.reshape(shape) if shape is not None else a
-
-
 def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
     """Copy elements from ``src`` to ``dest`` (any pair of devices). Offsets/count in elements (1D only)."""
     if count or dest_offset or src_offset:
@@ -757,3 +736,8 @@ class _FixedDimArray:
 
 
 array1d, array2d, array3d, array4d = (_FixedDimArray(n) for n in range(1, 5))
+
+
+# the constructors (zeros, full, clone...) live in array_create.py; imported last: they build arrays
+from .array_create import (clone, empty, empty_like, from_numpy, full, full_like, ones,  # noqa: E402
+                           ones_like, zeros, zeros_like)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import builtins as pybuiltins
+import enum
 import operator
 
 from .. import ir
@@ -71,9 +72,16 @@ class ExpressionMixin:
     expr_List = expr_Tuple
 
     def expr_Attribute(self, node):
-        base = self.eval(node.value)
         attr = node.attr
+        if attr == "value" and isinstance(node.value, ast.Attribute):    # an Enum member's .value
+            owner = self.eval(node.value.value)
+            member = getattr(owner.obj, node.value.attr, None) if isinstance(owner, Py) else None
+            if isinstance(member, enum.Enum):
+                return self.to_value(member.value)
+        base = self.eval(node.value)
         if isinstance(base, Py):
+            if T.is_value(base.obj) and attr in self.TYPE_ATTRIBUTES:
+                return self.type_attribute(base.obj, attr)
             try:
                 return self.to_value(getattr(base.obj, attr))
             except AttributeError:
@@ -99,6 +107,8 @@ class ExpressionMixin:
             if T.is_transform(t) and attr in ("p", "q"):
                 key = "transform_get_translation" if attr == "p" else "transform_get_rotation"
                 return self.call_builtin(key, [base], node)
+            if T.is_value(t) and attr in self.TYPE_ATTRIBUTES:
+                return self.type_attribute(t, attr)
             if (T.is_vector(t) or T.is_quat(t)) and attr in COMPONENTS:
                 i = COMPONENTS[attr]
                 if i >= t._length:
@@ -106,18 +116,43 @@ class ExpressionMixin:
                 return self.call_builtin("extract", [base, self.const(i)], node)
         raise self.error(f"'{ast.unparse(node.value)}' ({describe(base)}) has no attribute '{attr}'", node)
 
+    TYPE_ATTRIBUTES = ("dtype", "length", "shape")
+
+    def type_attribute(self, t, attr):
+        """``v.dtype``, ``v.length``, ``m.shape`` of a vector/matrix/quaternion/transform value or type:
+        compile-time constants (generic code builds other types from them)."""
+        if attr == "dtype":
+            return Py(t._dtype)
+        if attr == "shape":
+            return TupleValue(self.const(n) for n in t._shape)
+        return self.const(t._shape[0] if len(t._shape) == 1 else t._shape[0] * t._shape[1])
+
     # ------------------------------------------------------------------ operators
 
     def expr_BinOp(self, node):
         key = BINOPS.get(type(node.op))
         if key is None:
             raise self.error(f"unsupported operator {type(node.op).__name__}", node)
-        return self.call_builtin(key, [self.eval_value(node.left), self.eval_value(node.right)], node)
+        return self.call_operator(key, [self.eval_value(node.left), self.eval_value(node.right)], node)
+
+    def call_operator(self, key, args, node):
+        """An operator: the builtin ``key``, or for structs (as in Warp) the @func named ``key`` (``add`` for
+        ``+``, ``mul`` for ``*``, ``neg``, ``lt``...) in the function's scope."""
+        from ..decorators import Function  # local: decorators import the compiler
+
+        structs = [a.type for a in args if T.is_struct(a.type)]
+        if not structs:
+            return self.call_builtin(key, args, node)
+        fn = self.src.closure.get(key, self.src.globals.get(key))
+        if not isinstance(fn, Function):
+            raise self.error(f"operator '{key}' on struct '{structs[0].__name__}': define a @func named '{key}' "
+                             f"taking it", node)
+        return self.call_func(fn, args, {}, node)
 
     def expr_UnaryOp(self, node):
         if isinstance(node.op, ast.Not):
             return self.call_builtin("logical_not", [self.eval_value(node.operand)], node)
-        return self.call_builtin(UNARYOPS[type(node.op)], [self.eval_value(node.operand)], node)
+        return self.call_operator(UNARYOPS[type(node.op)], [self.eval_value(node.operand)], node)
 
     def expr_Compare(self, node):
         operands = [self.eval(node.left)] + [self.eval(c) for c in node.comparators]
@@ -131,7 +166,7 @@ class ExpressionMixin:
             key = CMPOPS.get(type(op))
             if key is None:
                 raise self.error(f"unsupported comparison {type(op).__name__}", node)
-            r = self.call_builtin(key, self.comparable(left, right, node), node)
+            r = self.call_operator(key, self.comparable(left, right, node), node)
             result = r if result is None else self.call_builtin("logical_and", [result, r], node)
         return result
 
@@ -304,7 +339,7 @@ class ExpressionMixin:
         if T.is_struct(target):
             return self.construct_struct(target, args, kw, node)
         if kw:
-            raise self.error(f"{T.type_name(target)}() takes no keyword arguments in kernels", node)
+            args = self.constructor_keywords(target, list(args), dict(kw), node)
         for a in args:
             if not isinstance(a, ir.Var):
                 raise self.error(f"{T.type_name(target)}() argument is {describe(a)}", node)
@@ -327,6 +362,36 @@ class ExpressionMixin:
             args = [self.const(a.const, target._dtype) if a.is_const and a.weak and T.is_scalar(a.type) else a
                     for a in args]
         return self.call_builtin(key, args, node, target=target)
+
+    def constructor_keywords(self, target, args, kw, node):
+        """Keywords of a typed constructor: ``shape=`` / ``length=`` / ``dtype=`` (which must agree with the
+        type) and a transform's ``p=`` and ``q=`` (q defaults to the identity rotation)."""
+        name = T.type_name(target)
+        if T.is_value(target):
+            for key, have in (("shape", target._shape), ("length", target._shape[0]), ("dtype", target._dtype)):
+                if key not in kw or (key == "length" and target._kind != "vector"):
+                    continue
+                v = kw.pop(key)
+                want = tuple(x.const for x in v) if isinstance(v, TupleValue) else getattr(v, "const", v)
+                want = PY_TYPES.get(want, want)
+                if want != have:
+                    raise self.error(f"{name}(): {key}={want!r} does not match the type's {have!r}", node)
+        if T.is_value(target) and target._kind == "transformation" and ("p" in kw or "q" in kw or len(args) == 1):
+            if len(args) == 1 and T.is_value(args[0].type) and args[0].type._kind == "transformation":
+                pass                                          # a copy / conversion
+            elif len(args) > 2 or (args and "p" in kw) or (len(args) > 1 and "q" in kw):
+                raise self.error(f"{name}(p, q): p and q given twice", node)
+            else:
+                p = args[0] if args else kw.pop("p", None)
+                q = args[1] if len(args) > 1 else kw.pop("q", None)
+                if p is None:
+                    p = self.construct(T.vector(3, target._dtype), [], {}, node)
+                if q is None:
+                    q = self.call_builtin("quat_identity", [self.type_arg(Py(target._dtype))], node)
+                args = [p, q]
+        if kw:
+            raise self.error(f"{name}() got unexpected keyword arguments: {', '.join(kw)}", node)
+        return args
 
     def construct_struct(self, target, args, kw, node):
         """``S()`` is zero-initialised; ``S(a, b=...)`` sets fields in declaration order / by name."""
@@ -383,12 +448,17 @@ class ExpressionMixin:
             typed = [a.type for a in values if not a.weak]
             dtype = T.scalar_of(typed[0]) if typed else T.float32
         dtype = PY_TYPES.get(dtype, dtype)
+        like = values[0].type if len(values) == 1 and T.is_value(values[0].type) else None
         if factory is T.vector:
             n = length if length is not None else (len(values) if len(values) > 1 else None)
+            if n is None and like is not None and like._kind == "vector":
+                n = like._length                              # vector(v): a copy / conversion
             if n is None:
                 raise self.error("vector(x) needs length=: vector(x, length=3)", node)
             target = T.vector(n, dtype)
         elif factory is T.matrix:
+            if length is None and like is not None and like._kind == "matrix":
+                length = like._shape
             if length is None:
                 raise self.error("matrix(...) needs shape=(rows, cols)", node)
             target = T.matrix(tuple(length), dtype)

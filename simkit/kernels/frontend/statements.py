@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 
 from .. import ir, lang
+from ..api import IN_PLACE
 from .. import registry as R
 from .. import types as T
 from ..errors import CompileError
@@ -89,6 +90,16 @@ def has_jump(stmts) -> bool:
     return False
 
 
+def static_reads(stmts, name: str) -> bool:
+    """Does a ``static(...)`` in these statements read the variable ``name``?"""
+    for s in stmts:
+        for node in ast.walk(s):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", None)) == "static" \
+                    and any(isinstance(n, ast.Name) and n.id == name for a in node.args for n in ast.walk(a)):
+                return True
+    return False
+
+
 class StatementMixin:
     terminated = False
     loop_carried: list = []
@@ -120,19 +131,49 @@ class StatementMixin:
     def stmt_Pass(self, node):
         pass
 
-    # builtins that Warp applies in place when called as a statement: `transform_set_translation(t, p)`
-    INPLACE_SETTERS = ("transform_set_translation", "transform_set_rotation")
+
+    # builtins that Warp also takes with output arguments, and how many inputs come first:
+    # `svd3(A, U, sigma, V)` is `U, sigma, V = svd3(A)`
+    OUTPUT_ARGS = {"svd3": 1, "svd2": 1, "qr3": 1, "eig3": 1, "quat_to_axis_angle": 1}
 
     def stmt_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
         v = node.value
-        if isinstance(v, ast.Call) and v.args and isinstance(v.args[0], ast.Name):
+        if isinstance(v, ast.Call) and v.args and not v.keywords:
             fn = self.eval(v.func)
-            if isinstance(fn, Py) and getattr(fn.obj, "_simkit_builtin", None) in self.INPLACE_SETTERS:
+            obj = fn.obj if isinstance(fn, Py) else None
+            if getattr(obj, "_simkit_builtin", None) in IN_PLACE and isinstance(v.args[0], ast.Name):
                 self.assign_to(ast.Name(id=v.args[0].id, ctx=ast.Store()), self.eval(v))
                 return
+            name = self.output_args_name(obj)
+            if name is not None and len(v.args) > self.OUTPUT_ARGS[name]:
+                return self.call_with_outputs(name, v)
         self.eval(node.value)
+
+    def output_args_name(self, obj):
+        from .. import decompositions
+
+        name = getattr(obj, "_simkit_builtin", None) or getattr(obj, "key", None)
+        if name in self.OUTPUT_ARGS and (name == "quat_to_axis_angle" or obj is getattr(decompositions, name)):
+            return name
+        return None
+
+    def call_with_outputs(self, name, call):
+        """``f(inputs..., out0, out1, ...)``: the results of ``f(inputs...)`` assigned to the outputs, which
+        must be local variables (Warp passes them by reference)."""
+        n_in = self.OUTPUT_ARGS[name]
+        outs = call.args[n_in:]
+        for o in outs:
+            if not isinstance(o, ast.Name):
+                raise self.error(f"the output arguments of {name}() must be local variables, got "
+                                 f"'{ast.unparse(o)}'", o)
+        result = self.eval(ast.copy_location(ast.Call(func=call.func, args=call.args[:n_in], keywords=[]), call))
+        values = result if isinstance(result, tuple) else (result,)
+        if len(values) != len(outs):
+            raise self.error(f"{name}() gives {len(values)} results, {len(outs)} output arguments given", call)
+        for o, value in zip(outs, values):
+            self.assign_to(ast.Name(id=o.id, ctx=ast.Store()), value)
 
     def stmt_Assign(self, node):
         if len(node.targets) != 1:  # a = b = value: one value, several names
@@ -191,7 +232,7 @@ class StatementMixin:
                                       node)
                     return
         cur = self.eval_value(target)
-        self.assign_to(target, self.call_builtin(key, [cur, rhs], node))
+        self.assign_to(target, self.call_operator(key, [cur, rhs], node))
 
     def match_weak(self, v, t):
         return self.literal_as(v, t)
@@ -439,8 +480,11 @@ class StatementMixin:
             if step.const == 0:
                 raise self.error("range() step must not be zero", node.iter)
             trip = len(range(start.const, end.const, step.const))
-            if (trip <= self.options.get("max_unroll", MAX_UNROLL) and not has_jump(node.body)
-                    and not getattr(node, "_sk_had_jump", False)):
+            # unrolled: short loops (up to max_unroll) and, as in Warp, any loop whose body takes static() of
+            # its variable; not loops that can stop early (break, return: a flag ends them)
+            forced = static_reads(node.body, name)
+            if ((trip <= self.options.get("max_unroll", MAX_UNROLL) or forced) and not has_jump(node.body)
+                    and not getattr(node, "_sk_stop", ())):
                 for i in range(start.const, end.const, step.const):
                     self.symbols[name] = self.const(i, T.int32)
                     self.exec_block(node.body)

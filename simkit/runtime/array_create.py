@@ -1,0 +1,94 @@
+"""Array constructors: ``zeros``, ``empty``, ``ones``, ``full`` (and their ``_like`` forms), ``clone``
+and ``from_numpy``. Shapes are checked (non-negative), ``full`` infers the element type from its
+value as Warp does, and ``retain_grad`` is accepted (simkit keeps every gradient: see ``array``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import types as T
+from .array import array, copy
+
+
+def _shape(shape) -> tuple:
+    shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
+    if any(s < 0 for s in shape):
+        raise ValueError(f"Array shapes must be non-negative, got {shape}")
+    return shape
+
+
+def zeros(shape, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False) -> array:
+    """A zero-filled array. ``zeros(10, dtype=sk.vec3)``. ``pinned=True``: a CPU array in page-locked
+    memory, which copies to and from a GPU do asynchronously (ignored for GPU arrays, as in Warp)."""
+    return array(shape=_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned,
+                 retain_grad=retain_grad)
+
+
+def empty(shape, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False) -> array:
+    return zeros(shape, dtype, device, requires_grad, pinned, retain_grad)
+
+
+def ones(shape, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False) -> array:
+    return full(shape, 1, dtype, device, requires_grad, pinned, retain_grad)
+
+
+def full(shape, value=0, dtype=None, device=None, requires_grad=False, pinned=False, retain_grad=False) -> array:
+    """An array of ``value``. Without ``dtype``, the type is the value's: int32 for an int, float32 for a
+    float, bool, a vector/matrix/struct value's type, a vector (matrix) for a 1D (2D) sequence."""
+    dtype = fill_dtype(value) if dtype is None else dtype
+    a = empty(shape, dtype, device, requires_grad, pinned, retain_grad)   # fill_ writes every element
+    a.fill_(value)
+    return a
+
+
+def fill_dtype(value):
+    """The element type ``full`` gives ``value`` (as Warp's)."""
+    t = type(value)
+    if T.is_value(t) or T.is_struct(t):
+        return t
+    if isinstance(value, (bool, np.bool_)):
+        return T.bool
+    if isinstance(value, np.generic):
+        return T.scalar_from_numpy(value.dtype)
+    if isinstance(value, int):
+        return T.int32
+    if isinstance(value, float):
+        return T.float32
+    v = np.asarray(value)
+    scalar = {"i": T.int32, "u": T.int32, "f": T.float32, "b": T.bool}.get(v.dtype.kind)
+    if isinstance(value, np.ndarray) and v.dtype.kind in "iufb":
+        scalar = T.scalar_from_numpy(v.dtype)
+    if scalar is None or v.ndim not in (1, 2) or v.size == 0:
+        raise TypeError(f"full(): cannot infer an element type from {type(value).__name__} {value!r}; give dtype=")
+    return T.vector(v.shape[0], scalar) if v.ndim == 1 else T.matrix(v.shape, scalar)
+
+
+def zeros_like(a: array, requires_grad=None, pinned=None) -> array:
+    return zeros(a.shape, dtype=a.dtype, device=a.device,
+                 requires_grad=a.requires_grad if requires_grad is None else requires_grad,
+                 pinned=a.pinned if pinned is None else pinned)
+
+
+def empty_like(a: array, requires_grad=None, pinned=None) -> array:
+    return zeros_like(a, requires_grad, pinned)
+
+
+def ones_like(a: array, requires_grad=None, pinned=None) -> array:
+    return full_like(a, 1, requires_grad, pinned)
+
+
+def full_like(a: array, value, requires_grad=None, pinned=None) -> array:
+    out = zeros_like(a, requires_grad, pinned)
+    out.fill_(value)
+    return out
+
+
+def clone(a: array, device=None, requires_grad=None, pinned=False) -> array:
+    out = zeros(a.shape, dtype=a.dtype, device=device or a.device,
+                requires_grad=a.requires_grad if requires_grad is None else requires_grad, pinned=pinned)
+    copy(out, a)
+    return out
+
+
+def from_numpy(arr, dtype=None, shape=None, device=None, requires_grad=False) -> array:
+    a = array(arr, dtype=dtype if dtype is not None else T.Any, device=device, requires_grad=requires_grad)
+    return a.reshape(shape) if shape is not None else a
