@@ -452,9 +452,17 @@ def test_view_as_scalar_type_adds_element_dims(device):
     assert i.shape == (2, 3)
     np.testing.assert_array_equal(i.numpy(), np.arange(6, dtype=np.float32).reshape(2, 3).view(np.int32))
     assert sk.zeros((2, 2), dtype=sk.mat22, device=device).view(float).shape == (2, 2, 2, 2)
+    m = sk.array(np.arange(16.0).reshape(4, 2, 2), dtype=float, device=device).view(sk.mat22)   # and back
+    assert m.shape == (4,) and m.dtype is sk.mat22
+    np.testing.assert_array_equal(m.numpy(), np.arange(16.0).reshape(4, 2, 2))
+    with pytest.raises(TypeError, match="target scalar dtype float64 has size 8 bytes"):
+        f.view(sk.vec3d)
+    one = sk.array([1.0, 2.0, 3.0, 4.0], dtype=float, device=device).view(sk.vec4)    # one element: 1D
+    assert one.shape == (1,) and one.numpy().tolist() == [[1, 2, 3, 4]]
     with pytest.raises(ValueError):
         sk.zeros((2, 2, 2), dtype=sk.mat22, device=device).view(float)  # would be 5D
-    with pytest.raises(TypeError, match="from source dtype vec3: source dtype has size 12 bytes"):
+    with pytest.raises(TypeError, match="from source dtype vec3: source scalar dtype float32 has size 4 bytes, "
+                                        "but target dtype has size 8 bytes"):
         v.view(sk.float64)
     sk.launch(k_scale2, dim=(2, 3), inputs=[f, 2.0], device=device)  # the view shares memory
     np.testing.assert_array_equal(v.numpy(), np.arange(6).reshape(2, 3) * 2)

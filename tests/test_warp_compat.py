@@ -549,3 +549,24 @@ def test_enum_members_and_their_values_in_kernels(device):
     out = wp.zeros(3, dtype=int, device=device)
     wp.launch(classify, 3, inputs=[wp.array([2, 1, 2], dtype=int, device=device)], outputs=[out], device=device)
     np.testing.assert_array_equal(out.numpy(), [53, 4, 53])
+
+
+@wp.kernel
+def optional_weights(x: wp.array[float], w: wp.array[float], out: wp.array[float]):
+    i = wp.tid()
+    s = x[i]
+    if w and i < w.shape[0]:          # an array is true unless it is None
+        s *= w[i]
+    if not w:
+        s += 100.0
+    out[i] = s
+
+
+def test_arrays_as_conditions_test_for_none(device):
+    x = wp.array([1.0, 2.0, 3.0], dtype=float, device=device)
+    out = wp.zeros(3, dtype=float, device=device)
+    wp.launch(optional_weights, 3, inputs=[x, wp.array([2.0, 3.0], dtype=float, device=device)], outputs=[out],
+              device=device)
+    np.testing.assert_array_equal(out.numpy(), [2.0, 6.0, 3.0])
+    wp.launch(optional_weights, 3, inputs=[x, None], outputs=[out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [101.0, 102.0, 103.0])

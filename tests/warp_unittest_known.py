@@ -17,6 +17,7 @@ PY_ARRAY_OPS = "arithmetic operators on whole arrays in Python (arr + s); simkit
 PY_INT_POW = "int ** int between simkit's integer scalars (numpy scalars) does not raise TypeError"
 MOD_GRAD = ("the adjoint of x % y with respect to y: simkit's is -trunc(x / y), what central finite "
             "differences give; Warp's test expects 0")
+SCALAR_VALUE = "simkit's scalar values are numpy scalars (no ctypes .value)"
 VALUE_NAME = "Warp's own names in messages (vec3f; simkit says vec3)"
 
 KNOWN = {
@@ -41,7 +42,6 @@ KNOWN = {
         "branch_local_merge_codegen": INTERNALS,
         "conditional_unequal_types": "simkit refuses x == y == z of int and bool with a CompileError, not a "
                                      "TypeError (and the test then edits Warp's module registry)",
-        "short_circuit_": "an array as a condition (if arr and ...)",
     },
     "test_constant_precision": {
         "rejects_": STRICT_CTOR,
@@ -86,6 +86,25 @@ KNOWN = {
         "transform_slicing_assign_cpu": EMPTY_SLICE,
         "copy_dtype_mismatch": STRICT_CTOR,
         "invalid_kernel_arity": "Warp's wording of the error",
+    },
+    "test_array": {
+        "4d_array_transposed": INTERNALS, "alloc_strides": INTERNALS, "array_aliasing_from_numpy": INTERNALS,
+        "array_inplace_non_diff_ops": INTERNALS, "array_new_del": INTERNALS, "array_of_structs_cpu": INTERNALS,
+        "numpy_array_interface_cpu": "bfloat16 (simkit has no bfloat16)",
+        "numpy_array_interface_empty": "the strides an empty array reports through __array_interface__",
+        "array_overwrite": TAPE_INPLACE, "test_retain_grad_cpu": TAPE_INPLACE,
+        "retain_grad_slice_view_store": ("Warp zeroes the gradient of a kernel's output once its backward has "
+                                         "read it (unless retain_grad=True); simkit keeps every gradient"),
+        "runtime_zero_step": "runs Warp's subprocess helpers (run_python_subprocess)",
+        "literal_zero_step_slice": "Warp's exception class (WarpCodegenValueError); simkit raises a CompileError",
+        "test_reshape_cpu": "a bad reshape raises ValueError (numpy's); Warp raises RuntimeError",
+        "empty_array": "an empty array's ptr is 0, not None",
+        "fill_scalar": SCALAR_VALUE, "full_matrix": INTERNALS, "full_vector": INTERNALS,
+        "kernel_array_from_ptr": "arrays made from a pointer inside kernels (wp.array(ptr=a.ptr, shape=...))",
+        "to_list_matrix": "list() gives simkit's values, not ctypes arrays",
+        "to_list_vector": "list() gives simkit's values, not ctypes arrays",
+        "to_list_struct": "array fields of struct elements read back in Python are None",
+        "test_view_cpu": VALUE_NAME,
     },
     "test_math": {}, "test_lerp": {}, "test_smoothstep": {}, "test_rounding": {}, "test_intersect": {},
     "test_iter": {}, "test_closest_point_edge_edge": {}, "test_triangle_closest_point": {},

@@ -567,6 +567,7 @@ def gen_adj_func(fn: ir.Function, options: dict, used: tuple | None = None, vari
 
 def gen_adj_kernel(fn: ir.Function, options: dict, variants: dict | None = None) -> str:
     """The adjoint kernel body and its CPU/CUDA entries (``<name>_cpu_bwd`` / ``<name>_cuda_bwd``)."""
+    from .analysis import uses_array_slices
     from .codegen import cpu_entry, cuda_entry
 
     name = fn.name
@@ -590,7 +591,7 @@ def gen_adj_kernel(fn: ir.Function, options: dict, variants: dict | None = None)
         e.w("auto&& _stk = sk::tape_stack();", 1)
     e.declarations(1)
     e.adj_declarations(1)
-    out += e.lines + body.lines + ["}", cpu_entry(name, "bwd"), cuda_entry(name, "bwd")]
+    out += e.lines + body.lines + ["}", cpu_entry(name, "bwd", uses_array_slices(fn)), cuda_entry(name, "bwd")]
     return "\n".join(out)
 
 

@@ -107,12 +107,12 @@ def resolve(path: tuple, args_by_name: dict):
     return v
 
 
-def may_report_errors(fn: ir.Function) -> bool:
-    """Does the kernel call builtins that report errors in release mode (expect_*)?"""
+def _calls(fn: ir.Function, pred) -> bool:
+    """Does ``fn`` or a function it calls call a builtin for which ``pred(builtin)`` holds?"""
     def calls(f, seen):
         for s in ir.walk(f.body):
             if isinstance(s, ir.Call):
-                if s.builtin is not None and s.builtin.needs_line:
+                if s.builtin is not None and pred(s.builtin):
                     return True
                 if s.kind == "func" and id(s.func) not in seen:
                     seen.add(id(s.func))
@@ -121,3 +121,14 @@ def may_report_errors(fn: ir.Function) -> bool:
         return False
 
     return calls(fn, set())
+
+
+def may_report_errors(fn: ir.Function) -> bool:
+    """Does the kernel call builtins that report errors in release mode (expect_*)?"""
+    return _calls(fn, lambda b: b.needs_line)
+
+
+def uses_array_slices(fn: ir.Function) -> bool:
+    """Does the kernel slice arrays (``a[1:3]``)? Its views are strided, so it always runs the strided
+    addressing of its body, never the contiguous one (``SKC``)."""
+    return _calls(fn, lambda b: b.key == "array_slice")

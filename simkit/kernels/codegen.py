@@ -13,7 +13,7 @@ import os
 
 import numpy as np
 
-from . import interleave, ir
+from . import analysis, interleave, ir
 from . import registry as R
 from . import types as T
 
@@ -309,7 +309,7 @@ def gen_kernel(fn: ir.Function, options: dict) -> str:
     e.block(fn.body, 1)
     out.extend(e.lines)
     out.append("}")
-    out.append(cpu_entry(name, "fwd"))
+    out.append(cpu_entry(name, "fwd", analysis.uses_array_slices(fn)))
     if interleave.eligible(fn):  # several launch indices per CUDA thread, statement by statement
         out.extend(interleave.gen_interleaved(fn, Emitter(fn, options)))
         out.append(interleave.cuda_entry(name))
@@ -324,14 +324,18 @@ def args_struct(fn: ir.Function) -> str:
     return f"// {rel}:{fn.first_line}: @kernel {fn.name}\nstruct {fn.name}_args {{\n{fields}\n    char _sk_empty;\n}};"
 
 
-def cpu_entry(name: str, which: str) -> str:
+def cpu_entry(name: str, which: str, strided_only: bool = False) -> str:
+    """The CPU entry: the contiguous body where every array argument is contiguous, unless the kernel
+    slices arrays (``strided_only``: its views are strided whatever its arguments are)."""
     body = f"{name}_{which}"
+    contiguous = "false" if strided_only else "contiguous"
     return f"""#if !SK_CUDA
 extern "C" SK_EXPORT void {name}_cpu_{which}(const {name}_args* args, const sk::launch_bounds_t* bounds,
                                              int nthreads, int contiguous) {{
     const {name}_args a = *args;
     const sk::launch_bounds_t b = *bounds;
-    if (contiguous) {{ SK_CPU_FOR(nthreads, b.size, {body}<true>(a, b, _i)); }}
+    (void)contiguous;
+    if ({contiguous}) {{ SK_CPU_FOR(nthreads, b.size, {body}<true>(a, b, _i)); }}
     else {{ SK_CPU_FOR(nthreads, b.size, {body}<false>(a, b, _i)); }}
 }}
 #endif"""

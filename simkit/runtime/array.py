@@ -567,7 +567,9 @@ class array:
         """Reinterpret the memory as another element type of the same size, sharing it.
 
         As in Warp, a vector/matrix array viewed as its scalar type (or another scalar of that
-        size) gains the element's dimensions: ``zeros(4, dtype=vec3).view(float)`` has shape (4, 3).
+        size) gains the element's dimensions: ``zeros(4, dtype=vec3).view(float)`` has shape (4, 3); and
+        a scalar array whose last axes hold an element's components loses them: ``zeros((4, 3)).view(vec3)``
+        has shape (4,).
         """
         dtype = T.normalize_dtype(dtype)
         nd, esh = np_dtype_of(dtype)
@@ -579,10 +581,20 @@ class array:
             if len(shape) > 4:
                 raise ValueError(f"view: {self.ndim}D array of {T.type_name(self.dtype)} would have {len(shape)} "
                                  "dimensions (at most 4)")
+        elif (T.is_scalar(self.dtype) and T.is_value(dtype) and np.dtype(nd).itemsize == self.itemsize
+              and self.ndim >= len(esh) and shape[-len(esh):] == esh
+              and strides[-len(esh):] == _contiguous_strides(esh, self.itemsize)):
+            shape, strides = shape[:-len(esh)], strides[:-len(esh)]   # the last axes hold each element
+            if not shape:                                           # one element: a 1D array of it
+                shape, strides = (1,), (size,)
         elif size != self.itemsize:
+            src, dst = f"source dtype has size {self.itemsize}", f"target dtype has size {size}"
+            if T.is_scalar(dtype) and sesh:            # (compared with the source's scalar, as Warp says)
+                src = f"source scalar dtype {T.type_name(T.scalar_of(self.dtype))} has size {np.dtype(snd).itemsize}"
+            elif T.is_scalar(self.dtype) and esh:
+                dst = f"target scalar dtype {T.type_name(T.scalar_of(dtype))} has size {np.dtype(nd).itemsize}"
             raise TypeError(f"cannot create an array view with dtype {T.type_name(dtype)} from source dtype "
-                            f"{T.type_name(self.dtype)}: source dtype has size {self.itemsize} bytes, but target "
-                            f"dtype has size {size} bytes")
+                            f"{T.type_name(self.dtype)}: {src} bytes, but {dst} bytes")
         if self.device.is_cpu:
             if np.dtype(nd).itemsize == np.dtype(snd).itemsize and not T.is_struct(self.dtype) \
                     and not T.is_struct(dtype):

@@ -35,6 +35,7 @@ ERRORS = {
     5: "adjoint loop stack overflow on the GPU (needed {a} bytes per thread, have {b}); raise "
        "simkit.config.cuda_stack_bytes",
     6: "assertion failed",
+    7: "slice step cannot be zero (axis {a})",
 }
 
 

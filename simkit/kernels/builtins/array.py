@@ -6,6 +6,7 @@ flag for contiguous arrays (see native/array.h).
 """
 from ..registry import add_builtin
 from ..types import Any, ArrayType, Int, int32, is_value
+from ..types import bool as bool_
 
 
 def _dtype(info):
@@ -43,6 +44,26 @@ for _nd in (1, 2, 3, 4):
                 group="array", hidden=True)
     add_builtin("array_shape", {"a": ArrayType(Any, _nd), "dim": Int}, int32, native="sk::array_shape",
                 differentiable=False, doc="``a.shape[dim]``.", group="array", hidden=True)
+    add_builtin("array_nonnull", {"a": ArrayType(Any, _nd)}, bool_, native="sk::array_nonnull",
+                differentiable=False, doc="``if a:``: the array is not None.", group="array", hidden=True)
+
+
+def _slice_type(info):
+    a, code = info.arg_types[0], info.const_values[1]
+    if not isinstance(code, int):
+        raise TypeError("array_slice: the slice layout must be a compile-time constant")
+    dropped = sum(1 for d in range(a.ndim) if (code >> (2 * d)) & 3 == 1)
+    return ArrayType(a.dtype, a.ndim - dropped)
+
+
+# a[1:3], a[:, 0], a[::-2, 1:]: the frontend passes a layout code (2 bits per given axis: 1 an index,
+# 2 a slice) and start, stop, step per given axis (SK_SLICE_NONE for an omitted bound)
+for _nd in (1, 2, 3, 4):
+    for _k in range(1, _nd + 1):
+        add_builtin("array_slice", {"a": ArrayType(Any, _nd), "code": Int, **{f"v{n}": Int for n in range(3 * _k)}},
+                    _slice_type, native="sk::array_slice", needs_line=True,
+                    doc="Sub-array of ``a`` by slices and indices (``a[1:3, 0]``; shares memory and grad).",
+                    group="array", hidden=True)
 
 
 def _sorted_scalars(info):

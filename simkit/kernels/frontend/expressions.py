@@ -151,7 +151,9 @@ class ExpressionMixin:
 
     def expr_UnaryOp(self, node):
         if isinstance(node.op, ast.Not):
-            return self.call_builtin("logical_not", [self.eval_value(node.operand)], node)
+            v = self.eval_value(node.operand)
+            return self.call_builtin("logical_not", [self.to_bool(v, node) if isinstance(v.type, T.ArrayType) else v],
+                                     node)
         return self.call_operator(UNARYOPS[type(node.op)], [self.eval_value(node.operand)], node)
 
     def expr_Compare(self, node):
@@ -215,6 +217,8 @@ class ExpressionMixin:
     def to_bool(self, v, node):
         if v.type is T.bool:
             return v
+        if isinstance(v.type, T.ArrayType):     # `if arr:` an array is true unless it is None (null)
+            return self.call_builtin("array_nonnull", [v], node)
         return self.call_builtin("nonzero_bool", [v], node)
 
     def expr_IfExp(self, node):
@@ -271,6 +275,8 @@ class ExpressionMixin:
             raise self.error(f"cannot index {describe(base)} in a kernel", node)
         if isinstance(base, ir.Var) and T.is_value(base.type) and has_slice(node.slice):
             return self.read_slice(base, node.slice, node)
+        if isinstance(base, ir.Var) and isinstance(base.type, T.ArrayType) and has_slice(node.slice):
+            return self.array_slice(base, node.slice, node)
         idx = self.index_values(node.slice)
         t = base.type
         if isinstance(t, T.ArrayType):
@@ -282,6 +288,37 @@ class ExpressionMixin:
         if T.is_value(t):
             return self.call_builtin("extract", [base] + idx, node)
         raise self.error(f"cannot index a value of type {T.type_name(t)}", node)
+
+    SLICE_NONE = -(2**31)   # an omitted slice bound (native/array.h SK_SLICE_NONE)
+
+    def array_slice(self, base, slice_node, node):
+        """``a[1:3]``, ``a[:, 0]``, ``a[::-2, i]``: a strided view of the array (its kernel is then built
+        for strided addressing: ``analysis.uses_array_slices``)."""
+        items = slice_node.elts if isinstance(slice_node, ast.Tuple) else [slice_node]
+        if len(items) > base.type.ndim:
+            raise self.error(f"too many indices ({len(items)}) for a {base.type.ndim}D array", node)
+        code, vals = 0, []
+        for d, item in enumerate(items):
+            if isinstance(item, ast.Slice):
+                code |= 2 << (2 * d)
+                step = self.slice_int(item.step, 1)
+                if step.is_const and step.const == 0:
+                    raise self.error("slice step cannot be zero", item)
+                vals += [self.slice_int(item.lower, self.SLICE_NONE), self.slice_int(item.upper, self.SLICE_NONE), step]
+            else:
+                code |= 1 << (2 * d)
+                vals += [self.slice_int(item, None), self.const(0, T.int32), self.const(0, T.int32)]
+        return self.call_builtin("array_slice", [base, self.const(code, T.int32)] + vals, node)
+
+    def slice_int(self, item, default):
+        if item is None:
+            return self.const(default, T.int32)
+        v = self.eval_value(item)
+        if not T.is_int(v.type):
+            raise self.error(f"array slice bounds and indices must be integers, got {T.type_name(v.type)}", item)
+        if v.is_const:
+            return self.const(int(v.const), T.int32)
+        return v if v.type is T.int32 else self.call_builtin("cast", [v], item, target=T.int32)
 
     # ------------------------------------------------------------------ calls
 

@@ -320,6 +320,75 @@ SK_INLINE array_t<T> view_checked(int line, const array_t<T>& a, I... idx) {
 template <bool C, typename... Args>
 SK_INLINE void adj_view(Args&&...) {}
 
+// ---------------------------------------------------------------------------
+// array_slice: a[1:3, 0], a[::-2] as numpy takes them (bounds clamped, negative indices from the end).
+// code: 2 bits per given axis (1 an index, 2 a slice); vals: start, stop, step per given axis.
+
+#define SK_SLICE_NONE (-2147483647 - 1)
+
+SK_INLINE int32 slice_bound(int32 v, int32 n, int32 step, bool is_start) {
+    if (v == SK_SLICE_NONE) return is_start ? (step < 0 ? n - 1 : 0) : (step < 0 ? -1 : n);
+    if (v < 0) {
+        v += n;
+        if (v < 0) v = step < 0 ? -1 : 0;
+    } else if (v >= n) {
+        v = step < 0 ? n - 1 : n;
+    }
+    return v;
+}
+
+template <typename T, typename... V>
+SK_INLINE array_t<T> array_slice(int line, const array_t<T>& a, int32 code, V... v) {
+    const int32 vals[] = {int32(v)...};
+    const int given = int(sizeof...(V)) / 3;
+    array_t<T> r;
+    int64 off = 0;
+    int nd = 0;
+    for (int d = 0; d < a.ndim; ++d) {
+        const int kind = d < given ? (code >> (2 * d)) & 3 : 2;
+        const int32 n = a.shape[d];
+        if (kind == 1) {
+            int32 i = vals[3 * d] < 0 ? vals[3 * d] + n : vals[3 * d];
+            if (i < 0 || i >= n) {
+                report_error(SK_ERR_BOUNDS, line, d, vals[3 * d], n);
+                i = 0;
+            }
+            off += int64(i) * a.strides[d];
+            continue;
+        }
+        int32 step = d < given ? vals[3 * d + 2] : 1;
+        if (step == 0) {
+            report_error(SK_ERR_SLICE_STEP, line, d, 0, 0);
+            step = 1;
+        }
+        const int32 start = slice_bound(d < given ? vals[3 * d] : SK_SLICE_NONE, n, step, true);
+        const int32 stop = slice_bound(d < given ? vals[3 * d + 1] : SK_SLICE_NONE, n, step, false);
+        int32 len = 0;
+        if (step > 0 && start < stop) len = (stop - start - 1) / step + 1;
+        if (step < 0 && stop < start) len = (start - stop - 1) / (-step) + 1;
+        if (len > 0) off += int64(start) * a.strides[d];
+        r.shape[nd] = len;
+        r.strides[nd] = a.strides[d] * step;
+        ++nd;
+    }
+    for (int d = nd; d < 4; ++d) {
+        r.shape[d] = 0;
+        r.strides[d] = 0;
+    }
+    r.ndim = nd;
+    r.pad_ = 0;
+    r.data = a.data ? reinterpret_cast<T*>(reinterpret_cast<char*>(a.data) + off) : nullptr;
+    r.grad = a.grad ? reinterpret_cast<T*>(reinterpret_cast<char*>(a.grad) + off) : nullptr;
+    return r;
+}
+
+// A slice carries gradients through the shared grad pointer: nothing to do.
+template <typename... Args>
+SK_INLINE void adj_array_slice(Args&&...) {}
+
+template <typename T>
+SK_INLINE bool array_nonnull(const array_t<T>& a) { return a.data != nullptr; }
+
 template <typename T, typename I>
 SK_INLINE int32 array_shape(const array_t<T>& a, I d) { return (d >= 0 && d < a.ndim) ? a.shape[d] : 0; }
 

@@ -9,6 +9,7 @@
 #define SK_ERR_NDIM 3        // a: indices given, b: array ndim
 #define SK_ERR_EXPECT 4      // expect_eq/expect_near failed
 #define SK_ERR_STACK 5       // adjoint loop stack overflow
+#define SK_ERR_SLICE_STEP 7  // a slice step of zero; a: axis
 
 namespace sk {
 
