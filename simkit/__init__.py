@@ -14,7 +14,8 @@ from . import autograd, collision, config, io, model, optim, solvers, types
 from .collision import Bvh, BvhQuery, HashGrid, MarchingCubes, Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay
 from .model import Control, Model, ModelBuilder, State
 from .solvers import RigidBodySolver, SemiImplicitEulerSolver, SPHSolver, XPBDSolver
-from .kernels import (CompileError, CompilerNotFoundError, Function, Kernel, NativeCompileError, constant, func,
+from .kernels import (CompileError, CompilerNotFoundError, CompileTypeError, CompileValueError, Function, Kernel,
+                      NativeCompileError, WarpCodegenError, WarpCodegenTypeError, WarpCodegenValueError, constant, func,
                       func_grad, func_replay, kernel, overload, static, struct)
 from .kernels.api import builtin_functions as _builtin_functions
 from .kernels.math_constants import *  # noqa: F401,F403 - pi, e, inf, ...
@@ -50,7 +51,10 @@ def synchronize():
 
 __all__ = (["autograd", "collision", "config", "io", "model", "optim", "solvers", "types", "Control", "Model",
             "ModelBuilder",
-            "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver", "Bvh", "BvhQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "MarchingCubes", "Mesh", "CompileError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
+            "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver", "Bvh", "BvhQuery",
+            "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "MarchingCubes", "Mesh", "CompileError",
+            "CompileTypeError", "CompileValueError", "WarpCodegenError", "WarpCodegenTypeError",
+            "WarpCodegenValueError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
             "constant", "func", "func_grad", "func_replay", "kernel", "overload", "static", "struct", "init",
             "synchronize",
             "__version__", "get_module_options", "set_module_options"] + list(_constants_all) + list(_mathlib_all)

@@ -335,6 +335,7 @@ def test_component_writes_into_array_elements(device):
 def test_multi_launch_chain_and_atomics(device):
     xv = np.linspace(-1, 1, 16)
     x, y, loss = arr(xv, device=device), arr(np.zeros(16), device=device), arr([0.0], device=device)
+    y.retain_grad = True             # keep the intermediate's gradient (a backward pass consumes it otherwise)
     tape = sk.Tape()
     with tape:
         sk.launch(chain_a, 16, inputs=[x], outputs=[y], device=device)

@@ -119,3 +119,52 @@ def test_type_attributes_in_generic_code(dtype, device):
     np.testing.assert_array_equal(out.numpy(), 2.0 * x)
     k = dtype._length_
     np.testing.assert_array_equal(n.numpy(), [k * 11 + k] * 2)
+
+
+@wp.kernel
+def unpacked(a: wp.array(dtype=float), v: wp.array(dtype=wp.vec3), m: wp.array(dtype=wp.mat22),
+             out4: wp.array(dtype=wp.vec4), outm: wp.array(dtype=wp.mat22), outs: wp.array(dtype=float)):
+    i = wp.tid()
+    out4[0] = wp.vec4(*v[i], 4.0)                   # a vector's components
+    out4[1] = wp.vec4(*a[1:5:2], *v[i][1:])         # a constant array slice, a vector slice
+    outm[0] = wp.matrix_from_cols(*m[i])            # a matrix's rows
+    q = wp.quat(*wp.vec4(*a[:4]))
+    outs[0] = wp.max(*v[i][:2]) + q[3]
+
+
+def test_starred_arguments(device):
+    av = np.arange(10.0, 16.0)
+    a = wp.array(av, dtype=float, device=device)
+    v = wp.array([[1.0, 7.0, 3.0]], dtype=wp.vec3, device=device)
+    m = wp.array([[[1.0, 2.0], [3.0, 4.0]]], dtype=wp.mat22, device=device)
+    out4 = wp.zeros(2, dtype=wp.vec4, device=device)
+    outm = wp.zeros(1, dtype=wp.mat22, device=device)
+    outs = wp.zeros(1, dtype=float, device=device)
+    wp.launch(unpacked, 1, inputs=[a, v, m], outputs=[out4, outm, outs], device=device)
+    np.testing.assert_array_equal(out4.numpy(), [[1, 7, 3, 4], [11, 13, 7, 3]])
+    np.testing.assert_array_equal(outm.numpy(), [[[1, 3], [2, 4]]])
+    np.testing.assert_array_equal(outs.numpy(), [7.0 + 13.0])
+
+
+def unpack_open_slice(a: wp.array(dtype=float)):
+    v = wp.vec2(*a[1:])
+
+
+def unpack_runtime_bound(a: wp.array(dtype=float), n: int):
+    v = wp.vec2(*a[:n])
+
+
+def unpack_scalar(a: wp.array(dtype=float)):
+    v = wp.vec2(*a[0])
+
+
+@pytest.mark.parametrize("fn, cls, message", [
+    (unpack_open_slice, ValueError, "requires explicit upper bound"),
+    (unpack_runtime_bound, ValueError, "each slice component must be a compile-time constant"),
+    (unpack_scalar, TypeError, "Starred expressions are only supported for vectors"),
+])
+def test_starred_argument_errors(fn, cls, message):
+    args = [wp.zeros(4)] + ([2] if fn is unpack_runtime_bound else [])
+    with pytest.raises(cls, match=message) as info:
+        wp.launch(wp.kernel(fn), 1, inputs=args, device="cpu")
+    assert isinstance(info.value, wp.CompileError) and isinstance(info.value, wp.WarpCodegenError)

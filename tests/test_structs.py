@@ -348,3 +348,28 @@ def test_an_operator_on_a_struct_without_its_func_is_a_clear_error():
 
     with pytest.raises(sk.CompileError, match="operator 'sub' on struct 'Inner': define a @func named 'sub'"):
         sk.launch(k, 1, inputs=[sk.zeros(1)], device="cpu")
+
+
+@sk.struct
+class Holder:
+    inner: Particles
+
+
+@sk.kernel
+def k_struct_loss(h: Holder, loss: sk.array(dtype=float)):
+    i = sk.tid()
+    sk.atomic_add(loss, 0, h.inner.m[i] * 3.0)
+
+
+def test_tape_gradients_and_zero_reach_arrays_inside_structs(device):
+    h = Holder()
+    h.inner = Particles()
+    h.inner.m = sk.array([1.0, 2.0], dtype=float, requires_grad=True, device=device)
+    loss = sk.zeros(1, dtype=float, requires_grad=True, device=device)
+    with sk.Tape() as tape:
+        sk.launch(k_struct_loss, 2, inputs=[h, loss], device=device)
+    tape.backward(loss)
+    np.testing.assert_array_equal(h.inner.m.grad.numpy(), [3.0, 3.0])
+    assert any(a is h.inner.m for a in tape.gradients)
+    tape.zero()
+    np.testing.assert_array_equal(h.inner.m.grad.numpy(), [0.0, 0.0])

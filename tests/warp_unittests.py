@@ -1,8 +1,8 @@
 """Load warp-lang's own unit tests (``warp/tests``, shipped in the wheel) with simkit as ``wp``.
 
 A test file is read from the installed warp-lang and only its import lines are rewritten:
-``import warp as wp`` becomes ``import simkit as wp``, ``warp.tests.unittest_utils`` becomes
-:mod:`warp_unittest_shim`, and other ``warp.tests.*`` modules (helpers such as
+``import warp as wp`` becomes ``import simkit as wp`` (``import warp``: ``import simkit as warp``),
+``warp.tests.unittest_utils`` becomes :mod:`warp_unittest_shim`, and other ``warp.tests.*`` modules (helpers such as
 ``warp.tests.matrix.utils``) are loaded the same way under the package name ``skwarp_tests``.
 Type helpers the tests take from Warp's internal ``wp._src.types`` are read from ``wp.types``.
 Line numbers are kept, so failures point at warp-lang's lines.
@@ -29,6 +29,7 @@ def tests_dir() -> str | None:
 
 def rewrite(src: str) -> str:
     src = re.sub(r"^(\s*)import warp as wp\b", r"\1import simkit as wp", src, flags=re.M)
+    src = re.sub(r"^(\s*)import warp$", r"\1import simkit as warp", src, flags=re.M)
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
     src = src.replace("wp._src.types.", "wp.types.")  # (Warp's internal module: its public names are wp.types)
     return src.replace("warp.tests.", f"{PACKAGE}.")

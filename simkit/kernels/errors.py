@@ -35,6 +35,18 @@ class CompileError(Exception):
         return head
 
 
+class CompileTypeError(CompileError, TypeError):
+    """A compile error about the type of a value (also a ``TypeError``)."""
+
+
+class CompileValueError(CompileError, ValueError):
+    """A compile error about a value known at compile time, such as a slice bound (also a ``ValueError``)."""
+
+
+# Warp's names for them
+WarpCodegenError, WarpCodegenTypeError, WarpCodegenValueError = CompileError, CompileTypeError, CompileValueError
+
+
 class NativeCompileError(RuntimeError):
     """The C++ (or NVRTC) compiler rejected generated code. Holds the compiler log."""
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 
+import numpy as np
+
 from .. import config
 from ..version import __version__
 from . import codegen, registry
@@ -59,8 +61,11 @@ def check_options(options: dict, who: str) -> None:
     if unknown:
         raise ValueError(f"{who}: simkit takes {', '.join(MODULE_OPTIONS)} (and accepts "
                          f"{', '.join(IGNORED_OPTIONS)}, without effect); not {', '.join(unknown)}")
-    if "max_unroll" in options and (not isinstance(options["max_unroll"], int) or options["max_unroll"] < 0):
-        raise ValueError(f"{who}: max_unroll must be an int >= 0, got {options['max_unroll']!r}")
+    if "max_unroll" in options:
+        n = options["max_unroll"]
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"{who}: max_unroll must be an int >= 0, got {n!r}")
+        options["max_unroll"] = int(n)
 
 
 def get_module_options(module=None) -> dict:

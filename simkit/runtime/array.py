@@ -251,8 +251,8 @@ class array:
             buf = (np.ctypeslib.as_array((np.ctypeslib.ctypes.c_char * max(1, _extent(shape, self.strides, itemsize)))
                                          .from_address(self.ptr)))
             base = np.frombuffer(buf, dtype=nd)
-            view = np.lib.stride_tricks.as_strided(base, shape=tuple(shape) + esh,
-                                                   strides=self.strides + _contiguous_strides(esh, np.dtype(nd).itemsize))
+            esh_strides = _contiguous_strides(esh, np.dtype(nd).itemsize)
+            view = np.lib.stride_tricks.as_strided(base, shape=tuple(shape) + esh, strides=self.strides + esh_strides)
             self._set_cpu(view)
             self._owner = (owner, buf)
 
@@ -319,9 +319,10 @@ class array:
 
     @property
     def retain_grad(self) -> bool:
-        """Warp's flag to keep this array's gradient through a backward pass (Warp otherwise zeroes the
-        gradients of kernel outputs once read). simkit keeps every gradient, so this only records the
-        request; it needs ``requires_grad``."""
+        """Keep this array's gradient through a backward pass (as Warp's). Otherwise a backward pass
+        consumes the gradient of what a kernel stored or a copy wrote here (the adjoint of the store
+        zeroes it: the overwritten value had no influence), so after ``tape.backward()`` the gradients
+        of intermediate and output arrays are zero. Needs ``requires_grad``."""
         return self._retain
 
     @retain_grad.setter
@@ -329,6 +330,7 @@ class array:
         if value and not self._requires_grad:
             raise ValueError("retain_grad=True needs requires_grad=True")
         self._retain = bool(value)
+        self._desc = None
 
     @property
     def grad(self):
@@ -352,7 +354,7 @@ class array:
             shape = list(self.shape) + [0] * (4 - self.ndim)
             strides = list(self.strides) + [0] * (4 - self.ndim)
             gptr = self._grad.ptr if (self._grad is not None and self._requires_grad) else 0
-            d = self._desc = _DESC.pack(self.ptr, gptr, *shape, *strides, self.ndim, 0)
+            d = self._desc = _DESC.pack(self.ptr, gptr, *shape, *strides, self.ndim, 1 if self._retain else 0)
         return d
 
     def _descriptor_with_grad(self, grad) -> bytes:
@@ -361,7 +363,7 @@ class array:
             raise ValueError("an adjoint array must have the shape and strides of its primal array")
         shape = list(self.shape) + [0] * (4 - self.ndim)
         strides = list(self.strides) + [0] * (4 - self.ndim)
-        return _DESC.pack(self.ptr, grad.ptr, *shape, *strides, self.ndim, 0)
+        return _DESC.pack(self.ptr, grad.ptr, *shape, *strides, self.ndim, 1 if self._retain else 0)
 
     # ------------------------------------------------------------------ numpy interop
 

@@ -1,6 +1,6 @@
 """Array constructors: ``zeros``, ``empty``, ``ones``, ``full`` (and their ``_like`` forms), ``clone``
 and ``from_numpy``. Shapes are checked (non-negative), ``full`` infers the element type from its
-value as Warp does, and ``retain_grad`` is accepted (simkit keeps every gradient: see ``array``)."""
+value as Warp does, and ``retain_grad`` keeps an array's gradient through a backward pass."""
 from __future__ import annotations
 
 import numpy as np

@@ -84,9 +84,17 @@ class _Launch:
         launch_backward(self.kernel, self.spec, self.dims, self.args, self.device)
 
     def arrays(self):
+        """The launch's arrays, those inside struct arguments included."""
+        from ..kernels import types as T
         from .array import array
 
-        return [a for a in self.args if isinstance(a, array)]
+        out = []
+        for a in self.args:
+            if isinstance(a, array):
+                out.append(a)
+            elif T.is_struct(type(a)):
+                out += [v for _, v in type(a)._simkit_struct.arrays(a) if isinstance(v, array)]
+        return out
 
 
 class _Copy:
@@ -100,10 +108,17 @@ class _Copy:
 
     def backward(self):
         self.check()
-        if self.src.requires_grad and self.dest.requires_grad:
-            # src.grad += dest.grad (element counts match; copies may cross devices and shapes)
+        if not self.dest.requires_grad:
+            return
+        # src.grad += dest.grad (element counts match; copies may cross devices and shapes), and the
+        # copy consumes dest.grad: what dest held before had no influence (its gradient is zero). Read,
+        # zero, then add: right also when src and dest overlap (a shifted copy within one array).
+        g = self.dest.grad.numpy().reshape(-1).copy()
+        if not self.dest.retain_grad:
+            self.dest.grad.zero_()
+        if self.src.requires_grad:
             s = self.src.grad
-            total = s.numpy().reshape(-1) + self.dest.grad.numpy().reshape(-1)
+            total = s.numpy().reshape(-1) + g
             if s.device.is_cpu:
                 s.numpy()[...] = total.reshape(s.numpy().shape)
             else:

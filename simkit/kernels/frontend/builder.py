@@ -16,7 +16,7 @@ import numpy as np
 from .. import ir
 from .. import registry as R
 from .. import types as T
-from ..errors import CompileError
+from ..errors import CompileError, CompileTypeError
 
 
 class Py:
@@ -112,12 +112,13 @@ class FunctionBuilder:
 
     # ------------------------------------------------------------------ errors
 
-    def error(self, message: str, node=None) -> CompileError:
+    def error(self, message: str, node=None, cls=CompileError) -> CompileError:
+        """The error to raise at ``node`` (``cls``: CompileError or its TypeError/ValueError forms)."""
         node = node or self.cur_node
         line = self.src.line_of(node)
         col = getattr(node, "col_offset", 0) + self.src.indent
-        return CompileError(message, self.src.filename, line, col, self.src.text_of_line(line),
-                            function=self.src.pyfunc.__qualname__)
+        return cls(message, self.src.filename, line, col, self.src.text_of_line(line),
+                   function=self.src.pyfunc.__qualname__)
 
     # ------------------------------------------------------------------ vars & statements
 
@@ -202,7 +203,7 @@ class FunctionBuilder:
                               target)
             b = R.resolve(key, info)
         if b is None:
-            raise self.error(no_overload_message(key, info.arg_types), node)
+            raise self.error(no_overload_message(key, info.arg_types), node, CompileTypeError)
         if len(args) < len(b.input_types) and all(  # trailing number defaults (expect_near's tolerance)
                 isinstance(b.defaults.get(n), (int, float)) for n in list(b.input_types)[len(args):]):
             args = args + self._defaults(b, args)

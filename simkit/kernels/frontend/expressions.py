@@ -9,6 +9,7 @@ import operator
 from .. import ir
 from .. import registry as R
 from .. import types as T
+from ..errors import CompileTypeError, CompileValueError
 from .builder import Py, ShapeOf, TupleValue, describe
 from .slices import has_slice
 
@@ -303,7 +304,7 @@ class ExpressionMixin:
                 code |= 2 << (2 * d)
                 step = self.slice_int(item.step, 1)
                 if step.is_const and step.const == 0:
-                    raise self.error("slice step cannot be zero", item)
+                    raise self.error("slice step cannot be zero", item, CompileValueError)
                 vals += [self.slice_int(item.lower, self.SLICE_NONE), self.slice_int(item.upper, self.SLICE_NONE), step]
             else:
                 code |= 1 << (2 * d)
@@ -342,7 +343,8 @@ class ExpressionMixin:
             return Py(self.eval_value(node.args[0]).type)
         if obj is pybuiltins.range:
             raise self.error("range() is only allowed as a for-loop iterator", node)
-        args = [self.eval(a) for a in node.args]
+        args = [v for a in node.args
+                for v in (self.unpack_starred(a) if isinstance(a, ast.Starred) else [self.eval(a)])]
         kw = {k.arg: self.eval(k.value) for k in node.keywords}
         args = [self.type_arg(a) for a in args]
         kw = {k: self.type_arg(v) for k, v in kw.items()}
@@ -363,6 +365,42 @@ class ExpressionMixin:
         if T.is_scalar(target) or T.is_value(target) or T.is_struct(target):
             return self.construct(target, args, kw, node)
         raise self.error(f"'{ast.unparse(node.func)}' ({describe(fn)}) cannot be called in a kernel", node)
+
+    def unpack_starred(self, node) -> list:
+        """``f(*v)``: the components of a vector or quaternion, the rows of a matrix, the values of a tuple,
+        or the elements of an array slice with constant bounds (``*arr[:3]``)."""
+        inner = node.value
+        if isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Slice):
+            base = self.eval(inner.value)
+            if isinstance(base, ir.Var) and isinstance(base.type, T.ArrayType):
+                if base.type.ndim != 1:
+                    raise self.error("*arr[a:b] unpacks slices of 1D arrays only", node)
+                bounds = [self.slice_int(b, None) if b is not None else None
+                          for b in (inner.slice.lower, inner.slice.upper, inner.slice.step)]
+                if any(b is not None and not b.is_const for b in bounds):
+                    raise self.error("*arr[a:b]: each slice component must be a compile-time constant", node,
+                                     CompileValueError)
+                start, stop, step = (b.const if b is not None else None for b in bounds)
+                if stop is None:
+                    raise self.error("*arr[a:b]: unpacking an array slice requires explicit upper bound (the "
+                                     "array's length is not known at compile time)", node, CompileValueError)
+                if stop < 0 or (start or 0) < 0:
+                    raise self.error("*arr[a:b]: slice bounds cannot be negative for arrays (their length is not "
+                                     "known at compile time)", node, CompileValueError)
+                if (step or 1) < 0:
+                    raise self.error("*arr[a:b]: the slice step cannot be negative", node, CompileValueError)
+                if step == 0:
+                    raise self.error("slice step cannot be zero", node, CompileValueError)
+                return [self.call_builtin("load", [base, self.const(i, T.int32)], node)
+                        for i in range(start or 0, stop, step or 1)]
+        v = self.eval(inner)
+        if isinstance(v, TupleValue):
+            return list(v)
+        if isinstance(v, ir.Var) and T.is_value(v.type):
+            n = v.type._shape[0]
+            return [self.call_builtin("extract", [v, self.const(i, T.int32)], node) for i in range(n)]
+        raise self.error(f"cannot unpack {describe(v)}: Starred expressions are only supported for vectors, "
+                         f"quaternions, matrices (their rows), tuples and array slices", node, CompileTypeError)
 
     def type_arg(self, a):
         """Types passed as arguments (``dtype=float``) become compile-time constants."""

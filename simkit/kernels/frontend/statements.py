@@ -429,6 +429,7 @@ class StatementMixin:
         args = [self.eval_value(a) for a in it.args]
         if not 1 <= len(args) <= 3:
             raise self.error("range() takes 1 to 3 arguments", it)
+        args = [self.call_builtin("cast", [a], it, target=T.int32) if a.type is T.bool else a for a in args]
         for a in args:
             if not T.is_int(a.type):
                 raise self.error(f"range() arguments must be integers, got {T.type_name(a.type)}", it)

@@ -13,8 +13,13 @@ struct array_t {
     int32 shape[4];
     int64 strides[4];  // in bytes
     int32 ndim;
-    int32 pad_;
+    int32 flags;       // SK_ARRAY_RETAIN_GRAD
 };
+
+// The array keeps its gradient through a backward pass (Warp's retain_grad). Otherwise the adjoint of a
+// store takes the element's gradient and zeroes it: the value the store overwrote had no influence on
+// what came after, so its gradient is zero (a copy into the array does the same, runtime/tape.py).
+#define SK_ARRAY_RETAIN_GRAD 1
 
 // Byte offset of an element. C (contiguous) lets the compiler vectorize.
 template <bool C, typename T>
@@ -158,23 +163,29 @@ SK_INLINE void store_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, I3
     *checked_address<C>(line, a, i, j, k, l) = v;
 }
 
-// adj_store: the stored value's adjoint is the output array's gradient at that element.
+// adj_store: the stored value's adjoint is the output array's gradient at that element, which the
+// store then consumes (zeroes; see SK_ARRAY_RETAIN_GRAD).
+template <typename T>
+SK_INLINE void take_grad(const array_t<T>& a, T* g, T& adj_v) {
+    adj_v += *g;
+    if (!(a.flags & SK_ARRAY_RETAIN_GRAD)) *g = zero<T>();
+}
 template <bool C, typename T, typename I0>
 SK_INLINE void adj_store(const array_t<T>& a, I0 i, const T&, array_t<T>&, I0&, T& adj_v) {
-    if (a.grad) adj_v += *grad_address<C>(a, i);
+    if (a.grad) take_grad(a, grad_address<C>(a, i), adj_v);
 }
 template <bool C, typename T, typename I0, typename I1>
 SK_INLINE void adj_store(const array_t<T>& a, I0 i, I1 j, const T&, array_t<T>&, I0&, I1&, T& adj_v) {
-    if (a.grad) adj_v += *grad_address<C>(a, i, j);
+    if (a.grad) take_grad(a, grad_address<C>(a, i, j), adj_v);
 }
 template <bool C, typename T, typename I0, typename I1, typename I2>
 SK_INLINE void adj_store(const array_t<T>& a, I0 i, I1 j, I2 k, const T&, array_t<T>&, I0&, I1&, I2&, T& adj_v) {
-    if (a.grad) adj_v += *grad_address<C>(a, i, j, k);
+    if (a.grad) take_grad(a, grad_address<C>(a, i, j, k), adj_v);
 }
 template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
 SK_INLINE void adj_store(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const T&, array_t<T>&, I0&, I1&, I2&,
                          I3&, T& adj_v) {
-    if (a.grad) adj_v += *grad_address<C>(a, i, j, k, l);
+    if (a.grad) take_grad(a, grad_address<C>(a, i, j, k, l), adj_v);
 }
 
 // store_component(a, i..., comp, v): set component `comp` (flat index) of element a[i...] to v,
@@ -193,7 +204,11 @@ SK_INLINE void store_component_checked_at(int line, const array_t<T>& a, K comp,
 }
 template <bool C, typename T, typename S, typename K, typename... I>
 SK_INLINE void adj_store_component_at(const array_t<T>& a, K comp, S& adj_v, I... idx) {
-    if (a.grad) adj_v += flat(*grad_address<C>(a, idx...))[comp];
+    if (a.grad) {
+        auto& g = flat(*grad_address<C>(a, idx...))[comp];
+        adj_v += g;
+        if (!(a.flags & SK_ARRAY_RETAIN_GRAD)) g = zero<S>();
+    }
 }
 
 template <bool C, typename T, typename I0, typename K, typename S>
@@ -283,7 +298,7 @@ SK_INLINE array_t<T> view_impl(const array_t<T>& a, int64 off, int drop) {
     r.data = reinterpret_cast<T*>(reinterpret_cast<char*>(a.data) + off);
     r.grad = a.grad ? reinterpret_cast<T*>(reinterpret_cast<char*>(a.grad) + off) : nullptr;
     r.ndim = a.ndim - drop;
-    r.pad_ = 0;
+    r.flags = a.flags;
     for (int d = 0; d < 4; ++d) {
         r.shape[d] = d + drop < 4 ? a.shape[d + drop] : 0;
         r.strides[d] = d + drop < 4 ? a.strides[d + drop] : 0;
@@ -376,7 +391,7 @@ SK_INLINE array_t<T> array_slice(int line, const array_t<T>& a, int32 code, V...
         r.strides[d] = 0;
     }
     r.ndim = nd;
-    r.pad_ = 0;
+    r.flags = a.flags;
     r.data = a.data ? reinterpret_cast<T*>(reinterpret_cast<char*>(a.data) + off) : nullptr;
     r.grad = a.grad ? reinterpret_cast<T*>(reinterpret_cast<char*>(a.grad) + off) : nullptr;
     return r;

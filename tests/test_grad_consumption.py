@@ -1,0 +1,110 @@
+"""A backward pass consumes the gradient of what it overwrote (runtime/tape.py, native/array.h): the
+adjoint of a store zeroes the element's gradient, a recorded copy zeroes the destination's, and
+``retain_grad=True`` keeps them. Checked against analytic gradients: these patterns (a clone then
+overwritten, a copy into one column) gave the overwritten values' gradient as well before."""
+import numpy as np
+import pytest
+
+import simkit as sk
+
+
+@sk.kernel
+def double(x: sk.array(dtype=sk.float64), y: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    y[i] = x[i] * 2.0
+
+
+@sk.kernel
+def total(x: sk.array(dtype=sk.float64), loss: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    sk.atomic_add(loss, 0, x[i])
+
+
+@sk.kernel
+def total_2d(x: sk.array2d(dtype=sk.float64), loss: sk.array(dtype=sk.float64)):
+    i, j = sk.tid()
+    sk.atomic_add(loss, 0, x[i, j] * sk.float64(j + 1))
+
+
+def f64(v, device, **kw):
+    return sk.array(np.asarray(v, dtype=np.float64), dtype=sk.float64, device=device, requires_grad=True, **kw)
+
+
+def test_a_clone_overwritten_by_a_kernel_has_no_gradient(device):
+    x = f64(np.arange(1.0, 5.0), device)
+    loss = f64([0.0], device)
+    with sk.Tape() as tape:
+        q = x
+        for _ in range(3):
+            out = sk.clone(q)                 # (an allocation idiom: the kernel overwrites every value)
+            sk.launch(double, 4, inputs=[q], outputs=[out], device=device)
+            q = out
+        sk.launch(total, 4, inputs=[q], outputs=[loss], device=device)
+    tape.backward(loss)
+    np.testing.assert_allclose(loss.numpy(), [8.0 * 10.0])
+    np.testing.assert_allclose(x.grad.numpy(), np.full(4, 8.0))
+
+
+def test_a_copy_into_a_column_consumes_that_column(device):
+    base = f64(np.ones((3, 4)), device)
+    src = f64(np.full(3, 5.0), device)
+    loss = f64([0.0], device)
+    with sk.Tape() as tape:
+        sk.copy(base[:, 2], src)
+        sk.launch(total_2d, (3, 4), inputs=[base], outputs=[loss], device=device)
+    tape.backward(loss)
+    np.testing.assert_allclose(src.grad.numpy(), np.full(3, 3.0))          # column 2 has weight j + 1 = 3
+    expected = np.tile([1.0, 2.0, 0.0, 4.0], (3, 1))                        # the overwritten column: 0
+    np.testing.assert_allclose(base.grad.numpy(), expected)
+
+
+def test_a_shifted_copy_within_one_array_cpu():
+    y = f64([1.0, 2.0, 3.0, 4.0], "cpu")
+    loss = f64([0.0], "cpu")
+    with sk.Tape() as tape:
+        sk.copy(y, y, dest_offset=1, src_offset=0, count=3)            # y = [y0, y0, y1, y2]
+        sk.launch(total, 4, inputs=[y], outputs=[loss])
+    tape.backward(loss)
+    np.testing.assert_allclose(y.numpy(), [1, 1, 2, 3])
+    np.testing.assert_allclose(y.grad.numpy(), [2.0, 1.0, 1.0, 0.0])
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_retain_grad_keeps_an_intermediate_gradient(retain, device):
+    x = f64(np.arange(4.0), device)
+    y = f64(np.zeros(4), device, retain_grad=retain)
+    loss = f64([0.0], device)
+    with sk.Tape() as tape:
+        sk.launch(double, 4, inputs=[x], outputs=[y], device=device)
+        sk.launch(total, 4, inputs=[y], outputs=[loss], device=device)
+    tape.backward(loss)
+    np.testing.assert_allclose(x.grad.numpy(), np.full(4, 2.0))
+    np.testing.assert_allclose(y.grad.numpy(), np.full(4, 1.0 if retain else 0.0))
+
+
+@sk.kernel
+def twice(x: sk.array(dtype=sk.float64), v: sk.array(dtype=sk.vec3d)):
+    i = sk.tid()
+    v[i] = sk.vec3d(x[i], x[i], x[i]) * 7.0      # overwritten below, component by component
+    v[i][0] = x[i] * 2.0
+    v[i][2] = x[i] * 3.0
+
+
+@sk.kernel
+def total_vec(v: sk.array(dtype=sk.vec3d), loss: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    sk.atomic_add(loss, 0, v[i][0] + v[i][1] * 10.0 + v[i][2] * 100.0)
+
+
+def test_stores_in_one_kernel_take_the_gradient_of_the_last(device):
+    x = f64(np.arange(1.0, 4.0), device)
+    v = sk.zeros(3, dtype=sk.vec3d, device=device, requires_grad=True)
+    loss = f64([0.0], device)
+    with sk.Tape() as tape:
+        sk.launch(twice, 3, inputs=[x], outputs=[v], device=device)
+        sk.launch(total_vec, 3, inputs=[v], outputs=[loss], device=device)
+    tape.backward(loss)
+    np.testing.assert_allclose(v.numpy()[0], [2.0, 7.0, 3.0])
+    # d/dx (2x + 10 * 7x + 100 * 3x): the components stored twice count once, with their last value
+    np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0 + 70.0 + 300.0))
+    np.testing.assert_allclose(v.grad.numpy(), np.zeros((3, 3)))
