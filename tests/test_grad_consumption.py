@@ -108,3 +108,41 @@ def test_stores_in_one_kernel_take_the_gradient_of_the_last(device):
     # d/dx (2x + 10 * 7x + 100 * 3x): the components stored twice count once, with their last value
     np.testing.assert_allclose(x.grad.numpy(), np.full(3, 2.0 + 70.0 + 300.0))
     np.testing.assert_allclose(v.grad.numpy(), np.zeros((3, 3)))
+
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_a_store_overwritten_by_a_recorded_store(retain, device):
+    # y = 2 a, then y = 2 b (recorded): a's gradient is zero, b's is 2; with retain_grad the first store's
+    # adjoint also sees y's gradient (Warp's documented double counting of retained gradients)
+    a, b = f64(np.ones(3), device), f64(np.ones(3), device)
+    y = f64(np.zeros(3), device, retain_grad=retain)
+    loss = f64([0.0], device)
+    with sk.Tape() as tape:
+        sk.launch(double, 3, inputs=[a], outputs=[y], device=device)
+        sk.launch(double, 3, inputs=[b], outputs=[y], device=device)
+        sk.launch(total, 3, inputs=[y], outputs=[loss], device=device)
+    tape.backward(loss)
+    np.testing.assert_allclose(b.grad.numpy(), np.full(3, 2.0))
+    np.testing.assert_allclose(a.grad.numpy(), np.full(3, 2.0 if retain else 0.0))
+
+
+def test_a_partial_copy_over_a_stored_array(device):
+    x = f64(np.ones(4), device)
+    s = f64(np.full(2, 5.0), device)
+    y = sk.zeros(4, dtype=sk.float64, device=device, requires_grad=True)
+    loss = f64([0.0], device)
+    with sk.Tape() as tape:
+        sk.launch(double, 4, inputs=[x], outputs=[y], device=device)
+        sk.copy(y, s, dest_offset=1, src_offset=0, count=2)             # overwrites y[1:3]
+        sk.launch(total, 4, inputs=[y], outputs=[loss], device=device)
+    tape.backward(loss)
+    np.testing.assert_allclose(s.grad.numpy(), [1.0, 1.0])
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 0.0, 0.0, 2.0])
+
+
+def test_writing_a_gradient_view_leaves_the_data_versions_alone():
+    a = f64(np.arange(4.0), "cpu")
+    v = a[1:3]
+    before = list(a._ver)
+    v.grad.zero_()                       # a gradient write is not a write of the data
+    assert a._ver == before

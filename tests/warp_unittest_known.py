@@ -92,7 +92,6 @@ KNOWN = {
         "array_inplace_non_diff_ops": INTERNALS, "array_new_del": INTERNALS, "array_of_structs_cpu": INTERNALS,
         "numpy_array_interface_cpu": "bfloat16 (simkit has no bfloat16)",
         "numpy_array_interface_empty": "the strides an empty array reports through __array_interface__",
-        "array_overwrite": TAPE_INPLACE, "test_retain_grad_cpu": TAPE_INPLACE,
         "retain_grad_slice_view_store": ("a slice taken inside a kernel of a retain_grad array keeps its "
                                          "gradient in simkit; Warp's in-kernel view drops retain_grad"),
         "runtime_zero_step": "runs Warp's subprocess helpers (run_python_subprocess)",
@@ -107,7 +106,7 @@ KNOWN = {
         "test_view_cpu": VALUE_NAME,
     },
     "test_tape": {
-        "copy_adjoint_consumption": TAPE_INPLACE, "zero_multiple_outputs": TAPE_INPLACE,
+        "zero_multiple_outputs": TAPE_INPLACE,
         "copy_adjoint_fallback_warning": "Warp's warning for a self-overlapping copy (simkit's adjoint is exact)",
         "copy_adjoint_out_of_scope": ("an overlapping copy's adjoint: simkit gives the analytic gradient, where "
                                       "Warp keeps the gradient in place"),

@@ -133,6 +133,23 @@ def scalar_from_numpy(dtype) -> type:
         raise TypeError(f"numpy dtype {np.dtype(dtype)} has no simkit scalar type") from None
 
 
+def type_of_value(v):
+    """The kernel type of a Python value: a vector/matrix/struct instance's class, bool, a numpy
+    scalar's type, int32 for an int, float32 for a float; None for anything else."""
+    t = _py.type(v)
+    if is_value(t) or is_struct(t):
+        return t
+    if isinstance(v, (_py.bool, np.bool_)):
+        return bool
+    if isinstance(v, np.generic):
+        return scalar_from_numpy(v.dtype)
+    if isinstance(v, _py.int):
+        return int32
+    if isinstance(v, _py.float):
+        return float32
+    return None
+
+
 # ---------------------------------------------------------------------------
 # Vectors, matrices, quaternions, transforms
 

@@ -438,7 +438,9 @@ class array:
         if view.ndim - len(esh) == 0:
             view = view.reshape((1,) + esh)
             gview = gview.reshape((1,) + esh) if gview is not None else None
-        g = array(dtype=self.dtype, device=self.device, _np_view=gview, _owner=self) if gview is not None else None
+        g = None
+        if gview is not None:   # (its own versions: the gradient's, not the data's)
+            g = array(dtype=self.dtype, device=self.device, _np_view=gview, _owner=self._grad)
         out = array(dtype=self.dtype, device=self.device, _np_view=view, _owner=self, _grad=g)
         out._requires_grad = self._requires_grad
         return out

@@ -42,17 +42,9 @@ def full(shape, value=0, dtype=None, device=None, requires_grad=False, pinned=Fa
 
 def fill_dtype(value):
     """The element type ``full`` gives ``value`` (as Warp's)."""
-    t = type(value)
-    if T.is_value(t) or T.is_struct(t):
+    t = T.type_of_value(value)
+    if t is not None:
         return t
-    if isinstance(value, (bool, np.bool_)):
-        return T.bool
-    if isinstance(value, np.generic):
-        return T.scalar_from_numpy(value.dtype)
-    if isinstance(value, int):
-        return T.int32
-    if isinstance(value, float):
-        return T.float32
     v = np.asarray(value)
     scalar = {"i": T.int32, "u": T.int32, "f": T.float32, "b": T.bool}.get(v.dtype.kind)
     if isinstance(value, np.ndarray) and v.dtype.kind in "iufb":

@@ -66,18 +66,9 @@ def _arg_type(kernel: Kernel, name: str, value):
     """The concrete kernel type of a Python argument (for generic kernels)."""
     if isinstance(value, array):
         return T.ArrayType(value.dtype, value.ndim)
-    if isinstance(value, T.value_base):
-        return type(value)
-    if isinstance(value, (bool, np.bool_)):
-        return T.bool
-    if isinstance(value, np.generic):
-        return T.scalar_from_numpy(value.dtype)
-    if isinstance(value, int):
-        return T.int32
-    if isinstance(value, float):
-        return T.float32
-    if T.is_struct(type(value)):
-        return type(value)
+    t = T.type_of_value(value)
+    if t is not None:
+        return t
     if interop.foreign_type(value) is not None:  # numpy / foreign arrays (scalar dtype of their elements)
         return interop.foreign_type(value)
     raise TypeError(f"kernel '{kernel.key}' argument '{name}': unsupported type {type(value).__name__}")

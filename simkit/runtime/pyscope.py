@@ -22,17 +22,10 @@ _cache: dict = {}
 
 
 def _type_of(v):
-    if isinstance(v, T.value_base):
-        return type(v)
-    if isinstance(v, (bool, np.bool_)):
-        return T.bool
-    if isinstance(v, np.generic):
-        return T.scalar_from_numpy(v.dtype)
-    if isinstance(v, int):
-        return T.int32
-    if isinstance(v, float):
-        return T.float32
-    raise TypeError(f"cannot pass {type(v).__name__} to a builtin from Python")
+    t = T.type_of_value(v)
+    if t is None or T.is_struct(t):
+        raise TypeError(f"cannot pass {type(v).__name__} to a builtin from Python")
+    return t
 
 
 def _expr(t) -> str:

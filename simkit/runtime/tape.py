@@ -17,6 +17,7 @@ kernel that reads and overwrites the same array is refused when recorded.
 from __future__ import annotations
 
 import contextlib
+import weakref
 
 import numpy as np
 
@@ -36,8 +37,9 @@ def _where(kernel) -> str:
 
 
 class _Launch:
-    def __init__(self, kernel, spec, dims, args, device):
+    def __init__(self, kernel, spec, dims, args, device, tape=None):
         self.kernel, self.spec, self.dims, self.args, self.device = kernel, spec, dims, args, device
+        self.tape = weakref.ref(tape) if tape is not None else None   # (no cycle: tapes free on del)
         by_name = dict(zip(kernel.param_names, args))
         access = spec_access(spec)
         self.reads, self.stores = [], []
@@ -71,11 +73,13 @@ class _Launch:
                     f"after that launch was recorded (by a later launch, copy, fill_ or assign); its gradient "
                     f"would be wrong. Give each step its own arrays, or clone the array before changing it.")
         for name, a, version in self.stores:
-            if a._wversion != version:
+            tape = self.tape() if self.tape is not None else None
+            if a._wversion != version and not (tape is not None and tape.consumed(a, version)):
                 raise TapeError(
                     f"array '{name}' written by kernel '{self.kernel.key}' ({_where(self.kernel)}) was "
-                    f"overwritten by a later operation before backward(); the gradient of the values it wrote "
-                    f"is lost. Give each step its own output arrays.")
+                    f"overwritten by an operation the tape did not record (outside `with tape:`, "
+                    f"record_tape=False, fill_ or assign) before backward(); the gradient of the values it wrote "
+                    f"is lost. Give each step its own output arrays, or record the overwrite.")
 
     def backward(self):
         self.check()
@@ -163,6 +167,9 @@ class Tape:
     def __init__(self):
         self.ops: list = []
         self.loss = None
+        # id(array._ver) -> (that list, the overwrite versions made by recorded stores and copies): their
+        # adjoints consume the overwritten values' gradient, so an earlier store into the array stays exact
+        self._overwrites: dict = {}
 
     def __enter__(self):
         _active.append(self)
@@ -196,10 +203,23 @@ class Tape:
                         f"'{'.'.join(spath)}', which is the same memory as the array '{'.'.join(rpath)}' it "
                         f"reads; its gradient cannot be computed from the overwritten values. Pass separate "
                         f"arrays.")
-        self.ops.append(_Launch(kernel, spec, dims, args, device))
+        op = _Launch(kernel, spec, dims, args, device, self)
+        for _, a, version in op.stores:
+            self._recorded_overwrite(a, version)
+        self.ops.append(op)
 
     def record_copy(self, dest, src):
+        self._recorded_overwrite(dest, dest._wversion)
         self.ops.append(_Copy(dest, src))
+
+    def _recorded_overwrite(self, a, version):
+        self._overwrites.setdefault(id(a._ver), (a._ver, set()))[1].add(version)
+
+    def consumed(self, a, version) -> bool:
+        """Were all overwrites of ``a`` after ``version`` made by operations on this tape? Their adjoints
+        then take (and zero) the gradient of what they overwrote before the earlier store's adjoint runs."""
+        made = self._overwrites.get(id(a._ver), (None, ()))[1]
+        return all(v in made for v in range(version + 1, a._wversion + 1))
 
     def record_func(self, backward, arrays=None):
         """Record a Python callback run during ``backward()`` (e.g. a custom adjoint)."""
@@ -259,6 +279,7 @@ class Tape:
         """Forget the recorded operations and zero their gradients."""
         self.zero()
         self.ops = []
+        self._overwrites = {}
 
 
 def active_tape():
