@@ -13,6 +13,9 @@ Gradients are never silently wrong: an array that a recorded launch read and
 that was overwritten afterwards (by a later launch, a copy, ``fill_`` or
 ``assign``) makes ``backward()`` raise, naming the array and the launch; a
 kernel that reads and overwrites the same array is refused when recorded.
+The adjoints of stores and copies consume (zero) the gradient of what they
+overwrote, so an array a recorded launch wrote may be overwritten by later
+recorded operations; an overwrite the tape did not see raises.
 """
 from __future__ import annotations
 
