@@ -62,6 +62,16 @@ def test_negative_shapes_are_refused(shape):
         sk.zeros(shape, dtype=int)
 
 
+def test_n_keyword_and_no_shape_as_in_warp():
+    # Warp's older ``n=`` keyword gives a 1D length; no shape at all gives an empty array
+    np.testing.assert_array_equal(sk.zeros(n=3, dtype=int).numpy(), np.zeros(3))
+    np.testing.assert_array_equal(sk.ones(n=2, dtype=sk.vec3).numpy(), np.ones((2, 3)))
+    np.testing.assert_array_equal(sk.full(n=2, value=7).numpy(), [7, 7])
+    assert sk.empty(n=4).shape == (4,) and sk.zeros().shape == (0,)
+    with pytest.raises(TypeError, match="either shape or n"):
+        sk.zeros(3, n=3)
+
+
 def test_reshape_and_view_errors_name_sizes():
     a = sk.array(np.arange(6.0))
     np.testing.assert_array_equal(a.reshape((-1, 3)).numpy(), np.arange(6.0).reshape(2, 3))

@@ -347,3 +347,41 @@ def test_literal_merges_keep_float_values(device):
     out = sk.zeros((2, 4), device=device)
     sk.launch(k_literal_merges, dim=2, inputs=[c, out], device=device)
     np.testing.assert_array_equal(out.numpy(), [[1.0, 3.0, 1.0, 2.0], [2.5, 0.5, 2.0, 2.0]])
+
+
+mat22i = sk.types.matrix((2, 2), sk.int32)
+
+
+@sk.kernel
+def k_bitwise_values(a: sk.array(dtype=sk.vec3i), b: sk.array(dtype=sk.vec3i), s: sk.array(dtype=sk.vec3i),
+                     m: sk.array(dtype=mat22i), n: sk.array(dtype=mat22i), out: sk.array(dtype=sk.vec3i, ndim=2),
+                     mout: sk.array(dtype=mat22i, ndim=2)):
+    i = sk.tid()
+    x, y = a[i], b[i]
+    out[i, 0] = x & y
+    out[i, 1] = x | y
+    out[i, 2] = x ^ y
+    out[i, 3] = ~x
+    out[i, 4] = x << s[i]
+    out[i, 5] = y >> s[i]
+    mout[i, 0] = (m[i] & n[i]) | (~m[i] ^ n[i])
+    mout[i, 1] = m[i] << n[i]
+
+
+def test_bitwise_operators_of_integer_vectors_and_matrices(device):
+    rng = np.random.default_rng(3)
+    an = rng.integers(-1000, 1000, (16, 3), dtype=np.int32)
+    bn = rng.integers(-1000, 1000, (16, 3), dtype=np.int32)
+    sn = rng.integers(0, 31, (16, 3), dtype=np.int32)
+    mn = rng.integers(-50, 50, (16, 2, 2), dtype=np.int32)
+    nn = rng.integers(0, 20, (16, 2, 2), dtype=np.int32)
+    arrs = [sk.array(v, dtype=t, device=device) for v, t in
+            ((an, sk.vec3i), (bn, sk.vec3i), (sn, sk.vec3i), (mn, mat22i), (nn, mat22i))]
+    out = sk.zeros((16, 6), dtype=sk.vec3i, device=device)
+    mout = sk.zeros((16, 2), dtype=mat22i, device=device)
+    sk.launch(k_bitwise_values, 16, inputs=arrs + [out, mout], device=device)
+    o = out.numpy()
+    for k, want in enumerate((an & bn, an | bn, an ^ bn, ~an, an << sn, bn >> sn)):
+        np.testing.assert_array_equal(o[:, k], want)
+    np.testing.assert_array_equal(mout.numpy()[:, 0], (mn & nn) | (~mn ^ nn))
+    np.testing.assert_array_equal(mout.numpy()[:, 1], mn << nn)

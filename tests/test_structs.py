@@ -371,5 +371,8 @@ def test_tape_gradients_and_zero_reach_arrays_inside_structs(device):
     tape.backward(loss)
     np.testing.assert_array_equal(h.inner.m.grad.numpy(), [3.0, 3.0])
     assert any(a is h.inner.m for a in tape.gradients)
+    g = tape.gradients[h]  # as in Warp: a struct of the gradients (nested, None where none)
+    assert isinstance(g, Holder) and g.inner.m is h.inner.m.grad
+    np.testing.assert_array_equal(g.inner.m.numpy(), [3.0, 3.0])
     tape.zero()
     np.testing.assert_array_equal(h.inner.m.grad.numpy(), [0.0, 0.0])

@@ -28,10 +28,11 @@ def tests_dir() -> str | None:
 
 
 def rewrite(src: str) -> str:
-    src = re.sub(r"^(\s*)import warp as wp\b", r"\1import simkit as wp", src, flags=re.M)
+    src = re.sub(r"^(\s*)import warp as (\w+)$", r"\1import simkit as \2", src, flags=re.M)
     src = re.sub(r"^(\s*)import warp$", r"\1import simkit as warp", src, flags=re.M)
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
     src = src.replace("wp._src.types.", "wp.types.")  # (Warp's internal module: its public names are wp.types)
+    src = src.replace("from warp._src.utils import map_cache", "from simkit.runtime.map import map_cache")
     return src.replace("warp.tests.", f"{PACKAGE}.")
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from . import ir
 from . import types as T
 from .activity import Activity
+from .analysis import has_side_effects
 from .codegen import Emitter, ctype, iterator_call, ref, return_ctype
 from .registry import adjoint_name
 
@@ -131,6 +132,7 @@ def _path_to(block, s):
 
 
 class AdjointEmitter(Emitter):
+    replay = True  # its forward statements are a replay
     def __init__(self, fn: ir.Function, options: dict, returns: tuple | None = None, variants: dict | None = None):
         super().__init__(fn, options)
         self.loop_ids: dict = {}
@@ -291,6 +293,9 @@ class AdjointEmitter(Emitter):
                 continue
             if isinstance(s, ir.Call) and s.kind == "func" and self.result_unread(s):
                 continue  # nothing in the replay or the reverse pass reads what it returns
+            if isinstance(s, ir.Call) and s.kind == "func" and not ir.defines(s) and s.func.replay_ir is None \
+                    and has_side_effects(s.func.ir):
+                continue  # a call for its writes only: the replay writes nothing
             if isinstance(s, ir.Call) and s.kind == "func" and s.func.replay_ir is not None:
                 self.comment(s.line, depth)
                 call = f"{s.func.replay_ir.name}<SKC>({', '.join(ref(a) for a in s.args)})"
@@ -600,7 +605,10 @@ def gen_adjoints(kernels: list, funcs: list, options: dict) -> list:
     a variant may be asked for by a func defined before it), then each kernel's backward entry."""
     from .codegen import args_struct
 
+    from .codegen import gen_func
+
     variants: dict = {}
+    replays = [gen_func(f, options, replay=True) for f in funcs if has_side_effects(f)]
     defaults = [gen_adj_func(f, options, variants=variants) for f in funcs if not getattr(f, "no_adjoint", False)]
     kernel_parts = [args_struct(k) + "\n" + gen_adj_kernel(k, options, variants) for k in kernels]
     done: dict = {}
@@ -609,7 +617,7 @@ def gen_adjoints(kernels: list, funcs: list, options: dict) -> list:
             if key not in done:
                 done[key] = gen_adj_func(fn, options, key[1], variants)
     decls = [adj_func_signature(variants[key], key[1]) + ";" for key in done]
-    return decls + defaults + list(done.values()) + kernel_parts
+    return replays + decls + defaults + list(done.values()) + kernel_parts
 
 
 def gen_struct_accum(t) -> str:

@@ -2,8 +2,11 @@
 
 The tape uses it to (1) bump the version of every array a launch writes, (2)
 check at ``backward()`` that arrays a launch read were not overwritten since,
-and (3) refuse to record kernels that read and overwrite the same array, whose
-gradients would silently be wrong.
+and (3) handle kernels that read and write the same array (``load_order``):
+the adjoint kernel replays the forward without its stores, so a load must see
+in the replay what it saw in the launch. Loads that precede every write see
+the launch's input values (the tape keeps a copy of them); loads that follow
+every write see what the launch left; any other order is refused.
 """
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from . import types as T
 WRITE_KEYS = {"store", "store_component", "atomic_add", "atomic_sub", "atomic_min", "atomic_max", "atomic_exch",
               "atomic_cas", "atomic_and", "atomic_or", "atomic_xor"}
 ACCUMULATE_KEYS = {"atomic_add", "atomic_sub"}  # commutative updates: not overwrites
+VIEW_KEYS = {"view", "array_slice"}  # results name (part of) their first argument's memory
 
 
 class Access:
@@ -25,10 +29,29 @@ class Access:
         """Paths overwritten (stores, exch/cas/min/max), as opposed to accumulated into."""
         return self._stores
 
-    @property
-    def inplace(self) -> dict:
-        """Paths both read (plain loads) and overwritten, with the line of the write."""
-        return {p: line for p, line in self.writes.items() if p in self.reads and p in self._stores}
+
+def _call_path(s: ir.Call, origin: dict):
+    """(builtin key, the array path its first argument names, or None) of a call."""
+    key = s.builtin.key if s.builtin is not None else None
+    a0 = s.args[0] if s.args else None
+    return key, (origin.get(a0.name) if a0 is not None and not a0.is_const else None)
+
+
+def _alias(s, origin: dict) -> bool:
+    """A view, struct field or copy of an array path: record the path its result names (True)."""
+    if isinstance(s, ir.Call):
+        key, path = _call_path(s, origin)
+        if key in VIEW_KEYS and path is not None and s.out is not None:
+            origin[s.out.name] = path
+            return True
+    elif isinstance(s, ir.GetField):
+        if s.src.name in origin and _has_arrays(s.out.type):
+            origin[s.out.name] = origin[s.src.name] + (s.field,)
+            return True
+    elif isinstance(s, ir.Copy) and s.src.name in origin and not s.src.is_const:
+        origin[s.out.name] = origin[s.src.name]
+        return True
+    return False
 
 
 def analyze(fn: ir.Function) -> Access:
@@ -38,13 +61,11 @@ def analyze(fn: ir.Function) -> Access:
 
     def visit(stmts):
         for s in stmts:
+            if _alias(s, origin):
+                continue
             if isinstance(s, ir.Call):
-                key = s.builtin.key if s.builtin is not None else None
-                a0 = s.args[0] if s.args else None
-                path = origin.get(a0.name) if a0 is not None and not a0.is_const else None
-                if key == "view" and path is not None and s.out is not None:
-                    origin[s.out.name] = path
-                elif key == "load" and path is not None:
+                key, path = _call_path(s, origin)
+                if key == "load" and path is not None:
                     acc.reads.setdefault(path, s.line)
                 elif key in WRITE_KEYS and path is not None:
                     acc.writes.setdefault(path, s.line)
@@ -52,12 +73,6 @@ def analyze(fn: ir.Function) -> Access:
                         acc._stores.add(path)
                 elif s.kind == "func":
                     _through_func(s, origin, acc)
-            elif isinstance(s, ir.GetField):
-                path = origin.get(s.src.name)
-                if path is not None and _has_arrays(s.out.type):
-                    origin[s.out.name] = path + (s.field,)
-            elif isinstance(s, ir.Copy) and s.src.name in origin and not s.src.is_const:
-                origin[s.out.name] = origin[s.src.name]
             elif isinstance(s, ir.If):
                 visit(s.body)
                 visit(s.orelse)
@@ -87,6 +102,67 @@ def _through_func(s: ir.Call, origin: dict, acc: Access):
                 acc.writes.setdefault(path + sub[1:], s.line)
                 if sub in inner._stores:
                     acc._stores.add(path + sub[1:])
+
+
+BEFORE, AFTER, MIXED = "before", "after", "mixed"
+
+
+def load_order(fn: ir.Function) -> dict:
+    """{path: (order, line)} for each array path a kernel both loads and writes (atomic adds included).
+
+    ``order`` is BEFORE when no write of the path can precede any of its loads in a thread (the loads
+    see the launch's input values), AFTER when writes can precede every load and none can follow one
+    (the loads see what the launch leaves), MIXED otherwise; ``line``: a load that breaks the other
+    orders (or the first load). Branches are exclusive; a loop body counts twice (its back edge)."""
+    loads = {}  # key -> [path, line, a write may precede it, a write may follow it]
+
+    def visit(stmts, origin, state, chain):
+        written, pending = state  # paths a write may have touched; load keys that may have run
+        for s in stmts:
+            if _alias(s, origin):
+                continue
+            if isinstance(s, ir.Call):
+                key, path = _call_path(s, origin)
+                if key == "load" and path is not None:
+                    k = chain + (id(s),)
+                    rec = loads.setdefault(k, [path, s.line, False, False])
+                    rec[2] = rec[2] or path in written
+                    pending.add(k)
+                elif key in WRITE_KEYS and path is not None:
+                    written.add(path)
+                    for k in pending:
+                        if loads[k][0] == path:
+                            loads[k][3] = True
+                elif s.kind == "func":
+                    inner = {p.name: origin[a.name] for a, p in zip(s.args, s.func.ir.params)
+                             if not a.is_const and a.name in origin}
+                    visit(s.func.ir.body, inner, state, chain + (id(s),))
+            elif isinstance(s, ir.If):
+                other = (set(written), set(pending))
+                visit(s.body, origin, state, chain)
+                visit(s.orelse, origin, other, chain)
+                written |= other[0]
+                pending |= other[1]
+            elif isinstance(s, (ir.For, ir.While)):
+                for _ in range(2):
+                    if isinstance(s, ir.While):
+                        visit(s.cond_block, origin, state, chain)
+                    visit(s.body, origin, state, chain)
+
+    origin = {p.name: (p.label,) for p in fn.params if _has_arrays(p.type)}
+    state = (set(), set())
+    visit(fn.body, origin, state, ())
+    out = {}
+    for path, line, prior, follows in loads.values():
+        if path not in state[0]:
+            continue
+        order = BEFORE if not prior else AFTER if not follows else MIXED
+        have = out.get(path)
+        if have is None:
+            out[path] = (order, line)
+        elif have[0] != order and have[0] != MIXED:
+            out[path] = (MIXED, line)
+    return out
 
 
 def _has_arrays(t) -> bool:
@@ -121,6 +197,18 @@ def _calls(fn: ir.Function, pred) -> bool:
         return False
 
     return calls(fn, set())
+
+
+def has_side_effects(fn: ir.Function) -> bool:
+    """Does a @func write arrays or print (itself or through its callees)? The adjoints' forward
+    replays call its ``replay_`` variant, which does neither (codegen.gen_func)."""
+    v = fn.__dict__.get("_side_effects")
+    if v is None:
+        v = fn._side_effects = any(
+            isinstance(s, ir.Call) and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay)
+                                        or (s.kind == "func" and has_side_effects(s.func.ir)))
+            for s in ir.walk(fn.body))
+    return v
 
 
 def may_report_errors(fn: ir.Function) -> bool:

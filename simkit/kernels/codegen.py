@@ -96,6 +96,8 @@ def ref(v: ir.Var) -> str:
 class Emitter:
     """Writes one function body as C++ statements."""
 
+    replay = False  # an adjoint's forward replay: no array writes, no prints (see gen_func)
+
     def __init__(self, fn: ir.Function, options: dict):
         self.fn = fn
         self.debug = options.get("mode") == "debug"
@@ -137,8 +139,12 @@ class Emitter:
                 args = [f"double({ref(a)})" if T.is_float(a.type) else ref(a) for a in s.args]
                 self.w(f"printf({', '.join([fmt] + args)});", depth)
                 return
+            if self.replay and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay)):
+                return  # a replay writes no memory and prints nothing
             callee, args = self.call_args(s)
             if s.kind == "func":
+                if self.replay and analysis.has_side_effects(s.func.ir):
+                    callee = replay_name(s.func.ir)
                 callee = f"{callee}<SKC>"
             expr = f"{callee}({', '.join(args)})"
             if s.outs:
@@ -268,16 +274,24 @@ def return_ctype(fn: ir.Function) -> str:
     return f"{fn.name}_ret"
 
 
-def gen_func(fn: ir.Function, options: dict) -> str:
-    """A @func specialisation as a C++ function template on SKC."""
+def replay_name(fn: ir.Function) -> str:
+    """The variant of a func with side effects that the adjoints' forward replays call (``gen_func``)."""
+    return f"replay_{fn.name}"
+
+
+def gen_func(fn: ir.Function, options: dict, replay: bool = False) -> str:
+    """A @func specialisation as a C++ function template on SKC. ``replay``: the variant that writes no
+    array and prints nothing (for the adjoints' forward replays; see ``analysis.has_side_effects``)."""
     e = Emitter(fn, options)
+    e.replay = replay
     out = []
-    if len(fn.return_types) > 1:
+    if len(fn.return_types) > 1 and not replay:
         fields = " ".join(f"{ctype(t)} r{k};" for k, t in enumerate(fn.return_types))
         out.append(f"struct {fn.name}_ret {{ {fields} }};")
     params = ", ".join(f"{ctype(p.type)} {p.name}" for p in fn.params)
-    out.append(f"// {e.rel}:{fn.first_line}: @func {fn.name}")
-    out.append(f"template <bool SKC>\nstatic SK_INLINE {return_ctype(fn)} {fn.name}({params}) {{")
+    name = replay_name(fn) if replay else fn.name
+    out.append(f"// {e.rel}:{fn.first_line}: @func {name}")
+    out.append(f"template <bool SKC>\nstatic SK_INLINE {return_ctype(fn)} {name}({params}) {{")
     e.declarations(1)
     e.block(fn.body, 1)
     if fn.return_types:

@@ -156,6 +156,8 @@ def bit_and(*args: Any, **kwargs: Any) -> Any:
     Overloads:
         bit_and(a: Int, b: Int) -> type of 0
         bit_and(a: bool, b: bool) -> bool
+        bit_and(a: vector_Any_Int, b: vector_Any_Int) -> type of 0
+        bit_and(a: matrix_AnyxAny_Int, b: matrix_AnyxAny_Int) -> type of 0
     """
     ...
 
@@ -169,6 +171,8 @@ def bit_or(*args: Any, **kwargs: Any) -> Any:
     Overloads:
         bit_or(a: Int, b: Int) -> type of 0
         bit_or(a: bool, b: bool) -> bool
+        bit_or(a: vector_Any_Int, b: vector_Any_Int) -> type of 0
+        bit_or(a: matrix_AnyxAny_Int, b: matrix_AnyxAny_Int) -> type of 0
     """
     ...
 
@@ -178,6 +182,8 @@ def bit_xor(*args: Any, **kwargs: Any) -> Any:
     Overloads:
         bit_xor(a: Int, b: Int) -> type of 0
         bit_xor(a: bool, b: bool) -> bool
+        bit_xor(a: vector_Any_Int, b: vector_Any_Int) -> type of 0
+        bit_xor(a: matrix_AnyxAny_Int, b: matrix_AnyxAny_Int) -> type of 0
     """
     ...
 
@@ -438,8 +444,14 @@ def inverse(a: Any) -> Any:
     """Inverse of a square matrix (any size); a singular matrix gives the zero matrix and a zero gradient."""
     ...
 
-def invert(a: Any) -> Any:
-    """Bitwise complement ~a."""
+def invert(*args: Any, **kwargs: Any) -> Any:
+    """Bitwise complement ~a.
+
+    Overloads:
+        invert(a: Int) -> type of 0
+        invert(a: vector_Any_Int) -> type of 0
+        invert(a: matrix_AnyxAny_Int) -> type of 0
+    """
     ...
 
 def isfinite(*args: Any, **kwargs: Any) -> Any:
@@ -524,8 +536,14 @@ def lower_bound(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
-def lshift(a: Any, b: Any) -> Any:
-    """a << b. Shifting by a negative amount or by the bit width or more gives 0."""
+def lshift(*args: Any, **kwargs: Any) -> Any:
+    """a << b. Shifting by a negative amount or by the bit width or more gives 0.
+
+    Overloads:
+        lshift(a: Int, b: Int) -> type of 0
+        lshift(a: vector_Any_Int, b: vector_Any_Int) -> type of 0
+        lshift(a: matrix_AnyxAny_Int, b: matrix_AnyxAny_Int) -> type of 0
+    """
     ...
 
 def matrix(*args: Any, **kwargs: Any) -> Any:
@@ -886,8 +904,14 @@ def round(x: Any) -> Any:
     """x rounded to the nearest integer value, halves away from zero (round(2.5) == 3)."""
     ...
 
-def rshift(a: Any, b: Any) -> Any:
-    """a >> b (arithmetic for signed types). Shifting by a negative amount or by the bit width or more gives 0 (or -1 for negative a)."""
+def rshift(*args: Any, **kwargs: Any) -> Any:
+    """a >> b (arithmetic for signed types). Shifting by a negative amount or by the bit width or more gives 0 (or -1 for negative a).
+
+    Overloads:
+        rshift(a: Int, b: Int) -> type of 0
+        rshift(a: vector_Any_Int, b: vector_Any_Int) -> type of 0
+        rshift(a: matrix_AnyxAny_Int, b: matrix_AnyxAny_Int) -> type of 0
+    """
     ...
 
 def sample_triangle(state: Any) -> Any:

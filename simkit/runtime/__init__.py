@@ -24,6 +24,11 @@ from ..kernels import api as _api
 
 _api.PYTHON_SCOPE = _pyscope.evaluate
 from .tape import Tape, TapeError, active_tape, checkpoint
+from .map import OPERATORS as _OPERATORS, map
+
+for _name, _op in _OPERATORS.items():  # a + b, 2.0 * a, a **= 2: elementwise kernels (runtime/map.py)
+    setattr(array, _name, _op)
+array.__array_priority__ = 1000  # numpy scalars and arrays defer their operators to simkit arrays
 
 __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy", "empty", "empty_like", "from_numpy",
            "full", "full_like", "ones", "ones_like", "zeros", "zeros_like", "Device", "ScopedDevice",
@@ -31,7 +36,7 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "Event", "ScopedCapture", "ScopedTimer", "CpuGraph", "ScopedStream", "Stream", "CapturedStep", "capture_begin",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
            "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",
-           "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "active_tape", "checkpoint",
+           "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "active_tape", "checkpoint", "map",
            "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
            "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",
            "device_to_jax", "jax_kernel"] + list(_warp_api_all)

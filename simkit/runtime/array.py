@@ -495,6 +495,10 @@ class array:
             return f"array(dtype={T.type_name(self.dtype)}, ndim={self.ndim})"
         return f"array({self.numpy()!r}, dtype={T.type_name(self.dtype)}, device={self.device.alias})"
 
+    def __str__(self):
+        """The values, as numpy prints them (as Warp's ``print(arr)``)."""
+        return repr(self) if self.is_type else str(self.numpy())
+
     # ------------------------------------------------------------------ in-place ops
 
     def fill_(self, value):

@@ -9,33 +9,44 @@ from ..kernels import types as T
 from .array import array, copy
 
 
-def _shape(shape) -> tuple:
+def _shape(shape, n=None) -> tuple:
+    """A constructor's shape: an int or a sequence; ``n=`` is Warp's older keyword for a 1D length."""
+    if n is not None:
+        if shape is not None:
+            raise TypeError("give either shape or n (Warp's older keyword for a 1D length), not both")
+        shape = n
+    if shape is None:
+        shape = 0  # Warp: an empty array
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
     if any(s < 0 for s in shape):
         raise ValueError(f"Array shapes must be non-negative, got {shape}")
     return shape
 
 
-def zeros(shape, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False) -> array:
+def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False, *,
+          n=None) -> array:
     """A zero-filled array. ``zeros(10, dtype=sk.vec3)``. ``pinned=True``: a CPU array in page-locked
     memory, which copies to and from a GPU do asynchronously (ignored for GPU arrays, as in Warp)."""
-    return array(shape=_shape(shape), dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned,
+    return array(shape=_shape(shape, n), dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned,
                  retain_grad=retain_grad)
 
 
-def empty(shape, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False) -> array:
-    return zeros(shape, dtype, device, requires_grad, pinned, retain_grad)
+def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False, *,
+          n=None) -> array:
+    return zeros(_shape(shape, n), dtype, device, requires_grad, pinned, retain_grad)
 
 
-def ones(shape, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False) -> array:
-    return full(shape, 1, dtype, device, requires_grad, pinned, retain_grad)
+def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False, *,
+         n=None) -> array:
+    return full(_shape(shape, n), 1, dtype, device, requires_grad, pinned, retain_grad)
 
 
-def full(shape, value=0, dtype=None, device=None, requires_grad=False, pinned=False, retain_grad=False) -> array:
+def full(shape=None, value=0, dtype=None, device=None, requires_grad=False, pinned=False, retain_grad=False, *,
+         n=None) -> array:
     """An array of ``value``. Without ``dtype``, the type is the value's: int32 for an int, float32 for a
     float, bool, a vector/matrix/struct value's type, a vector (matrix) for a 1D (2D) sequence."""
     dtype = fill_dtype(value) if dtype is None else dtype
-    a = empty(shape, dtype, device, requires_grad, pinned, retain_grad)   # fill_ writes every element
+    a = empty(_shape(shape, n), dtype, device, requires_grad, pinned, retain_grad)  # fill_ writes every element
     a.fill_(value)
     return a
 

@@ -253,6 +253,10 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         from .launch_cmd import Launch
 
         return Launch(kernel, spec, native, device, args, dim, packed, contiguous, block_dim, max_blocks)
+    recording = record_tape and tape._active and tape._active[-1] is not None
+    # arrays the kernel reads and then writes: the tape keeps their values from before the launch
+    before = tape.inplace_inputs(kernel, spec, args) if recording and spec.writes and any(
+        map(_needs_grad, args)) else None
     if size:
         entry, unit = native
         if device.is_cpu:
@@ -274,8 +278,9 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
                 raise_kernel_error(kernel, err)
     if spec.writes:
         tape.bump_written(spec, kernel, args)
-    if record_tape and tape._active and tape._active[-1] is not None:
-        tape._active[-1].record_launch(kernel, spec, _dims(dim), args[:len(inputs)], args[len(inputs):], device)
+    if recording:
+        tape._active[-1].record_launch(kernel, spec, _dims(dim), args[:len(inputs)], args[len(inputs):], device,
+                                       before)
 
 
 def _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous, check, keep) -> None:

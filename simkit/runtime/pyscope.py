@@ -28,7 +28,8 @@ def _type_of(v):
     return t
 
 
-def _expr(t) -> str:
+def type_expr(t) -> str:
+    """Python source naming type ``t`` (``T`` being simkit.kernels.types) in a generated kernel file."""
     if T.is_scalar(t):
         return f"T.{t._type_name}"
     if t._kind == "vector":
@@ -42,30 +43,32 @@ def _expr(t) -> str:
 
 def _compile(key: str, types: tuple, function=None):
     """A one-thread kernel calling builtin ``key`` (or the @func ``function``) on ``types``."""
+    rets = result_types(key, types, function)
     if function is None:
-        info = registry.CallInfo(list(types), [], [None] * len(types))
-        b = registry.resolve(key, info)
-        if b is None:
-            from ..kernels.frontend.builder import no_overload_message
-
-            raise TypeError(no_overload_message(key, list(types)))
-        ret = b.result_type(info)
-        rets = list(ret) if isinstance(ret, tuple) else ([] if ret is None else [ret])
         callee = f"B = BuiltinFunction({key!r})"
     else:
-        rets = _func_returns(function, types)
         callee = "B = None  # the @func, set below"
-    params = [f"a{k}: sk.array(dtype={_expr(t)})" for k, t in enumerate(types)]
-    params += [f"r{k}: sk.array(dtype={_expr(t)})" for k, t in enumerate(rets)]
+    params = [f"a{k}: sk.array(dtype={type_expr(t)})" for k, t in enumerate(types)]
+    params += [f"r{k}: sk.array(dtype={type_expr(t)})" for k, t in enumerate(rets)]
     call = f"B({', '.join(f'a{k}[0]' for k in range(len(types)))})"
     body = [f"    {', '.join(f'v{k}' for k in range(len(rets)))} = {call}"] if rets else [f"    {call}"]
     body += [f"    r{k}[0] = v{k}" for k in range(len(rets))]
     src = "\n".join(["import simkit as sk", "from simkit.kernels import types as T",
                      "from simkit.kernels.api import BuiltinFunction", callee,
                      "@sk.kernel", f"def k({', '.join(params)}):"] + body) + "\n"
+    mod = import_generated(src, f"simkit_pyscope_{key}", "pyscope", function)
+    if function is not None:
+        mod.B = function  # (kernels resolve globals when they compile, at the first launch)
+    return mod.k, rets
+
+
+def import_generated(src: str, prefix: str, folder: str, function=None, preset: dict | None = None):
+    """Write generated kernel source into the cache folder (named by its hash, so the disk cache of its
+    compiled module works across runs) and import it. ``function``: a @func the source calls as its
+    global (one module each: the same file may serve several); ``preset``: globals set before it runs."""
     tag = hashlib.sha256(src.encode()).hexdigest()[:16]
-    name = f"simkit_pyscope_{key}_{tag}"
-    d = os.path.join(cache_root(), "pyscope")
+    name = f"{prefix}_{tag}"
+    d = os.path.join(cache_root(), folder)
     os.makedirs(d, exist_ok=True)
     path = os.path.join(d, name + ".py")
     if not os.path.exists(path):
@@ -73,21 +76,30 @@ def _compile(key: str, types: tuple, function=None):
         with open(tmp, "w") as f:
             f.write(src)
         os.replace(tmp, path)
-    if function is not None:  # one file per (name, types); each @func of that name gets its own module
+    if function is not None:
         name = f"{name}_{id(function):x}"
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
+    mod.__dict__.update(preset or {})
     sys.modules[name] = mod
     spec.loader.exec_module(mod)
+    return mod
+
+
+def result_types(key: str | None, types: tuple, function=None) -> list:
+    """The result types of the overload of builtin ``key`` (or of the @func ``function``) that a kernel
+    would call with arguments of these types (TypeError: none takes them)."""
     if function is not None:
-        mod.B = function  # (kernels resolve globals when they compile, at the first launch)
-    return mod.k, rets
+        spec, _ = function.specialize([ir.Var(f"a{k}", t) for k, t in enumerate(types)], None)
+        return list(spec.return_types)
+    info = registry.CallInfo(list(types), [], [None] * len(types))
+    b = registry.resolve(key, info)
+    if b is None:
+        from ..kernels.frontend.builder import no_overload_message
 
-
-def _func_returns(function, types: tuple) -> list:
-    """The result types of the overload a kernel would call with arguments of these types."""
-    spec, _ = function.specialize([ir.Var(f"a{k}", t) for k, t in enumerate(types)], None)
-    return list(spec.return_types)
+        raise TypeError(no_overload_message(key, list(types)))
+    ret = b.result_type(info)
+    return list(ret) if isinstance(ret, tuple) else ([] if ret is None else [ret])
 
 
 def evaluate(key: str, args: tuple, function=None):

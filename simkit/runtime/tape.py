@@ -11,8 +11,12 @@ Example::
 
 Gradients are never silently wrong: an array that a recorded launch read and
 that was overwritten afterwards (by a later launch, a copy, ``fill_`` or
-``assign``) makes ``backward()`` raise, naming the array and the launch; a
-kernel that reads and overwrites the same array is refused when recorded.
+``assign``) makes ``backward()`` raise, naming the array and the launch. A
+kernel that reads an array and then writes it (``a[i] = a[i] * x[i]``,
+``a[i] += a[i] * a[i]``) is recorded with a copy of that array's values from
+before the launch, which its adjoint reads instead (memory for exactness, as
+PyTorch saves tensors for backward); one that also reads after writing is
+refused when recorded (see ``analysis.load_order``).
 The adjoints of stores and copies consume (zero) the gradient of what they
 overwrote, so an array a recorded launch wrote may be overwritten by later
 recorded operations; an overwrite the tape did not see raises.
@@ -20,7 +24,9 @@ recorded operations; an overwrite the tape did not see raises.
 from __future__ import annotations
 
 import contextlib
+import copy as _copy
 import weakref
+from collections.abc import Mapping
 
 import numpy as np
 
@@ -40,13 +46,16 @@ def _where(kernel) -> str:
 
 
 class _Launch:
-    def __init__(self, kernel, spec, dims, args, device, tape=None):
+    def __init__(self, kernel, spec, dims, args, device, tape=None, before=None):
         self.kernel, self.spec, self.dims, self.args, self.device = kernel, spec, dims, args, device
         self.tape = weakref.ref(tape) if tape is not None else None   # (no cycle: tapes free on del)
+        self.before = before or {}  # {path: copy of that array from before the launch} (inplace_inputs)
         by_name = dict(zip(kernel.param_names, args))
         access = spec_access(spec)
         self.reads, self.stores = [], []
         for path in access.reads:
+            if path in self.before:
+                continue  # read from the launch's own copy
             a = analysis.resolve(path, by_name)
             if a is not None:
                 self.reads.append((".".join(path), a, a._version))
@@ -88,7 +97,14 @@ class _Launch:
         self.check()
         from .launch import launch_backward
 
-        launch_backward(self.kernel, self.spec, self.dims, self.args, self.device)
+        args = list(self.args)
+        by_name = dict(zip(self.kernel.param_names, self.args))
+        for path, snap in self.before.items():
+            a = analysis.resolve(path, by_name)
+            snap.grad = a.grad  # (the array's gradient now: it may have been replaced since, as in Warp)
+            snap._retain = a._retain
+            _substitute(args, self.kernel.param_names, path, snap)
+        launch_backward(self.kernel, self.spec, self.dims, args, self.device)
 
     def arrays(self):
         """The launch's arrays, those inside struct arguments included."""
@@ -164,17 +180,84 @@ def spec_access(spec):
     return acc
 
 
+def inplace_inputs(kernel, spec, args) -> dict | None:
+    """Before a recorded launch runs: copies of the arrays it loads before writing them, {path: copy}
+    (its adjoint replays those loads from the copies, with the arrays' own gradients). A kernel whose
+    loads of one array both precede and follow its writes of it is refused."""
+    order = getattr(spec, "_order", None)
+    if order is None:
+        order = spec._order = analysis.load_order(spec.ir)
+    if not order:
+        return None
+    by_name = dict(zip(kernel.param_names, args))
+    out = {}
+    for path, (kind, line) in order.items():
+        a = analysis.resolve(path, by_name)
+        if a is None or kind == analysis.AFTER:
+            continue
+        if kind == analysis.MIXED:
+            src = kernel.source()
+            raise TapeError(
+                f"{src.filename}:{line}: kernel '{kernel.key}' reads array '{'.'.join(path)}' both before and "
+                f"after writing it (or in a loop that writes it); its adjoint cannot replay those reads. Read "
+                f"each element once into a local before writing it, or write to a separate output array.")
+        out[path] = _snapshot(a, kernel)
+    return out
+
+
+def _snapshot(a, kernel):
+    """A copy of ``a``'s values laid out as ``a`` (same strides: it takes ``a``'s gradient in backward)."""
+    with paused():
+        if a.is_contiguous:
+            from .array_create import clone
+
+            snap = clone(a, requires_grad=False)
+        elif a.device.is_cpu:
+            from .array import array
+
+            src = a.numpy()
+            span = src.itemsize + sum((n - 1) * st for n, st in zip(src.shape, src.strides))
+            buf = np.empty(-(-span // src.itemsize), src.dtype)
+            view = np.lib.stride_tricks.as_strided(buf, src.shape, src.strides)
+            view[...] = src
+            snap = array(dtype=a.dtype, device=a.device, _np_view=view, _owner=buf)
+        else:
+            raise TapeError(f"kernel '{kernel.key}' reads and then writes a non-contiguous GPU array; the "
+                            f"tape cannot keep a copy of it: pass a contiguous array")
+    return snap
+
+
+def _substitute(args: list, names, path: tuple, value):
+    """Replace the array at ``path`` among a launch's arguments (copying the structs on the way)."""
+    i = list(names).index(path[0])
+    if len(path) == 1:
+        args[i] = value
+        return
+    outer = _copy.copy(args[i])
+    args[i] = obj = outer
+    for field in path[1:-1]:
+        inner = _copy.copy(getattr(obj, field))
+        setattr(obj, field, inner)
+        obj = inner
+    setattr(obj, path[-1], value)
+
+
 class Tape:
     """Records differentiable operations inside ``with tape:``; ``backward()`` runs their adjoints."""
 
     def __init__(self):
         self.ops: list = []
         self.loss = None
+        self.scopes: list = []  # (op count, name, metadata) opening a scope; (op count, None, None) closing one
         # id(array._ver) -> (that list, the overwrite versions made by recorded stores and copies): their
         # adjoints consume the overwritten values' gradient, so an earlier store into the array stays exact
         self._overwrites: dict = {}
 
     def __enter__(self):
+        if any(t is not None for t in _active):
+            raise RuntimeError("a Tape is already recording: tapes cannot be nested (the outer one would miss "
+                               "what the inner one records). Record on one tape, or use sk.checkpoint() for a "
+                               "segment to recompute in backward().")
         _active.append(self)
         return self
 
@@ -183,17 +266,10 @@ class Tape:
 
     # ------------------------------------------------------------------ recording
 
-    def record_launch(self, kernel, spec, dims, inputs, outputs, device):
+    def record_launch(self, kernel, spec, dims, inputs, outputs, device, before=None):
+        """``before``: what ``inplace_inputs`` returned before the launch ran."""
         args = list(inputs) + list(outputs)
         access = spec_access(spec)
-        inplace = access.inplace
-        if inplace:
-            path, line = next(iter(inplace.items()))
-            src = kernel.source()
-            raise TapeError(
-                f"{src.filename}:{line}: kernel '{kernel.key}' reads and overwrites array '{'.'.join(path)}'; "
-                f"the gradient of such an in-place update cannot be computed from the overwritten values. "
-                f"Write the result to a separate output array (or launch with record_tape=False).")
         by_name = dict(zip(kernel.param_names, args))
         read = {path: analysis.resolve(path, by_name) for path in access.reads}
         for spath in access.stores:
@@ -206,7 +282,7 @@ class Tape:
                         f"'{'.'.join(spath)}', which is the same memory as the array '{'.'.join(rpath)}' it "
                         f"reads; its gradient cannot be computed from the overwritten values. Pass separate "
                         f"arrays.")
-        op = _Launch(kernel, spec, dims, args, device, self)
+        op = _Launch(kernel, spec, dims, args, device, self, before)
         for _, a, version in op.stores:
             self._recorded_overwrite(a, version)
         self.ops.append(op)
@@ -227,6 +303,36 @@ class Tape:
     def record_func(self, backward, arrays=None):
         """Record a Python callback run during ``backward()`` (e.g. a custom adjoint)."""
         self.ops.append(_Func(backward, arrays))
+
+    @property
+    def launches(self) -> list:
+        """The recorded operations (Warp's name)."""
+        return self.ops
+
+    def record_scope_begin(self, name: str, metadata: dict | None = None):
+        """Open a named scope around the operations recorded next (drawn as a cluster by ``visualize``)."""
+        self.scopes.append((len(self.ops), name, metadata if metadata is not None else {}))
+
+    def record_scope_end(self, remove_scope_if_empty: bool = True):
+        """Close the innermost open scope; one that recorded nothing is dropped."""
+        open_scopes = sum(1 if name is not None else -1 for _, name, _ in self.scopes)
+        if open_scopes <= 0:
+            raise RuntimeError("ended tape scope, but scope not present: record_scope_end() without a matching "
+                               "record_scope_begin()")
+        if remove_scope_if_empty and self.scopes[-1][1] is not None and self.scopes[-1][0] == len(self.ops):
+            self.scopes.pop()
+        else:
+            self.scopes.append((len(self.ops), None, None))
+
+    def visualize(self, filename: str | None = None, simplify_graph: bool = True, hide_readonly_arrays: bool = False,
+                  array_labels: dict | None = None, ignore_graph_scopes: bool = False,
+                  graph_direction: str = "LR") -> str:
+        """The recorded operations as GraphViz dot source (written to ``filename`` if given); see
+        ``runtime/tape_graph.py``."""
+        from .tape_graph import to_dot
+
+        return to_dot(self, filename, simplify_graph, hide_readonly_arrays, array_labels, ignore_graph_scopes,
+                      graph_direction)
 
     def _record_restore(self, structure, state):
         """``backward()`` calls ``structure._tape_restore(state)`` here (before the earlier ops' adjoints)."""
@@ -260,14 +366,11 @@ class Tape:
             op.backward()
 
     @property
-    def gradients(self) -> dict:
-        """{array: its grad} for every array touched by a recorded operation that has a gradient."""
-        out = {}
-        for op in self.ops:
-            for a in op.arrays():
-                if a.requires_grad and a.grad is not None:
-                    out[a] = a.grad
-        return out
+    def gradients(self) -> "_Gradients":
+        """{array: its grad} for every array touched by a recorded operation that has a gradient; also
+        looks up any array with a gradient, and a struct argument (as in Warp): a struct of the same
+        type whose arrays are the gradients of its arrays."""
+        return _Gradients(self)
 
     def get_adjoint(self, a):
         """The gradient array of ``a`` (Warp's name for ``a.grad``; None when it has none)."""
@@ -282,7 +385,49 @@ class Tape:
         """Forget the recorded operations and zero their gradients."""
         self.zero()
         self.ops = []
+        self.scopes = []
         self._overwrites = {}
+
+
+class _Gradients(Mapping):
+    def __init__(self, tape):
+        self._touched = {}
+        for op in tape.ops:
+            for a in op.arrays():
+                if a.requires_grad and a.grad is not None:
+                    self._touched[a] = a.grad
+
+    def __getitem__(self, key):
+        from ..kernels import types as T
+        from .array import array
+
+        if isinstance(key, array) and key.requires_grad:
+            return key.grad
+        if T.is_struct(type(key)):
+            return _struct_grad(key)
+        raise KeyError(f"no gradient for {type(key).__name__} (an array created without requires_grad, or "
+                       f"not an array or struct)")
+
+    def __iter__(self):
+        return iter(self._touched)
+
+    def __len__(self):
+        return len(self._touched)
+
+
+def _struct_grad(s):
+    """A struct like ``s`` whose array fields are the gradients of ``s``'s (None without one)."""
+    from ..kernels import types as T
+    from .array import array
+
+    g = type(s)()
+    for name, t in type(s)._simkit_struct.fields.items():
+        v = getattr(s, name)
+        if isinstance(v, array):
+            setattr(g, name, v.grad if v.requires_grad else None)
+        elif T.is_struct(t) and v is not None:
+            setattr(g, name, _struct_grad(v))
+    return g
 
 
 def active_tape():
@@ -298,11 +443,6 @@ def paused():
         yield
     finally:
         _active.pop()
-
-
-def _record_launch(kernel, spec, dims, inputs, outputs, device):
-    if _active and _active[-1] is not None:
-        _active[-1].record_launch(kernel, spec, dims, inputs, outputs, device)
 
 
 def _record_copy(dest, src):
@@ -326,12 +466,17 @@ class _Segment:
     def backward(self):
         self.check()
         inner = Tape()
-        with inner:
+        _active.append(inner)  # (not `with inner:`: backward() may run while another tape records)
+        try:
             again = _as_tuple(self.fn(*self.inputs))
+        finally:
+            _active.remove(inner)
         seeds = {}
         for new, old in zip(again, self.outputs):
             if getattr(old, "requires_grad", False) and getattr(new, "requires_grad", False):
-                seeds[new] = old.grad.numpy()
+                seeds[new] = old.grad.numpy().copy()
+                if not old.retain_grad:  # consumed, as the stores that wrote the output consume theirs
+                    old.grad.zero_()
         if seeds:
             inner.backward(grads=seeds)
 

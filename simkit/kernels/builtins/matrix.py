@@ -111,6 +111,11 @@ _float_int("div", {"a": MF, "b": Float}, {"a": MI, "b": Int}, same_as(0),
            "Matrix a divided by scalar b, element-wise.", group="operator")
 _float_int("div", {"a": Float, "b": MF}, {"a": Int, "b": MI}, same_as(1),
            "Scalar a divided by each element of matrix b.", group="operator")
+for _key, _sym in (("bit_and", "&"), ("bit_or", "|"), ("bit_xor", "^"), ("lshift", "<<"), ("rshift", ">>")):
+    add_builtin(_key, {"a": MI, "b": MI}, same_as(0), differentiable=False, match=_same_matrices, group="operator",
+                doc=f"Element-wise a {_sym} b of two integer matrices of one shape (as for scalars).")
+add_builtin("invert", {"a": MI}, same_as(0), differentiable=False, group="operator",
+            doc="Element-wise bitwise complement ~a of an integer matrix.")
 
 
 def _mat_vec_ok(info) -> bool:

@@ -80,6 +80,11 @@ _float_int("div", {"a": Float, "b": VF}, {"a": Int, "b": VI}, same_as(1),
 add_builtin("mod", {"a": VS, "b": VS}, same_as(0), differentiable=False, match=_same_vectors, group="operator",
             doc="Component-wise a % b: the remainder takes the sign of a (floats use fmod); "
                 "integer modulo by zero gives 0.")
+for _key, _sym in (("bit_and", "&"), ("bit_or", "|"), ("bit_xor", "^"), ("lshift", "<<"), ("rshift", ">>")):
+    add_builtin(_key, {"a": VI, "b": VI}, same_as(0), differentiable=False, match=_same_vectors, group="operator",
+                doc=f"Component-wise a {_sym} b of two integer vectors of one type (as for scalars).")
+add_builtin("invert", {"a": VI}, same_as(0), differentiable=False, group="operator",
+            doc="Component-wise bitwise complement ~a of an integer vector.")
 for _key, _sym in (("eq", "=="), ("ne", "!=")):
     add_builtin(_key, {"a": VA, "b": VA}, _bool, differentiable=False, match=_same_vectors, hidden=True,
                 group="operator", doc=f"a {_sym} b: compares every component exactly.")

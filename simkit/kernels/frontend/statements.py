@@ -259,8 +259,17 @@ class StatementMixin:
             return False
         dt = arr.type.dtype
         idx = self.index_values(elem.slice)
-        if len(idx) != arr.type.ndim or not T.is_value(dt) or T.is_transform(dt):
+        if len(idx) != arr.type.ndim or not T.is_value(dt):
             return False
+        if T.is_transform(dt) and comp_node is None:  # t.p / t.q: components 0-2 / 3-6, one by one
+            first, n = {"p": (0, 3), "q": (3, 4)}.get(target.attr, (None, 0))
+            if first is None or not (T.is_value(value.type) and value.type._length == n):
+                return False
+            for k in range(n):
+                part = self.call_builtin("extract", [value, self.const(k)], target)
+                part = self.match_weak(part, dt._dtype)
+                self.call_builtin("store_component", [arr] + idx + [self.const(first + k), part], target)
+            return True
         if comp_node is None:
             if target.attr not in COMPONENTS or COMPONENTS[target.attr] >= dt._length or T.is_matrix(dt):
                 return False

@@ -481,4 +481,39 @@ SK_INLINE void adj_lerp(const vec_t<N, T>& a, const vec_t<N, T>& b, T t, vec_t<N
 #undef SK_VEC_BINARY
 #undef SK_VEC_UNARY
 
+// Component-wise bitwise operators of integer vectors and matrices (as the scalar ones; not
+// differentiable): bit_and, bit_or, bit_xor, lshift, rshift, invert.
+#define SK_BITWISE_BINARY(NAME)                                                                      \
+    template <unsigned N, typename T> SK_INLINE if_int<T, vec_t<N, T>> NAME(const vec_t<N, T>& a,      \
+                                                                           const vec_t<N, T>& b) {    \
+        vec_t<N, T> r;                                                                               \
+        for (unsigned i = 0; i < N; ++i) r.c[i] = NAME(a.c[i], b.c[i]);                              \
+        return r;                                                                                    \
+    }                                                                                                \
+    template <unsigned R, unsigned C, typename T>                                                    \
+    SK_INLINE if_int<T, mat_t<R, C, T>> NAME(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {     \
+        mat_t<R, C, T> r;                                                                            \
+        for (unsigned i = 0; i < R; ++i)                                                             \
+            for (unsigned j = 0; j < C; ++j) r.data[i][j] = NAME(a.data[i][j], b.data[i][j]);        \
+        return r;                                                                                    \
+    }
+SK_BITWISE_BINARY(bit_and)
+SK_BITWISE_BINARY(bit_or)
+SK_BITWISE_BINARY(bit_xor)
+SK_BITWISE_BINARY(lshift)
+SK_BITWISE_BINARY(rshift)
+#undef SK_BITWISE_BINARY
+template <unsigned N, typename T> SK_INLINE if_int<T, vec_t<N, T>> invert(const vec_t<N, T>& a) {
+    vec_t<N, T> r;
+    for (unsigned i = 0; i < N; ++i) r.c[i] = invert(a.c[i]);
+    return r;
+}
+template <unsigned R, unsigned C, typename T>
+SK_INLINE if_int<T, mat_t<R, C, T>> invert(const mat_t<R, C, T>& a) {
+    mat_t<R, C, T> r;
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j) r.data[i][j] = invert(a.data[i][j]);
+    return r;
+}
+
 }  // namespace sk
