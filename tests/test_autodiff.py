@@ -509,6 +509,24 @@ def test_checkpointed_1000_step_rollout_matches_plain_tape_with_less_memory(devi
     np.testing.assert_allclose(g_plain[7], (vals[0] - vals[1]) / (2 * eps), rtol=1e-5)
 
 
+def test_seeding_an_array_without_a_gradient_gives_it_one(device):
+    x = arr([0.5, 2.0], device=device)
+    y = arr([0.0, 0.0], requires_grad=False, device=device)  # as in Warp: grads= gives y a gradient
+    tape = sk.Tape()
+    with tape:
+        sk.launch(chain_a, 2, inputs=[x], outputs=[y], device=device)
+    tape.backward(grads={y: np.array([1.0, 3.0])})
+    assert y.requires_grad
+    fd = [(_chain_a_value(v + 1e-6) - _chain_a_value(v - 1e-6)) / 2e-6 for v in (0.5, 2.0)]
+    np.testing.assert_allclose(x.grad.numpy(), np.array(fd) * [1.0, 3.0], rtol=1e-6)
+
+
+def _chain_a_value(v):
+    x, y = arr([v], requires_grad=False), arr([0.0], requires_grad=False)
+    sk.launch(chain_a, 1, inputs=[x], outputs=[y])
+    return y.numpy()[0]
+
+
 def test_nested_tapes_are_refused_but_a_checkpoint_replays_under_a_recording_tape():
     # the outer tape would miss what an inner one records (Warp refuses nesting too)
     with pytest.raises(RuntimeError, match="tapes cannot be nested"):

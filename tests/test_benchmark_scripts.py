@@ -140,3 +140,14 @@ def test_gpu_frames_on_the_cpu_times_cpu_graphs(tmp_path, monkeypatch):
     for r in rows:
         _, direct, graph, speedup = (float(v) for v in r[1:])
         assert direct > 0 and graph > 0 and math.isclose(speedup, direct / graph, rel_tol=0.02)
+
+
+def test_map_benchmark_checks_and_times_every_contender(tmp_path, monkeypatch):
+    mod = _load("map_ops")
+    monkeypatch.setattr(mod, "N_LARGE", 4096)
+    out = tmp_path / "map.md"
+    assert mod.main(["--quick", "--no-warp", "--markdown", str(out)]) == 0
+    rows = [r for r in (line.split("|")[1:-1] for line in out.read_text().splitlines()) if len(r) == 3
+            and r[0].strip() in ("numpy", "simkit map", "simkit operators")]
+    assert [r[0].strip() for r in rows] == ["numpy", "simkit map", "simkit operators"] * 2
+    assert all(float(r[2].strip().rstrip("x")) > 0 for r in rows)

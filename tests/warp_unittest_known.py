@@ -61,8 +61,6 @@ KNOWN = {
         "native_func": "func_native (C++ snippets)",
     },
     "test_lvalue": {
-        "test_grad_": ("tape.backward(grads=...) naming an array created without requires_grad: simkit refuses "
-                       "it (ValueError); Warp gives the array that gradient"),
         "swizzle_error_invalid_attribute": VALUE_NAME,
         "swizzle_error_invalid_component": "v.z of a vec2 raises IndexError, not AttributeError",
     },

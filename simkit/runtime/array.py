@@ -92,7 +92,7 @@ class array:
 
     def __init__(self, data=None, dtype=T.Any, shape=None, strides=None, ptr=None, device=None,
                  requires_grad: bool = False, copy: bool = True, ndim: int | None = None, pinned: bool = False,
-                 retain_grad: bool = False, *, _np_view=None, _owner=None, _grad=None):
+                 retain_grad: bool = False, *, _np_view=None, _owner=None, _grad=None, _zero: bool = True):
         dtype = T.Any if dtype is typing.Any else T.normalize_dtype(dtype)  # array(dtype=typing.Any): generic
         self._desc = None
         # [all modifications, overwrites]: shared by views of the same memory (see runtime/tape.py)
@@ -137,7 +137,7 @@ class array:
             if any(int(s) < 0 for s in shape):
                 raise ValueError(f"Array shapes must be non-negative, got {shape}")
             nd, esh = np_dtype_of(dtype)
-            self._alloc(shape, nd, esh, zero=True, pinned=pinned)
+            self._alloc(shape, nd, esh, zero=_zero, pinned=pinned)  # (_zero=False: every element is written next)
         if ndim is not None and ndim != self.ndim:
             raise ValueError(f"array has {self.ndim} dims, expected ndim={ndim}")
         if requires_grad:

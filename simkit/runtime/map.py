@@ -20,7 +20,7 @@ import ast
 import inspect
 import linecache
 import os
-import textwrap
+import re
 
 import numpy as np
 
@@ -33,12 +33,15 @@ from . import pyscope
 _kernels: dict = {}  # (callee, types, broadcast pattern, results, ndim, aliases) -> generated kernel
 map_cache = _kernels  # (Warp's name)
 _funcs: dict = {}
+_bodies: dict = {}  # a lambda's code -> the source of its expression
+_arity: dict = {}   # @func -> its number of parameters (-1: *args)
+_results: dict = {}  # (callee, argument types) -> result types
 
 
 def map(fn, *inputs, out=None, return_kernel: bool = False, block_dim: int | None = None, device=None):
     """``fn`` applied to every element of the input arrays; returns the output array (a list for a
     function with several results), or with ``return_kernel=True`` the generated kernel."""
-    from .array import array, zeros
+    from .array import array
     from .device import get_device
     from .launch import launch
 
@@ -72,7 +75,8 @@ def map(fn, *inputs, out=None, return_kernel: bool = False, block_dim: int | Non
         return _kernel(callee, types, pattern, rets, len(shape), ())
     if outs is None:
         grad = any(a.requires_grad for a in arrays)
-        outs = [zeros(shape, dtype=r, device=device, requires_grad=grad and _differentiable(r)) for r in rets]
+        outs = [array(shape=shape, dtype=r, device=device, requires_grad=grad and _differentiable(r), _zero=False)
+                for r in rets]  # (not zeroed: the kernel writes every element)
     else:
         _check_outputs(outs, rets, shape, out)
     # an output that is one of the inputs (not broadcast) is written through that parameter: an in-place
@@ -95,12 +99,12 @@ def _name(fn) -> str:
 def _check_arity(fn, callee, n: int):
     if isinstance(callee, str):
         return  # a builtin's overloads say (through result_types)
-    pyfunc = fn if inspect.isfunction(fn) else callee.overloads[0][0]
-    params = inspect.signature(pyfunc).parameters.values()
-    if any(p.kind == p.VAR_POSITIONAL for p in params):
-        return
-    m = len(params)
-    if m != n:
+    m = _arity.get(callee)
+    if m is None:
+        pyfunc = fn if inspect.isfunction(fn) else callee.overloads[0][0]
+        params = inspect.signature(pyfunc).parameters.values()
+        m = _arity[callee] = -1 if any(p.kind == p.VAR_POSITIONAL for p in params) else len(params)
+    if m >= 0 and m != n:
         raise TypeError(f"map(): {_name(fn)} takes {m} argument(s). Number of input arguments ({n}) does not "
                         f"match expected number of function arguments ({m})")
 
@@ -150,29 +154,33 @@ def _callee(fn):
 
 
 def _lambda_body(fn) -> str:
-    """The source of a lambda's expression (found on its line by its parameter names)."""
+    """The source of a lambda's expression (found on its lines by its parameter names; cached)."""
+    body = _bodies.get(fn.__code__)
+    if body is not None:
+        return body
     names = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
     try:
         lines, _ = inspect.getsourcelines(fn)
     except (OSError, TypeError):
         lines = []
-    text = textwrap.dedent("".join(lines)).strip()
-    tree = None
-    for cand in (text, f"({text})", f"({text.rstrip(',)')})", text.rstrip(",")):
-        try:
-            tree = ast.parse(cand)
-            break
-        except SyntaxError:
-            continue
+    text = " ".join(line.strip() for line in lines)
     bodies = set()
-    if tree is not None:
-        bodies = {ast.unparse(n.body) for n in ast.walk(tree)
-                  if isinstance(n, ast.Lambda) and [a.arg for a in n.args.args] == names}
+    for m in re.finditer(r"\blambda\b", text):  # each lambda: the longest text from it that parses as one
+        for end in range(len(text), m.start(), -1):
+            try:
+                node = ast.parse(text[m.start():end], mode="eval").body
+            except SyntaxError:
+                continue
+            if isinstance(node, ast.Lambda):
+                if [a.arg for a in node.args.args] == names:
+                    bodies.add(ast.unparse(node.body))
+                break
     if len(bodies) != 1:
         why = "not found" if not bodies else "ambiguous (several lambdas with these parameters on its line)"
         raise ValueError(f"map(): the source of the lambda ({', '.join(names)}) at {fn.__code__.co_filename}:"
                          f"{fn.__code__.co_firstlineno} is {why}; define the function with def or @sk.func")
-    return bodies.pop()
+    body = _bodies[fn.__code__] = bodies.pop()
+    return body
 
 
 def _lambda_as_function(fn, body: str, closure: dict):
@@ -210,12 +218,16 @@ def _type_of(v, k: int):
 
 
 def _returns(callee, types: tuple, fn) -> list:
+    rets = _results.get((callee, types))
+    if rets is not None:
+        return rets
     try:
-        return pyscope.result_types(callee if isinstance(callee, str) else None, types,
-                                    callee if not isinstance(callee, str) else None)
+        rets = _results[(callee, types)] = pyscope.result_types(callee if isinstance(callee, str) else None, types,
+                                                              callee if not isinstance(callee, str) else None)
     except (TypeError, CompileError) as e:
         raise TypeError(f"map(): {_name(fn)} cannot take arguments of types "
                         f"({', '.join(T.type_name(t) for t in types)}): {e}") from None
+    return rets
 
 
 def _pattern(v, shape):

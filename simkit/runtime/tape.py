@@ -341,8 +341,9 @@ class Tape:
     # ------------------------------------------------------------------ backward
 
     def backward(self, loss=None, grads: dict | None = None):
-        """Propagate adjoints from ``loss`` (seeded with 1), from ``grads`` {array: grad values}, or, with
-        neither, from what the arrays' ``.grad`` already hold (set them before, as in Warp)."""
+        """Propagate adjoints from ``loss`` (seeded with 1), from ``grads`` {array: grad values} (an array
+        without a gradient gets one), or, with neither, from what the arrays' ``.grad`` already hold (set
+        them before, as in Warp)."""
         if loss is not None:
             if not loss.requires_grad:
                 raise ValueError("the loss array was created without requires_grad=True")
@@ -351,8 +352,8 @@ class Tape:
             loss.grad.fill_(1.0)
             self.loss = loss
         for a, g in (grads or {}).items():
-            if not a.requires_grad:
-                raise ValueError("grads= names an array created without requires_grad=True")
+            if not a.requires_grad:  # (as in Warp: seeding an array gives it a gradient)
+                a.requires_grad = True
             a.grad.assign(g)
         restored = {}  # {id(structure): state} that the restores checked so far will have put it in
         for op in reversed(self.ops):
