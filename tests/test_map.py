@@ -144,3 +144,20 @@ def test_errors_name_what_is_wrong():
         sk.map(sk.add, 1.0, 2.0)
     with pytest.raises(TypeError, match="applies a builtin, a @func, a Python function or a lambda"):
         sk.map(3, x)
+
+
+def test_an_output_overlapping_an_input_reads_a_copy_as_numpy_does():
+    a = sk.array(np.arange(6.0), dtype=f64)
+    sk.map(sk.add, a[:-1], a[1:], out=a[1:])
+    an = np.arange(6.0)
+    an[1:] = an[:-1] + an[1:]
+    np.testing.assert_array_equal(a.numpy(), an)
+    # on a Tape: the copies are recorded, and the overwrite of their source after them is exact
+    x = sk.array(np.arange(4.0), dtype=f64, requires_grad=True)
+    tape = sk.Tape()
+    with tape:
+        y = x * 1.0
+        sk.map(sk.mul, y[:-1], y[1:], out=y[1:])   # y = (x0, x0 x1, x1 x2, x2 x3)
+    tape.backward(grads={y: np.ones(4)})
+    xv = np.arange(4.0)
+    np.testing.assert_allclose(x.grad.numpy(), [1 + xv[1], xv[0] + xv[2], xv[1] + xv[3], xv[2]])

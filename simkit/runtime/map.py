@@ -83,6 +83,14 @@ def map(fn, *inputs, out=None, return_kernel: bool = False, block_dim: int | Non
     # update, which a Tape records with the input's values from before (see runtime/tape.py)
     alias = tuple((k, j) for k, o in enumerate(outs) for j, v in enumerate(values)
                   if v is o and pattern[j] == (True,) * len(shape) + (0,))
+    # any other input that shares memory with an output (an overlapping view, a broadcast input also
+    # written) is read from a copy first, as numpy does: threads would otherwise read each other's results
+    aliased_inputs = {j for _, j in alias}
+    for j, v in enumerate(values):
+        if isinstance(v, array) and j not in aliased_inputs and any(v._ver is o._ver for o in outs):
+            from .array_create import clone
+
+            values[j] = clone(v)
     kernel = _kernel(callee, types, pattern, rets, len(shape), alias)
     if return_kernel:
         return kernel
