@@ -36,6 +36,11 @@ def test_builtins_lambdas_and_funcs_against_numpy(device):
     out = sk.map(lambda x, y: sk.sin(x) * y + scale, a, b)  # a captured local, compiled as a constant
     assert out.shape == (2, 3) and out.dtype is sk.float32
     np.testing.assert_allclose(out.numpy(), np.sin(a.numpy()) * b.numpy() + 3.0, rtol=1e-6)
+    out = sk.map(lambda x, y: (  # a lambda over several lines, with comments and a continuation
+        x * 2.0  # twice x
+        + y \
+        - 1.0), a, b)
+    np.testing.assert_allclose(out.numpy(), 2 * a.numpy() + b.numpy() - 1, rtol=1e-6)
     r, th = sk.map(polar, sk.array([3.0, 0.0], dtype=f64, device=device), sk.array([4.0, 2.0], dtype=f64,
                                                                                   device=device))
     np.testing.assert_allclose(r.numpy(), [5.0, 2.0])

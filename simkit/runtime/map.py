@@ -171,7 +171,7 @@ def _lambda_body(fn) -> str:
         lines, _ = inspect.getsourcelines(fn)
     except (OSError, TypeError):
         lines = []
-    text = " ".join(line.strip() for line in lines)
+    text = "".join(lines)  # (inside a lambda's parentheses, newlines, comments and continuations parse)
     bodies = set()
     for m in re.finditer(r"\blambda\b", text):  # each lambda: the longest text from it that parses as one
         for end in range(len(text), m.start(), -1):
