@@ -133,6 +133,7 @@ def _path_to(block, s):
 
 class AdjointEmitter(Emitter):
     replay = True  # its forward statements are a replay
+
     def __init__(self, fn: ir.Function, options: dict, returns: tuple | None = None, variants: dict | None = None):
         super().__init__(fn, options)
         self.loop_ids: dict = {}
@@ -603,9 +604,7 @@ def gen_adj_kernel(fn: ir.Function, options: dict, variants: dict | None = None)
 def gen_adjoints(kernels: list, funcs: list, options: dict) -> list:
     """The adjoint unit's functions: each func's adjoint, the variants calls asked for (declared first:
     a variant may be asked for by a func defined before it), then each kernel's backward entry."""
-    from .codegen import args_struct
-
-    from .codegen import gen_func
+    from .codegen import args_struct, gen_func
 
     variants: dict = {}
     replays = [gen_func(f, options, replay=True) for f in funcs if has_side_effects(f)]

@@ -134,13 +134,13 @@ class Emitter:
     def stmt(self, s, depth: int):
         self.comment(s.line, depth)
         if isinstance(s, ir.Call):
+            if self.replay and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay)):
+                return  # a replay writes no memory and prints nothing
             if s.kind == "printf":
                 fmt = s.callee
                 args = [f"double({ref(a)})" if T.is_float(a.type) else ref(a) for a in s.args]
                 self.w(f"printf({', '.join([fmt] + args)});", depth)
                 return
-            if self.replay and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay)):
-                return  # a replay writes no memory and prints nothing
             callee, args = self.call_args(s)
             if s.kind == "func":
                 if self.replay and analysis.has_side_effects(s.func.ir):
