@@ -207,8 +207,7 @@ def _lambda_as_function(fn, body: str, closure: dict):
 def _value(x, arrays):
     """A non-array input; a Python number takes the scalar type of the first array's elements."""
     if isinstance(x, (int, float)) and not isinstance(x, bool) and arrays:
-        dt = arrays[0].dtype
-        scalar = dt if T.is_scalar(dt) else getattr(dt, "_dtype", None)
+        scalar = _scalar_or_none(arrays[0].dtype)
         if scalar is not None and (T.is_float(scalar) or isinstance(x, int)):
             return scalar(x)
     return x
@@ -249,8 +248,13 @@ def _pattern(v, shape):
     return tuple(n == shape[lead + d] for d, n in enumerate(v.shape)) + (lead,)
 
 
+def _scalar_or_none(t):
+    """The scalar type of a scalar or value type (``T.scalar_of``); None for a struct."""
+    return T.scalar_of(t) if T.is_scalar(t) or T.is_value(t) else None
+
+
 def _differentiable(t) -> bool:
-    s = t if T.is_scalar(t) else getattr(t, "_dtype", None)
+    s = _scalar_or_none(t)
     return s is not None and T.is_float(s)
 
 
@@ -302,11 +306,12 @@ def _type_id(t) -> str:
 
 
 # ---------------------------------------------------------------------------
-# array operators (installed on simkit.array by runtime/array.py)
+# array operators (installed on simkit.array by runtime/__init__.py)
 
 def _binary(builtin: str, reflected: bool = False, inplace: bool = False):
+    b = BuiltinFunction(builtin)
+
     def op(self, other):
-        b = BuiltinFunction(builtin)
         if inplace:
             map(b, self, other, out=self)
             return self
@@ -316,8 +321,10 @@ def _binary(builtin: str, reflected: bool = False, inplace: bool = False):
 
 
 def _unary(builtin: str):
+    b = BuiltinFunction(builtin)
+
     def op(self):
-        return map(BuiltinFunction(builtin), self)
+        return map(b, self)
     return op
 
 

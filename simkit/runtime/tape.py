@@ -16,7 +16,7 @@ kernel that reads an array and then writes it (``a[i] = a[i] * x[i]``,
 ``a[i] += a[i] * a[i]``) is recorded with a copy of that array's values from
 before the launch, which its adjoint reads instead (memory for exactness, as
 PyTorch saves tensors for backward); one that also reads after writing is
-refused when recorded (see ``analysis.load_order``).
+refused before it runs (see ``analysis.load_order``).
 The adjoints of stores and copies consume (zero) the gradient of what they
 overwrote, so an array a recorded launch wrote may be overwritten by later
 recorded operations; an overwrite the tape did not see raises.
