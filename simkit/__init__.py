@@ -16,7 +16,7 @@ from .model import Control, Model, ModelBuilder, State
 from .solvers import RigidBodySolver, SemiImplicitEulerSolver, SPHSolver, XPBDSolver
 from .kernels import (CompileError, CompilerNotFoundError, CompileTypeError, CompileValueError, Function, Kernel,
                       NativeCompileError, WarpCodegenError, WarpCodegenTypeError, WarpCodegenValueError, constant, func,
-                      func_grad, func_replay, kernel, overload, static, struct)
+                      func_grad, func_native, func_replay, kernel, overload, static, struct)
 from .kernels.api import builtin_functions as _builtin_functions
 from .kernels.math_constants import *  # noqa: F401,F403 - pi, e, inf, ...
 from .kernels.mathlib import *  # noqa: F401,F403 - norm_huber, quat_to_rpy, transform_compose, ...
@@ -55,7 +55,8 @@ __all__ = (["autograd", "collision", "config", "io", "model", "optim", "solvers"
             "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "MarchingCubes", "Mesh", "CompileError",
             "CompileTypeError", "CompileValueError", "WarpCodegenError", "WarpCodegenTypeError",
             "WarpCodegenValueError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
-            "constant", "func", "func_grad", "func_replay", "kernel", "overload", "static", "struct", "init",
+            "constant", "func", "func_grad", "func_native", "func_replay", "kernel", "overload", "static", "struct",
+            "init",
             "synchronize",
             "__version__", "get_module_options", "set_module_options"] + list(_constants_all) + list(_mathlib_all)
            + list(_decompositions_all) + list(_types_all) + list(_runtime_all) + sorted(_bf))

@@ -326,3 +326,19 @@ def test_counts_exact_with_oversubscribed_cpu_threads():
         sk.config.cpu_threads = saved
     np.testing.assert_array_equal(c.numpy(), np.bincount(np.arange(N_BIG) % 10, minlength=10))
     np.testing.assert_array_equal(acc.numpy(), N_BIG / 8)
+
+
+@sk.kernel
+def literal_values(a: sk.array(dtype=sk.float64), b: sk.array(dtype=sk.float16)):
+    i = sk.tid()
+    sk.atomic_add(a, i, 0.5)           # (a Python number takes the array's element type, as in Warp)
+    sk.atomic_max(a, i, 0.75)
+    sk.atomic_sub(b, i, 2.0)
+
+
+def test_atomics_take_number_literals_of_the_arrays_type(device):
+    a = sk.zeros(3, dtype=sk.float64, device=device)
+    b = sk.zeros(3, dtype=sk.float16, device=device)
+    sk.launch(literal_values, 3, inputs=[a, b], device=device)
+    np.testing.assert_array_equal(a.numpy(), np.full(3, 0.75))
+    np.testing.assert_array_equal(b.numpy(), np.full(3, -2.0, dtype=np.float16))

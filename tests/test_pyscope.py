@@ -26,6 +26,34 @@ def test_scalar_and_vector_builtins_from_python():
     assert sk.dot(sk.vec3d(1.0, 2.0, 3.0), sk.vec3d(4.0, 5.0, 6.0)) == 32.0
 
 
+def test_products_of_values_in_python_are_the_kernels_products():
+    """``*`` and ``@`` between two values: matrix products, the Hamilton product, composed transforms
+    (as in kernels and in Warp); with a scalar they stay component-wise."""
+    from quat_reference import qmat, qmul
+
+    rng = np.random.default_rng(4)
+    a, b, v = rng.normal(size=(3, 3)), rng.normal(size=(3, 3)), rng.normal(size=3)
+    ma, mb, vv = sk.mat33d(a), sk.mat33d(b), sk.vec3d(v)
+    for got, want in ((ma * mb, a @ b), (ma @ mb, a @ b), (ma * vv, a @ v), (vv @ ma, v @ a),
+                      (2.0 * ma, 2 * a), (ma / 2.0, a / 2)):
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert isinstance(ma * vv, sk.vec3d) and isinstance(ma * mb, sk.mat33d)
+    p, q = rng.normal(size=4), rng.normal(size=4)
+    qp, qq = sk.quatd(p), sk.quatd(q)
+    np.testing.assert_allclose(qp * qq, qmul(p, q), rtol=1e-12)
+    r = sk.quatd(qp)
+    r *= qq
+    np.testing.assert_allclose(r, qmul(p, q), rtol=1e-12)
+    unit_p, unit_q = p / np.linalg.norm(p), q / np.linalg.norm(q)
+    t1 = sk.transformd(sk.vec3d(1.0, 2.0, 3.0), sk.quatd(unit_p))
+    t2 = sk.transformd(sk.vec3d(-1.0, 0.5, 2.0), sk.quatd(unit_q))
+    t = t1 * t2
+    np.testing.assert_allclose(t[:3], np.array([1.0, 2.0, 3.0]) + qmat(unit_p) @ [-1.0, 0.5, 2.0], rtol=1e-12)
+    np.testing.assert_allclose(t[3:], qmul(unit_p, unit_q), rtol=1e-12)
+    with pytest.raises(TypeError, match="operator \\* is not defined for vec3d and vec3d"):
+        vv * vv  # (no product of two vectors, as in kernels; sk.cw_mul multiplies component-wise)
+
+
 def test_kernel_only_builtins_raise_clearly():
     with pytest.raises(RuntimeError, match="only be called inside a @kernel"):
         sk.tid()

@@ -1,4 +1,4 @@
-"""Slices of vectors, matrices and quaternions inside kernels (v[1:3], m[:, 0], m[1:, :2], v[0:2] = w),
+"""Slices of vectors, matrices and quaternions inside kernels (v[1:3], m[:, 0], m[1:, :2], v[0:2] = w, v[7:]),
 checked against numpy's slicing, with gradients against central finite differences (float64)."""
 import numpy as np
 import pytest
@@ -127,3 +127,68 @@ def test_slice_errors_name_the_problem():
             v[0] = a
 
         sk.launch(k2, 1, inputs=[sk.zeros(1, dtype=sk.vec4)])
+
+
+vec0d = sk.types.vector(0, sk.float64)
+mat00d = sk.types.matrix((0, 0), sk.float64)
+
+
+@sk.kernel
+def empty_slices(v: sk.array(dtype=sk.vec4d), m: sk.array(dtype=sk.mat33d), q: sk.array(dtype=sk.quatd),
+                 t: sk.array(dtype=sk.transformd), flags: sk.array(dtype=int), ov: sk.array(dtype=sk.vec4d),
+                 om: sk.array(dtype=sk.mat33d)):
+    i = sk.tid()
+    a = v[i]
+    b = m[i]
+    e = a[7:]
+    flags[0] = int(e == vec0d())
+    flags[1] = int(a[:-9] == vec0d())
+    flags[2] = int(b[5:] == mat00d())
+    flags[3] = int(b[:, 3:] == mat00d())       # (any empty axis gives a 0x0 matrix, as in Warp)
+    flags[4] = int(q[i][4:] == vec0d())
+    flags[5] = int(t[i][9:] == vec0d())
+    flags[6] = int(sk.length(e) == 0.0)
+    a[7:] = vec0d()                           # writes nothing
+    b[3:] = mat00d()
+    ov[i] = a * 2.0
+    om[i] = b * 3.0
+
+
+def test_empty_slices_are_zero_length_values():
+    v, m, q, _ = _inputs(n=1, seed=2)
+    t = np.random.default_rng(3).normal(size=(1, 7))
+    arrays = [sk.array(v, dtype=sk.vec4d, requires_grad=True), sk.array(m, dtype=sk.mat33d, requires_grad=True),
+              sk.array(q, dtype=sk.quatd), sk.array(t, dtype=sk.transformd)]
+    flags = sk.zeros(7, dtype=int)
+    ov = sk.zeros(1, dtype=sk.vec4d, requires_grad=True)
+    om = sk.zeros(1, dtype=sk.mat33d, requires_grad=True)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(empty_slices, 1, inputs=arrays + [flags, ov, om])
+    np.testing.assert_array_equal(flags.numpy(), np.ones(7))
+    np.testing.assert_array_equal(ov.numpy(), 2.0 * v)
+    np.testing.assert_array_equal(om.numpy(), 3.0 * m)
+    tape.backward(grads={ov: np.ones((1, 4)), om: np.ones((1, 3, 3))})
+    np.testing.assert_array_equal(arrays[0].grad.numpy(), np.full((1, 4), 2.0))
+    np.testing.assert_array_equal(arrays[1].grad.numpy(), np.full((1, 3, 3), 3.0))
+    assert vec0d()._length_ == 0 and mat00d()._shape_ == (0, 0)
+
+
+@sk.kernel
+def compare_rotations(q: sk.array(dtype=sk.quat), t: sk.array(dtype=sk.transform), out: sk.array(dtype=int)):
+    i = sk.tid()
+    out[4 * i] = int(q[i] == q[0])
+    out[4 * i + 1] = int(q[i] != q[0])
+    out[4 * i + 2] = int(t[i] == t[0])
+    out[4 * i + 3] = int(t[i] != t[0])
+
+
+def test_quaternion_and_transform_equality(device):
+    q = np.array([[0, 0, 0, 1], [0, 0, 0, 1], [0, 0, 0, -1]], dtype=np.float32)
+    t = np.array([[1, 2, 3, 0, 0, 0, 1], [1, 2, 3, 0, 0, 0, 1], [1, 2, 3.5, 0, 0, 0, 1]], dtype=np.float32)
+    out = sk.zeros(12, dtype=int, device=device)
+    sk.launch(compare_rotations, 3, inputs=[sk.array(q, dtype=sk.quat, device=device),
+                                            sk.array(t, dtype=sk.transform, device=device), out], device=device)
+    want = [[int(np.all(q[i] == q[0])), int(np.any(q[i] != q[0])), int(np.all(t[i] == t[0])),
+             int(np.any(t[i] != t[0]))] for i in range(3)]
+    np.testing.assert_array_equal(out.numpy(), np.ravel(want))

@@ -218,6 +218,42 @@ def test_struct_field_assignment_checks():
         assert "nonexistent" in str(e)
     else:
         raise AssertionError("unknown field accepted")
+    with pytest.raises(TypeError, match="field 'offset' expects vec3 but got a single value"):
+        p.offset = 2.0  # (not broadcast to every component, as Warp refuses it)
+    p.offset = None  # zero-initialized
+    assert p.offset.tolist() == [0.0, 0.0, 0.0]
+
+
+@sk.struct
+class Tagged:
+    index: sk.int32 = -1
+    weight: float = 0.5
+    pos: sk.vec3 = (1.0, 2.0, 3.0)
+    data: sk.array(dtype=float)
+
+
+@sk.kernel
+def read_tagged(t: Tagged, out: sk.array(dtype=float)):
+    out[0] = float(t.index) + t.weight + t.pos[2]
+    out[1] = t.data[0]
+
+
+def test_struct_defaults_checks_and_inheritance(device):
+    t = Tagged()
+    assert t.index == -1 and isinstance(t.index, np.int32) and t.pos.tolist() == [1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="field 'data' expects array\\(dtype=float32, ndim=1\\) \\(or None\\), got "
+                                        "array\\(dtype=float64"):
+        t.data = sk.zeros(2, dtype=sk.float64)
+    with pytest.raises(TypeError, match="field 'data' expects .*, got list"):
+        t.data = [1.0, 2.0]
+    t.data = sk.full(1, 7.0, device=device)
+    out = sk.zeros(2, device=device)
+    sk.launch(read_tagged, 1, inputs=[t, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [-1.0 + 0.5 + 3.0, 7.0])
+    with pytest.raises(RuntimeError, match="must be defined as base classes"):
+        @sk.struct
+        class Derived(Tagged):
+            extra: float
 
 
 @sk.kernel

@@ -192,3 +192,15 @@ def add_kernel_test(cls, kernel, dim, name=None, expect=None, inputs=None, devic
             test_func(test, device)
 
         setattr(cls, f"{name}_{sanitize_identifier(d)}", wrapper)
+
+
+@wp.struct
+class FemSample:
+    """Stands in for ``warp.fem.Sample`` (a struct of another module; test_struct imports it): the same fields
+    and defaults."""
+    element_index: wp.int32
+    element_coords: wp.vec3
+    qp_index: wp.int32 = -1
+    qp_weight: float = 0.0
+    test_dof: wp.int32 = -1
+    trial_dof: wp.int32 = -1

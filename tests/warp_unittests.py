@@ -33,6 +33,7 @@ def rewrite(src: str) -> str:
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
     src = src.replace("wp._src.types.", "wp.types.")  # (Warp's internal module: its public names are wp.types)
     src = src.replace("from warp._src.utils import map_cache", "from simkit.runtime.map import map_cache")
+    src = src.replace("from warp.fem import Sample as", "from warp_unittest_shim import FemSample as")
     return src.replace("warp.tests.", f"{PACKAGE}.")
 
 

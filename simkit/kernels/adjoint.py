@@ -554,6 +554,10 @@ def adj_func_signature(fn: ir.Function, used: tuple | None = None) -> str:
 def gen_adj_func(fn: ir.Function, options: dict, used: tuple | None = None, variants: dict | None = None) -> str:
     """``adj_<name>(params..., adj_params&..., adj_ret)``: replay, then reverse. ``used``: the variant
     for callers that use only these results (the others' adjoints are zero)."""
+    if getattr(fn, "native", None) is not None:  # @func_native: the adjoint snippet
+        from .native_func import gen_adjoint
+
+        return gen_adjoint(fn)
     e = AdjointEmitter(fn, options, used, variants)
     body = AdjointEmitter(fn, options, used, variants)
     body.loop_ids, body.loop_vars = e.loop_ids, e.loop_vars

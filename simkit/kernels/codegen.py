@@ -47,6 +47,8 @@ def ctype(t) -> str:
             return f"sk::quat_t<{s}>"
         if k == "transformation":
             return f"sk::transform_t<{s}>"
+    if isinstance(t, T.IndexedArrayType):
+        return f"sk::indexedarray_t<{ctype(t.dtype)}>"
     if isinstance(t, T.ArrayType):
         return f"sk::array_t<{ctype(t.dtype)}>"
     if T.is_struct(t):
@@ -62,16 +64,11 @@ def literal(v: ir.Var) -> str:
     if T.is_scalar(t):
         if t is T.bool:
             return "true" if c else "false"
+        if t in (T.float16, T.float32, T.float64) and not np.isfinite(c):
+            return f"{t._ctype}({'NAN' if np.isnan(c) else ('INFINITY' if c > 0 else '-INFINITY')})"
         if t is T.float32:
-            f = np.float32(c)
-            if np.isnan(f):
-                return "sk::float32(NAN)"
-            if np.isinf(f):
-                return "sk::float32(INFINITY)" if f > 0 else "sk::float32(-INFINITY)"
-            return f"{np.format_float_scientific(f, unique=True)}f"
+            return f"{np.format_float_scientific(np.float32(c), unique=True)}f"
         if t is T.float64:
-            if np.isnan(c) or np.isinf(c):
-                return f"sk::float64({'NAN' if np.isnan(c) else ('INFINITY' if c > 0 else '-INFINITY')})"
             return repr(float(c))
         if t is T.float16:
             return f"sk::half({np.format_float_scientific(np.float32(c), unique=True)}f)"
@@ -143,7 +140,9 @@ class Emitter:
                 return
             callee, args = self.call_args(s)
             if s.kind == "func":
-                if self.replay and analysis.has_side_effects(s.func.ir):
+                if self.replay and s.func.replay_ir is not None:  # @func_replay, @func_native
+                    callee = s.func.replay_ir.name
+                elif self.replay and analysis.has_side_effects(s.func.ir):
                     callee = replay_name(s.func.ir)
                 callee = f"{callee}<SKC>"
             expr = f"{callee}({', '.join(args)})"
@@ -282,6 +281,10 @@ def replay_name(fn: ir.Function) -> str:
 def gen_func(fn: ir.Function, options: dict, replay: bool = False) -> str:
     """A @func specialisation as a C++ function template on SKC. ``replay``: the variant that writes no
     array and prints nothing (for the adjoints' forward replays; see ``analysis.has_side_effects``)."""
+    if getattr(fn, "native", None) is not None:  # @func_native
+        from .native_func import gen_forward
+
+        return gen_forward(fn)
     e = Emitter(fn, options)
     e.replay = replay
     out = []

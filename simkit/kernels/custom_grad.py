@@ -1,7 +1,8 @@
 """``@func_grad`` and ``@func_replay``: user-written adjoints and replays of a ``@func``.
 
 A custom adjoint takes the function's arguments and then the adjoint of each result (``adj_ret``
-for one; any names), and accumulates into ``adjoint[arg]`` (Warp's spelling)::
+for one; any names), and accumulates into ``adjoint[arg]`` (Warp's spelling; ``adjoint[s.field]`` and
+``adjoint[v][0]`` for parts of a struct or a vector)::
 
     @sk.func
     def safe_sqrt(x: float):
@@ -23,13 +24,43 @@ import copy
 from .frontend import SourceInfo, build
 
 
-def _is_adjoint_target(node) -> str | None:
-    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name):
+def _adjoint_of(node):
+    """``E`` of ``adjoint[E]`` (``wp.adjoint[E]``), else None."""
+    if isinstance(node, ast.Subscript):
         base = node.value
         if (isinstance(base, ast.Attribute) and base.attr == "adjoint") or (
                 isinstance(base, ast.Name) and base.id == "adjoint"):
-            return node.slice.id
+            return node.slice
     return None
+
+
+def _root(node):
+    """The parameter name a target such as ``x``, ``x.vec`` or ``x.vec[0]`` starts from, else None."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+class _AdjointTarget(ast.NodeTransformer):
+    """``adjoint[x.f]`` inside a target becomes ``_sk_adj_x.f``: the adjoint of part of a parameter."""
+
+    def __init__(self, params):
+        self.params, self.found = params, False
+
+    def visit_Subscript(self, node):
+        inner = _adjoint_of(node)
+        if inner is None:
+            return self.generic_visit(node)
+        name = _root(inner)
+        if name not in self.params:
+            raise SyntaxError(f"adjoint[{ast.unparse(inner)}]: '{name}' is not a parameter of the function")
+        self.found = True
+        inner = copy.deepcopy(inner)
+        leaf = inner
+        while not isinstance(leaf, ast.Name):
+            leaf = leaf.value
+        leaf.id = f"_sk_adj_{name}"
+        return inner
 
 
 class _Rewrite(ast.NodeTransformer):
@@ -37,19 +68,21 @@ class _Rewrite(ast.NodeTransformer):
         self.params = params
 
     def visit_AugAssign(self, node):
-        name = _is_adjoint_target(node.target)
-        if name is None:
+        target = _AdjointTarget(self.params)
+        new = target.visit(copy.deepcopy(node.target))
+        if not target.found:
             return self.generic_visit(node)
-        if name not in self.params:
-            raise SyntaxError(f"adjoint[{name}]: '{name}' is not a parameter of the function")
-        node.target = ast.copy_location(ast.Name(id=f"_sk_adj_{name}", ctx=ast.Store()), node.target)
+        node.target = ast.copy_location(new, node.target)
+        for n in ast.walk(node.target):
+            if hasattr(n, "ctx"):
+                n.ctx = ast.Load()
+        node.target.ctx = ast.Store()
         node.value = self.visit(node.value)
         return node
 
 
-def build_custom_grad(function, spec):
-    """An ``ir.Function`` returning the adjoint of each argument of ``spec`` (a FuncSpec)."""
-    g = function.custom_grad
+def build_custom_grad(function, spec, g):
+    """An ``ir.Function`` returning the adjoint of each argument of ``spec`` (a FuncSpec), from ``g``."""
     src = SourceInfo(g)
     src.node = copy.deepcopy(src.node)
     params = list(spec.param_types)
@@ -84,8 +117,7 @@ def build_custom_grad(function, spec):
     return fn
 
 
-def build_replay(function, spec):
-    r = function.custom_replay
+def build_replay(spec, r):
     fn = build(r, dict(spec.param_types), is_kernel=False, name=f"{spec.cname}_replay")
     fn.no_adjoint = True  # only used in the forward replay
     return fn

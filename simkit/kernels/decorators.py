@@ -318,8 +318,9 @@ class Function:
         self.qualname = pyfunc.__qualname__
         self.overloads: list = []  # (pyfunc, param_types, SourceInfo|None)
         self.specs: dict = {}
-        self.custom_grad = None
-        self.custom_replay = None
+        self.custom_grads: list = []  # @func_grad / @func_replay functions, one per overload at most
+        self.custom_replays: list = []
+        self.native = None  # @func_native: its C++ snippets (native_func.Snippets)
         self.instance = instance_index(pyfunc)
         self.add_overload(pyfunc)
 
@@ -378,17 +379,32 @@ class Function:
         spec = FuncSpec(self, i, concrete, f"{_sanitize(self.key)}_{tag}")
         self.specs[key] = spec
         try:
+            if self.native is not None:  # @func_native: a C++ body
+                from .native_func import specialize
+
+                specialize(self, spec, pyfunc)
+                return spec
             spec.ir = build(pyfunc, concrete, is_kernel=False, name=spec.cname, src=self._source(i))
         except BaseException:
             del self.specs[key]
             raise
         spec.return_types = spec.ir.return_types
-        if self.custom_grad is not None or self.custom_replay is not None:
+        grad, replay = self._custom_for(i, self.custom_grads), self._custom_for(i, self.custom_replays)
+        if grad is not None or replay is not None:
             from .custom_grad import build_custom_grad, build_replay
 
-            spec.grad_ir = build_custom_grad(self, spec) if self.custom_grad is not None else None
-            spec.replay_ir = build_replay(self, spec) if self.custom_replay is not None else None
+            spec.grad_ir = build_custom_grad(self, spec, grad) if grad is not None else None
+            spec.replay_ir = build_replay(spec, replay) if replay is not None else None
         return spec
+
+    def _custom_for(self, i, customs: list):
+        """The @func_grad/@func_replay function of overload ``i``: the one whose leading parameter types are
+        the overload's (a function of one overload takes any: its errors then name the mismatch)."""
+        types = list(self.overloads[i][1].values())
+        for g in reversed(customs):
+            if list(_param_types(g, required=False).values())[:len(types)] == types:
+                return g
+        return customs[-1] if customs and len(self.overloads) == 1 else None
 
     def __call__(self, *args, **kwargs):
         """From Python (as in Warp): computed by a one-thread CPU kernel calling this @func, compiled once
@@ -433,10 +449,11 @@ def func(f=None, *, module=None, inline: bool | None = None):
 
 def func_grad(forward: Function):
     """Register a custom adjoint for ``forward``: ``@func_grad(f) def adj_f(args..., adj_ret)``,
-    accumulating with ``adjoint[arg] += ...`` (see simkit/kernels/custom_grad.py)."""
+    accumulating with ``adjoint[arg] += ...`` (see simkit/kernels/custom_grad.py). Of an overloaded
+    ``forward``, it is the adjoint of the overload whose parameter types its first parameters have."""
 
     def deco(g):
-        forward.custom_grad = g
+        forward.custom_grads.append(g)
         forward.specs.clear()
         return g
 
@@ -447,7 +464,7 @@ def func_replay(forward: Function):
     """Register a function that replaces ``forward`` in the adjoint's forward replay."""
 
     def deco(g):
-        forward.custom_replay = g
+        forward.custom_replays.append(g)
         forward.specs.clear()
         return g
 

@@ -459,6 +459,8 @@ def isfinite(*args: Any, **kwargs: Any) -> Any:
 
     Overloads:
         isfinite(a: Scalar) -> bool
+        isfinite(a: vector_Any_Scalar) -> bool
+        isfinite(a: matrix_AnyxAny_Scalar) -> bool
         isfinite(a: quaternion_4_Float) -> bool
         isfinite(a: transformation_7_Float) -> bool
     """
@@ -469,6 +471,8 @@ def isinf(*args: Any, **kwargs: Any) -> Any:
 
     Overloads:
         isinf(a: Scalar) -> bool
+        isinf(a: vector_Any_Scalar) -> bool
+        isinf(a: matrix_AnyxAny_Scalar) -> bool
         isinf(a: quaternion_4_Float) -> bool
         isinf(a: transformation_7_Float) -> bool
     """
@@ -479,6 +483,8 @@ def isnan(*args: Any, **kwargs: Any) -> Any:
 
     Overloads:
         isnan(a: Scalar) -> bool
+        isnan(a: vector_Any_Scalar) -> bool
+        isnan(a: matrix_AnyxAny_Scalar) -> bool
         isnan(a: quaternion_4_Float) -> bool
         isnan(a: transformation_7_Float) -> bool
     """

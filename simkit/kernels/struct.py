@@ -1,11 +1,11 @@
 """``@struct``: user-defined aggregate types, usable as kernel parameters and locals.
 
-Example::
+Example (a field's value in the class body is its default)::
 
     @sk.struct
     class Particles:
         x: sk.array(dtype=sk.vec3)
-        mass: float
+        mass: float = 1.0
 
     p = Particles()
     p.x = sk.zeros(10, dtype=sk.vec3)
@@ -62,7 +62,7 @@ class StructInfo:
         formats = []
         for t in self.fields.values():
             if isinstance(t, T.ArrayType):
-                formats.append(("u1", T.ARRAY_DESCRIPTOR_SIZE))
+                formats.append(("u1", T.sizeof(t)))
             elif T.is_struct(t):
                 formats.append(t._simkit_struct.numpy_dtype())
             elif T.is_value(t):
@@ -98,8 +98,33 @@ class StructInfo:
                     yield f"{name}.{sub}", a
 
 
+def _checked_field(cls, name: str, ft, value):
+    """``value`` as struct field ``name`` of type ``ft``, or a TypeError naming the field."""
+    if isinstance(ft, T.ArrayType):
+        indexed = isinstance(ft, T.IndexedArrayType)
+        ok = value is None or (getattr(value, "is_type", True) is False and value.dtype is ft.dtype
+                               and value.ndim == ft.ndim and (indexed or not hasattr(value, "indices")))
+        if not ok:
+            got = T.type_name(getattr(value, "__simkit_type__", lambda: None)()) if hasattr(
+                value, "__simkit_type__") else type(value).__name__
+            raise TypeError(f"struct {cls.__name__}: field '{name}' expects {T.type_name(ft)} (or None), got {got}")
+        return value
+    if T.is_value(ft) and not isinstance(value, ft):
+        if value is None:  # zero-initialized, as Warp
+            return ft(*np.zeros(ft._length))
+        if np.ndim(value) == 0 and ft._length > 1:  # (as Warp: vec3 fields take no single number)
+            raise TypeError(f"struct {cls.__name__}: field '{name}' expects {T.type_name(ft)} but got a single value "
+                            f"({value!r}); give all {ft._length} components")
+        return ft(*np.asarray(value).reshape(-1))
+    return value
+
+
 def struct(cls):
     """Decorate an annotated class as a simkit struct."""
+    for base in cls.__mro__[1:]:
+        if getattr(base, "_simkit_struct", None) is not None:
+            raise RuntimeError(f"struct {cls.__name__} derives from struct {base.__name__}: simkit structs must be "
+                               f"defined as base classes (a field of the other struct's type composes them)")
     raw = dict(cls.__dict__.get("__annotations__", {}))
     mod = sys.modules.get(cls.__module__)
     scope = dict(vars(mod)) if mod is not None else {}
@@ -114,19 +139,22 @@ def struct(cls):
     info = StructInfo(cls, fields)
     cls._simkit_struct = info
 
+    defaults = {n: cls.__dict__[n] for n in fields if n in cls.__dict__}  # `qp_index: int = -1`
+
     def __init__(self, **kwargs):
         for fname, ft in fields.items():
-            object.__setattr__(self, fname, info.default(ft))
+            value = info.default(ft)
+            if fname in defaults:
+                d = defaults[fname]
+                value = ft._np.type(d) if T.is_scalar(ft) else _checked_field(cls, fname, ft, d)
+            object.__setattr__(self, fname, value)
         for k, v in kwargs.items():
             setattr(self, k, v)
 
     def __setattr__(self, name, value):
         if name not in fields:
             raise AttributeError(f"struct {cls.__name__} has no field '{name}' (fields: {', '.join(fields)})")
-        ft = fields[name]
-        if T.is_value(ft) and not isinstance(value, ft):
-            value = ft(*np.asarray(value).reshape(-1))
-        object.__setattr__(self, name, value)
+        object.__setattr__(self, name, _checked_field(cls, name, fields[name], value))
 
     def __repr__(self):
         return f"{cls.__name__}(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in fields) + ")"

@@ -21,6 +21,8 @@ import builtins as _py
 import ctypes
 from typing import Any as _PyAny
 
+import typing
+
 import numpy as np
 
 # ---------------------------------------------------------------------------
@@ -262,6 +264,42 @@ class value_base(np.ndarray):
 
     __hash__ = None
 
+    # * and @ between two values (and / between them) mean what they mean in kernels, as in Warp: matrix
+    # products, the Hamilton product of quaternions, composed transforms. With a scalar, or a plain
+    # numpy array, they stay numpy's.
+    def _scope(self, key, a, b, fallback):
+        if isinstance(b if a is self else a, value_base):
+            from .api import PYTHON_SCOPE
+
+            if PYTHON_SCOPE is None:  # pragma: no cover - simkit.runtime is imported with simkit
+                raise RuntimeError("products of values need simkit.runtime")
+            return PYTHON_SCOPE(key, (a, b))
+        return fallback(self, b if a is self else a)
+
+    def __mul__(self, other):
+        return self._scope("mul", self, other, np.ndarray.__mul__)
+
+    def __rmul__(self, other):
+        return self._scope("mul", other, self, np.ndarray.__rmul__)
+
+    def __matmul__(self, other):
+        return self._scope("mul", self, other, np.ndarray.__matmul__)
+
+    def __rmatmul__(self, other):
+        return self._scope("mul", other, self, np.ndarray.__rmatmul__)
+
+    def __truediv__(self, other):
+        return self._scope("div", self, other, np.ndarray.__truediv__)
+
+    def __rtruediv__(self, other):
+        return self._scope("div", other, self, np.ndarray.__rtruediv__)
+
+    def __imul__(self, other):
+        return self * other if isinstance(other, value_base) else np.ndarray.__imul__(self, other)
+
+    def __itruediv__(self, other):
+        return self / other if isinstance(other, value_base) else np.ndarray.__itruediv__(self, other)
+
     # component names
     def _comp(i):  # noqa: N805
         def get(self):
@@ -398,10 +436,10 @@ class ArrayType:
         self.ndim = ndim
 
     def __eq__(self, other):
-        return isinstance(other, ArrayType) and other.dtype is self.dtype and other.ndim == self.ndim
+        return type(other) is type(self) and other.dtype is self.dtype and other.ndim == self.ndim
 
     def __hash__(self):
-        return hash((ArrayType, id(self.dtype), self.ndim))
+        return hash((type(self), id(self.dtype), self.ndim))
 
     def __repr__(self):
         return f"array(dtype={type_name(self.dtype)}, ndim={self.ndim})"
@@ -409,6 +447,16 @@ class ArrayType:
     @property
     def generic(self) -> _py.bool:
         return isinstance(self.dtype, _Generic) or is_generic(self.dtype)
+
+
+class IndexedArrayType(ArrayType):
+    """An indexed array (Warp's indexedarray): an array seen through an index array on some axes.
+    Kernels index it with all its indices; the frontend maps them (frontend/builder.py)."""
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"indexedarray(dtype={type_name(self.dtype)}, ndim={self.ndim})"
 
 
 def as_kernel_type(annotation):
@@ -494,6 +542,8 @@ def sizeof(t) -> int:
         return t._size
     if is_value(t):
         return t._length * t._dtype._size
+    if isinstance(t, IndexedArrayType):
+        return INDEXED_DESCRIPTOR_SIZE
     if isinstance(t, ArrayType):
         return ARRAY_DESCRIPTOR_SIZE
     if is_struct(t):
@@ -515,6 +565,7 @@ def alignof(t) -> int:
 
 # array_t<T>: data, grad (pointers), shape[4] int32, strides[4] int64 (bytes), ndim int32, pad
 ARRAY_DESCRIPTOR_SIZE = 8 + 8 + 16 + 32 + 8
+INDEXED_DESCRIPTOR_SIZE = ARRAY_DESCRIPTOR_SIZE + 4 * 8 + 4 * 4  # (native/array.h, indexedarray_t)
 
 
 def pack_value(t, value) -> bytes:
@@ -530,11 +581,26 @@ def pack_value(t, value) -> bytes:
         return arr.tobytes()
     if isinstance(t, ArrayType):
         if value is None:
-            return bytes(ARRAY_DESCRIPTOR_SIZE)
-        return value._descriptor()
+            return bytes(sizeof(t))
+        d = value._descriptor()
+        if isinstance(t, IndexedArrayType) and len(d) == ARRAY_DESCRIPTOR_SIZE:  # a plain array: no indices
+            d += bytes(32) + np.array(list(value.shape) + [0] * (4 - len(value.shape)), dtype=np.int32).tobytes()
+        return d
     if is_struct(t):
         return t._simkit_struct.pack(value)
     raise TypeError(f"cannot pack {type_name(t)}")
+
+
+def subscript_args(item) -> tuple:
+    """(dtype, ndim) of ``array[float]`` or ``array[float, Literal[2]]`` (Warp's annotation style)."""
+    if not isinstance(item, tuple):
+        return item, None
+    if len(item) != 2:
+        raise TypeError(f"expected [dtype] or [dtype, Literal[ndim]], got {len(item)} arguments")
+    ndim = typing.get_args(item[1])
+    if len(ndim) != 1 or not isinstance(ndim[0], _py.int):
+        raise TypeError(f"the number of dimensions is written Literal[n], got {item[1]!r}")
+    return item[0], ndim[0]
 
 
 __all__ = [

@@ -7,6 +7,7 @@ from .interop import from_dlpack, to_dlpack
 from .interop_jax import device_from_jax, device_to_jax, from_jax, jax_kernel, to_jax
 from .interop_torch import (device_from_torch, device_to_torch, from_torch, stream_from_torch, stream_to_torch,
                             to_torch, torch_function)
+from .indexedarray import indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d
 from .launch import launch
 from .launch_cmd import Launch
 from .captured_step import CapturedStep
@@ -28,10 +29,12 @@ from .map import OPERATORS as _OPERATORS, map
 
 for _name, _op in _OPERATORS.items():  # a + b, 2.0 * a, a **= 2: elementwise kernels (runtime/map.py)
     setattr(array, _name, _op)
-array.__array_priority__ = 1000  # numpy scalars and arrays defer their operators to simkit arrays
+    setattr(indexedarray, _name, _op)
+array.__array_priority__ = indexedarray.__array_priority__ = 1000  # numpy scalars defer their operators
 
 __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy", "empty", "empty_like", "from_numpy",
-           "full", "full_like", "ones", "ones_like", "zeros", "zeros_like", "Device", "ScopedDevice",
+           "full", "full_like", "ones", "ones_like", "zeros", "zeros_like", "indexedarray", "indexedarray1d",
+           "indexedarray2d", "indexedarray3d", "indexedarray4d", "Device", "ScopedDevice",
            "get_cuda_device_count", "get_device", "get_devices", "is_cuda_available", "set_device", "launch", "Launch",
            "Event", "ScopedCapture", "ScopedTimer", "CpuGraph", "ScopedStream", "Stream", "CapturedStep", "capture_begin",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",

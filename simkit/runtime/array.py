@@ -292,8 +292,9 @@ class array:
     def __simkit_type__(self):
         return T.ArrayType(self.dtype, self.ndim)
 
-    def __class_getitem__(cls, dtype):
-        return cls(dtype=dtype)
+    def __class_getitem__(cls, item):  # array[float], array[float, Literal[2]]
+        dtype, ndim = T.subscript_args(item)
+        return cls(dtype=dtype, ndim=ndim)
 
     @property
     def is_contiguous(self) -> bool:
@@ -418,7 +419,13 @@ class array:
 
     def __getitem__(self, key):
         """Basic indexing: slices and partial integer indices give views (any device); a full integer
-        index gives the element (on a GPU: copied back, which waits for the device)."""
+        index gives the element (on a GPU: copied back, which waits for the device). Index arrays
+        (``a[idx]``, ``a[idx, :]``) give an indexed array (runtime/indexedarray.py)."""
+        from .indexedarray import index_view
+
+        view = index_view(self, key)
+        if view is not None:
+            return view
         if not self.device.is_cpu:
             v, element = self._device_view(key)
             if not element:
@@ -709,34 +716,6 @@ def _record_store(view: np.ndarray, value) -> None:
     cpu_graph.record(store)
 
 
-def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
-    """Copy elements from ``src`` to ``dest`` (any pair of devices). Offsets/count in elements (1D only)."""
-    if count or dest_offset or src_offset:
-        n = count or (src.size - src_offset)
-        dest, src = dest.flatten()[dest_offset:dest_offset + n], src.flatten()[src_offset:src_offset + n]
-    if dest.size != src.size:
-        raise ValueError(f"copy: sizes differ ({dest.size} vs {src.size})")
-    if dest.itemsize != src.itemsize:
-        raise ValueError("copy: element types differ in size")
-    if dest.device.is_cpu and src.device.is_cpu:
-        if dest._np.dtype == src._np.dtype and dest._np.shape[dest.ndim:] == src._np.shape[src.ndim:]:
-            to, frm = dest._np, src._np.reshape(dest._np.shape)
-        else:  # different element types of one size: copy the bits, as on the GPU (and in Warp)
-            to, frm = _element_bytes(dest), _element_bytes(src).reshape(dest.shape + (dest.itemsize,))
-        if cpu_graph.active:
-            _record_store(to, frm)
-        else:
-            to[...] = frm
-    else:
-        from ..kernels.backends.cuda import driver
-
-        driver.copy(dest, src)
-    dest._overwritten()
-    from .tape import _record_copy
-
-    _record_copy(dest, src)
-
-
 class _FixedDimArray:
     """``array1d`` ... ``array4d``: ``array2d(dtype=float)`` or ``array2d[float]`` in annotations (an
     array type of that many dimensions), ``array2d(data, ...)`` at runtime (an array made with ``ndim``)."""
@@ -759,5 +738,6 @@ array1d, array2d, array3d, array4d = (_FixedDimArray(n) for n in range(1, 5))
 
 
 # the constructors (zeros, full, clone...) live in array_create.py; imported last: they build arrays
+from .array_copy import CopyError, copy  # noqa: E402
 from .array_create import (clone, empty, empty_like, from_numpy, full, full_like, ones,  # noqa: E402
                            ones_like, zeros, zeros_like)

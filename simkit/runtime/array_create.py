@@ -65,22 +65,24 @@ def fill_dtype(value):
     return T.vector(v.shape[0], scalar) if v.ndim == 1 else T.matrix(v.shape, scalar)
 
 
-def zeros_like(a: array, requires_grad=None, pinned=None) -> array:
-    return zeros(a.shape, dtype=a.dtype, device=a.device,
+def zeros_like(a: array, device=None, requires_grad=None, pinned=None) -> array:
+    """Zeros of ``a``'s shape and dtype, on ``a``'s device unless ``device`` is given (Warp's order of
+    arguments)."""
+    return zeros(a.shape, dtype=a.dtype, device=a.device if device is None else device,
                  requires_grad=a.requires_grad if requires_grad is None else requires_grad,
                  pinned=a.pinned if pinned is None else pinned)
 
 
-def empty_like(a: array, requires_grad=None, pinned=None) -> array:
-    return zeros_like(a, requires_grad, pinned)
+def empty_like(a: array, device=None, requires_grad=None, pinned=None) -> array:
+    return zeros_like(a, device, requires_grad, pinned)
 
 
-def ones_like(a: array, requires_grad=None, pinned=None) -> array:
-    return full_like(a, 1, requires_grad, pinned)
+def ones_like(a: array, device=None, requires_grad=None, pinned=None) -> array:
+    return full_like(a, 1, device, requires_grad, pinned)
 
 
-def full_like(a: array, value, requires_grad=None, pinned=None) -> array:
-    out = zeros_like(a, requires_grad, pinned)
+def full_like(a: array, value, device=None, requires_grad=None, pinned=None) -> array:
+    out = zeros_like(a, device, requires_grad, pinned)
     out.fill_(value)
     return out
 

@@ -20,6 +20,7 @@ from ..kernels.decorators import Kernel
 from ..kernels.module import native_key
 from ..kernels.backends import cpu_graph
 from . import interop, tape
+from .indexedarray import indexedarray
 from .array import array
 from .device import Device, get_device
 from .packer import Mismatch, make_packer
@@ -66,6 +67,8 @@ def _arg_type(kernel: Kernel, name: str, value):
     """The concrete kernel type of a Python argument (for generic kernels)."""
     if isinstance(value, array):
         return T.ArrayType(value.dtype, value.ndim)
+    if isinstance(value, indexedarray):
+        return T.IndexedArrayType(value.dtype, value.ndim)
     t = T.type_of_value(value)
     if t is not None:
         return t
@@ -107,9 +110,25 @@ def _generic_spec(kernel: Kernel, args, sig):
     if sig is not None:
         kernel._by_signature[sig] = spec
     for v in args:
-        if v.__class__ is not array and interop.foreign_type(v) is None:
+        if v.__class__ not in (array, indexedarray) and interop.foreign_type(v) is None:
             _PLAIN_ARGS.add(v.__class__)
     return spec
+
+
+def _indexed_arg(kernel, name, t, v, device) -> indexedarray:
+    """An indexed-array argument (a plain array: every axis as it is), checked."""
+    if isinstance(v, array) and not v.is_type:
+        v = indexedarray(v)
+    if not isinstance(v, indexedarray) or v.is_type:
+        raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, "
+                        f"got {type(v).__name__}")
+    if v.dtype is not t.dtype or v.ndim != t.ndim:
+        raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, got "
+                        f"indexedarray(dtype={T.type_name(v.dtype)}, ndim={v.ndim})")
+    if v.device != device:
+        raise ValueError(f"kernel '{kernel.key}' argument '{name}': array is on {v.device.alias}, "
+                         f"launch is on {device.alias}")
+    return v
 
 
 def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
@@ -117,7 +136,11 @@ def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
     buf = bytearray(size)
     contiguous = True
     for k, (name, t, off, v) in enumerate(zip(kernel.param_names, spec.types, offsets, args)):
-        if isinstance(t, T.ArrayType):
+        if isinstance(t, T.IndexedArrayType):
+            v = args[k] = _indexed_arg(kernel, name, t, v, device)
+            b = v._descriptor()
+            contiguous = contiguous and v.data.is_contiguous
+        elif isinstance(t, T.ArrayType):
             if v is not None and not isinstance(v, array):  # numpy, CUDA array interface, DLPack: zero copy
                 v = args[k] = interop.as_array(v, t, device, f"kernel '{kernel.key}' argument '{name}'")
             if v is None:

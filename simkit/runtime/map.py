@@ -29,6 +29,7 @@ from ..kernels.api import BuiltinFunction
 from ..kernels.decorators import Function, func
 from ..kernels.errors import CompileError
 from . import pyscope
+from .indexedarray import indexedarray
 
 _kernels: dict = {}  # (callee, types, broadcast pattern, results, ndim, aliases) -> generated kernel
 map_cache = _kernels  # (Warp's name)
@@ -46,7 +47,7 @@ def map(fn, *inputs, out=None, return_kernel: bool = False, block_dim: int | Non
     from .launch import launch
 
     callee = _callee(fn)
-    arrays = [x for x in inputs if isinstance(x, array)]
+    arrays = [x for x in inputs if _is_array(x)]
     outs = None if out is None else (list(out) if isinstance(out, (list, tuple)) else [out])
     if not arrays:
         raise ValueError("map requires at least one simkit array input")
@@ -65,14 +66,15 @@ def map(fn, *inputs, out=None, return_kernel: bool = False, block_dim: int | Non
             raise ValueError(f"Shapes {shape} and {a.shape} are not broadcastable") from None
     if len(shape) > 4:
         raise ValueError(f"map(): the inputs broadcast to shape {shape}; arrays have at most 4 dimensions")
-    values = [x if isinstance(x, array) else _value(x, arrays) for x in inputs]
+    values = [x if _is_array(x) else _value(x, arrays) for x in inputs]
     types = tuple(_type_of(v, k) for k, v in enumerate(values))
     rets = _returns(callee, types, fn)
     if not rets:
         raise TypeError(f"map(): {_name(fn)} returns nothing. The provided function must return a value")
     pattern = tuple(_pattern(v, shape) for v in values)
     if return_kernel and outs is None:
-        return _kernel(callee, types, pattern, rets, len(shape), ())
+        kinds = tuple(isinstance(x, indexedarray) for x in values) + (False,) * len(rets)
+        return _kernel(callee, types, pattern, rets, len(shape), (), kinds)
     if outs is None:
         grad = any(a.requires_grad for a in arrays)
         outs = [array(shape=shape, dtype=r, device=device, requires_grad=grad and _differentiable(r), _zero=False)
@@ -87,11 +89,12 @@ def map(fn, *inputs, out=None, return_kernel: bool = False, block_dim: int | Non
     # written) is read from a copy first, as numpy does: threads would otherwise read each other's results
     aliased_inputs = {j for _, j in alias}
     for j, v in enumerate(values):
-        if isinstance(v, array) and j not in aliased_inputs and any(v._ver is o._ver for o in outs):
+        if _is_array(v) and j not in aliased_inputs and any(_ver(v) is _ver(o) for o in outs):
             from .array_create import clone
 
-            values[j] = clone(v)
-    kernel = _kernel(callee, types, pattern, rets, len(shape), alias)
+            values[j] = clone(v) if isinstance(v, array) else v.contiguous()
+    kinds = tuple(isinstance(x, indexedarray) for x in values + outs)  # indexed arrays: their own parameters
+    kernel = _kernel(callee, types, pattern, rets, len(shape), alias, kinds)
     if return_kernel:
         return kernel
     aliased = {k for k, _ in alias}
@@ -129,7 +132,7 @@ def _check_outputs(outs, rets, shape, given):
                         f"function outputs ({len(rets)})")
     for k, (o, r) in enumerate(zip(outs, rets)):
         which = "Output array" if len(rets) == 1 else f"Output array {k}"
-        if not isinstance(o, array):
+        if not _is_array(o):
             raise TypeError(f"{which} must be a simkit array, got {type(o).__name__}")
         if o.dtype is not r:
             raise TypeError(f"{which} dtype {T.type_name(o.dtype)} does not match expected dtype {T.type_name(r)}")
@@ -214,9 +217,7 @@ def _value(x, arrays):
 
 
 def _type_of(v, k: int):
-    from .array import array
-
-    if isinstance(v, array):
+    if _is_array(v):
         return v.dtype
     t = T.type_of_value(v)
     if t is None:
@@ -240,9 +241,7 @@ def _returns(callee, types: tuple, fn) -> list:
 def _pattern(v, shape):
     """How an input is indexed: None (a value), else per output dimension True (the thread's index),
     False (0: a broadcast dimension of 1), or absent (leading dimensions it lacks)."""
-    from .array import array
-
-    if not isinstance(v, array):
+    if not _is_array(v):
         return None
     lead = len(shape) - v.ndim
     return tuple(n == shape[lead + d] for d, n in enumerate(v.shape)) + (lead,)
@@ -258,15 +257,26 @@ def _differentiable(t) -> bool:
     return s is not None and T.is_float(s)
 
 
-def _kernel(callee, types, pattern, rets, ndim, alias):
-    key = (callee, types, pattern, tuple(rets), ndim, alias)
+def _kernel(callee, types, pattern, rets, ndim, alias, kinds):
+    key = (callee, types, pattern, tuple(rets), ndim, alias, kinds)
     k = _kernels.get(key)
     if k is None:
-        k = _kernels[key] = _generate(callee, types, pattern, rets, ndim, dict(alias))
+        k = _kernels[key] = _generate(callee, types, pattern, rets, ndim, dict(alias), kinds)
     return k
 
 
-def _generate(callee, types, pattern, rets, ndim, alias: dict):
+def _is_array(x) -> bool:
+    from .array import array
+
+    return isinstance(x, (array, indexedarray))
+
+
+def _ver(x):
+    """The version counter an array shares with every view of its memory (an indexed array: its data's)."""
+    return x.data._ver if isinstance(x, indexedarray) else x._ver
+
+
+def _generate(callee, types, pattern, rets, ndim, alias: dict, kinds: tuple):
     """Write the map kernel's source into the cache folder and import it (as pyscope does)."""
     tids = [f"i{d}" for d in range(ndim)]
     params, args = [], []
@@ -276,10 +286,11 @@ def _generate(callee, types, pattern, rets, ndim, alias: dict):
             args.append(f"a{k}")
         else:
             *flags, lead = p
-            params.append(f"a{k}: sk.array(dtype=A[{k}], ndim={len(flags)})")
+            params.append(f"a{k}: sk.{'indexedarray' if kinds[k] else 'array'}(dtype=A[{k}], ndim={len(flags)})")
             idx = [tids[lead + d] if f else "0" for d, f in enumerate(flags)]
             args.append(f"a{k}[{', '.join(idx)}]")
-    params += [f"r{k}: sk.array(dtype=R[{k}], ndim={ndim})" for k, t in enumerate(rets) if k not in alias]
+    params += [f"r{k}: sk.{'indexedarray' if kinds[len(types) + k] else 'array'}(dtype=R[{k}], ndim={ndim})"
+               for k, t in enumerate(rets) if k not in alias]
     results = [f"v{k}" for k in range(len(rets))]
     body = [f"    {', '.join(tids)} = sk.tid()" if ndim > 1 else "    i0 = sk.tid()",
             f"    {', '.join(results)} = F({', '.join(args)})"]

@@ -35,7 +35,9 @@ def make_packer(spec):
         if off > pos:
             env[f"PAD{i}"] = bytes(off - pos)
             parts.append(f"PAD{i}")
-        if isinstance(t, T.ArrayType):
+        if isinstance(t, T.IndexedArrayType):
+            lines += ["    raise Mismatch"]  # indexed arrays take the checked path
+        elif isinstance(t, T.ArrayType):
             env[f"T{i}"] = t.dtype
             lines += [f"    if a{i}.__class__ is not array or a{i}.dtype is not T{i} or a{i}.ndim != {t.ndim} "
                       f"or a{i}.device is not device:",

@@ -5,7 +5,7 @@ The compiler maps ``a[i, j]`` to ``load``, ``a[i, j] = v`` to ``store`` and
 flag for contiguous arrays (see native/array.h).
 """
 from ..registry import add_builtin
-from ..types import Any, ArrayType, Int, int32, is_value
+from ..types import Any, ArrayType, IndexedArrayType, Int, int32, is_value
 from ..types import bool as bool_
 
 
@@ -46,6 +46,22 @@ for _nd in (1, 2, 3, 4):
                 differentiable=False, doc="``a.shape[dim]``.", group="array", hidden=True)
     add_builtin("array_nonnull", {"a": ArrayType(Any, _nd)}, bool_, native="sk::array_nonnull",
                 differentiable=False, doc="``if a:``: the array is not None.", group="array", hidden=True)
+
+
+
+def _indexed_view_type(info):
+    a = info.arg_types[0]
+    return IndexedArrayType(a.dtype, a.ndim - (len(info.arg_types) - 1))
+
+
+for _nd in (2, 3, 4):
+    for _k in range(1, _nd):
+        add_builtin("indexed_view", {"a": IndexedArrayType(Any, _nd), **{"ijkl"[d]: Int for d in range(_k)}},
+                    _indexed_view_type, native="sk::indexed_view", checked=True,
+                    doc="Sub-array ``a[i]`` of an n-D indexed array (shares memory).", group="array", hidden=True)
+add_builtin("indexed_index", {"a": Any, "axis": int32, "i": Int}, int32, native="sk::indexed_index", checked=True,
+            differentiable=False, doc="The index into an indexed array's data along ``axis`` for index ``i`` "
+            "(the frontend maps ``a[i, j]`` through it).", group="array", hidden=True)
 
 
 def _slice_type(info):

@@ -156,6 +156,10 @@ _float_int("mul", {"a": VF, "b": MF}, {"a": VI, "b": MI}, _vec_mat_type,
            "vector.", group="operator", match=_vec_mat_ok)
 _float_int("mul", {"a": MF, "b": MF}, {"a": MI, "b": MI}, _mat_mat_type,
            "Matrix product (a @ b) of an (R, K) and a (K, C) matrix.", group="operator", match=_mat_mat_ok)
+for _key, _what in (("isfinite", "all elements are finite"), ("isnan", "any element is NaN"),
+                    ("isinf", "any element is infinite")):
+    add_builtin(_key, {"a": MS}, T.bool, differentiable=False, group=_G,
+                doc=f"True if {_what}.")
 for _key, _sym in (("eq", "=="), ("ne", "!=")):
     add_builtin(_key, {"a": MA, "b": MA}, _bool, differentiable=False, match=_same_matrices, hidden=True,
                 group="operator", doc=f"a {_sym} b: compares every element exactly.")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..registry import add_builtin, same_as
+from .helpers import bool_result as _bool
 from .helpers import ctor_native as _ctor_native
 from .helpers import dtype_arg as _dtype_arg
 from .helpers import int_index as _int_index
@@ -76,6 +77,9 @@ add_builtin("assign", {"a": QF, "i": Any, "value": Float}, same_as(0), match=_in
 
 add_builtin("add", {"a": QF, "b": QF}, same_as(0), group="operator", doc="Component-wise a + b.")
 add_builtin("sub", {"a": QF, "b": QF}, same_as(0), group="operator", doc="Component-wise a - b.")
+for _key, _sym in (("eq", "=="), ("ne", "!=")):
+    add_builtin(_key, {"a": QF, "b": QF}, _bool, differentiable=False, hidden=True, group="operator",
+                doc=f"a {_sym} b: compares every component exactly.")
 add_builtin("neg", {"x": QF}, same_as(0), group="operator", doc="-x, component-wise.")
 add_builtin("pos", {"x": QF}, same_as(0), group="operator", doc="+x.")
 add_builtin("mul", {"a": QF, "b": QF}, same_as(0), group="operator",

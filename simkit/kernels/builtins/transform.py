@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from .. import types as T
 from ..registry import add_builtin, same_as
+from .helpers import bool_result as _bool
 from .helpers import ctor_native as _ctor_native
 from .helpers import dtype_arg as _dtype_arg
 from .helpers import int_index as _int_index
@@ -119,6 +120,9 @@ add_builtin("transform_to_matrix", {"xform": TF}, _of("m44", 0), group=_G,
 # ---------------------------------------------------------------------------
 # Component-wise arithmetic (as in Warp; the quaternion part is not renormalized)
 
+for _key, _sym in (("eq", "=="), ("ne", "!=")):
+    add_builtin(_key, {"a": TF, "b": TF}, _bool, differentiable=False, hidden=True, group="operator",
+                doc=f"a {_sym} b: compares all 7 components exactly.")
 add_builtin("add", {"a": TF, "b": TF}, same_as(0), group="operator",
             doc="Component-wise a + b of the 7 scalars.")
 add_builtin("sub", {"a": TF, "b": TF}, same_as(0), group="operator",

@@ -85,6 +85,10 @@ for _key, _sym in (("bit_and", "&"), ("bit_or", "|"), ("bit_xor", "^"), ("lshift
                 doc=f"Component-wise a {_sym} b of two integer vectors of one type (as for scalars).")
 add_builtin("invert", {"a": VI}, same_as(0), differentiable=False, group="operator",
             doc="Component-wise bitwise complement ~a of an integer vector.")
+for _key, _what in (("isfinite", "all components are finite"), ("isnan", "any component is NaN"),
+                    ("isinf", "any component is infinite")):
+    add_builtin(_key, {"a": VS}, T.bool, differentiable=False, group=_G,
+                doc=f"True if {_what}.")
 for _key, _sym in (("eq", "=="), ("ne", "!=")):
     add_builtin(_key, {"a": VA, "b": VA}, _bool, differentiable=False, match=_same_vectors, hidden=True,
                 group="operator", doc=f"a {_sym} b: compares every component exactly.")

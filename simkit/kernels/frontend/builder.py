@@ -80,6 +80,11 @@ class SourceInfo:
         return self.lines[i] if 0 <= i < len(self.lines) else ""
 
 
+# builtins that reach an indexed array's elements (through_indexed maps their indices)
+INDEXED_ACCESS = {"load", "store", "store_component", "atomic_add", "atomic_sub", "atomic_min", "atomic_max",
+                  "atomic_exch", "atomic_cas", "atomic_and", "atomic_or", "atomic_xor"}
+
+
 class FunctionBuilder:
     """Translates one function (kernel body or @func specialisation) into ``ir.Function``."""
 
@@ -185,6 +190,24 @@ class FunctionBuilder:
 
     # ------------------------------------------------------------------ calls
 
+    def through_indexed(self, key: str, args: list, node) -> list:
+        """An element access of an indexed array: the same access of its data at the mapped indices."""
+        a = args[0]
+        if key in ("array_shape", "array_nonnull") and len(args) <= 2:
+            return args
+        if key not in INDEXED_ACCESS or not isinstance(a.type, T.IndexedArrayType) or any(
+                isinstance(b.type, T.IndexedArrayType) for b in args[1:]):
+            raise self.error(f"'{key}' does not take an indexed array: index one with all its indices (a[i, j]) to "
+                             f"load, store or add atomically", node)
+        n = a.type.ndim
+        if len(args) <= n:
+            raise self.error(f"an indexed array is indexed with all its {n} indices", node)
+        data = self.new_var(T.ArrayType(a.type.dtype, n))
+        self.emit(ir.GetField(out=data, src=a, field="data"))
+        mapped = [self.call_builtin("indexed_index", [a, self.const(d, T.int32), i], node)
+                  for d, i in enumerate(args[1:n + 1])]
+        return [data] + mapped + args[n + 1:]
+
     def call_builtin(self, key: str, args: list, node=None, target=None, kw: dict | None = None):
         """Resolve ``key`` for these argument values, emit the call, return the result Var."""
         node = node or self.cur_node
@@ -194,6 +217,11 @@ class FunctionBuilder:
         for a in args:
             if not isinstance(a, ir.Var):
                 raise self.error(f"'{key}' got an argument that is not a value: {describe(a)}", node)
+        if key == "view" and isinstance(args[0].type, T.IndexedArrayType):
+            key = "indexed_view"  # a[i] of a 2D indexed array: a 1D indexed array
+        elif key not in ("indexed_index", "indexed_view") and any(
+                isinstance(a.type, T.IndexedArrayType) for a in args):
+            args = self.through_indexed(key, args, node)
         info = R.CallInfo([a.type for a in args], [], [a.const if a.is_const else None for a in args],
                           target)
         b = R.resolve(key, info)
@@ -309,12 +337,12 @@ class FunctionBuilder:
         return a, self.literal_as(b, a.type)
 
     def coerce_weak(self, args):
-        """Give untyped literals the scalar type of the first typed operand."""
+        """Give untyped literals the scalar type of the first typed operand (an array's: of its elements)."""
         target = None
         for a in args:
             if not a.weak and a.type is not T.bool:
                 try:
-                    target = T.scalar_of(a.type)
+                    target = T.scalar_of(a.type.dtype if isinstance(a.type, T.ArrayType) else a.type)
                 except TypeError:
                     continue
                 break

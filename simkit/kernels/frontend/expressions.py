@@ -487,9 +487,9 @@ class ExpressionMixin:
             if not isinstance(v, ir.Var):
                 raise self.error(f"field '{name}' of struct '{target.__name__}' got {describe(v)}", node)
             ft = fields[name]
-            if v.type is not ft:
+            if v.type != ft:
                 v = self.literal_as(v, ft)
-                if v.type is not ft:
+                if v.type != ft:  # (array types are equal, not identical)
                     raise self.error(f"field '{name}' is {T.type_name(ft)}, got {T.type_name(v.type)}", node)
             new = self.new_var(target)
             self.emit(ir.SetField(out=new, src=out, field=name, value=v))

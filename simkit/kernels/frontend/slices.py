@@ -49,8 +49,8 @@ class SliceMixin:
                     raise self.error(f"index {axis} is {describe(v)}; indices must be integers", e)
                 out.append(v)
         out += [list(range(shape[axis])) for axis in range(len(elts), len(shape))]
-        if any(isinstance(s, list) and not s for s in out):
-            raise self.error("this slice is empty", node)
+        if any(isinstance(s, list) and not s for s in out):  # empty: no components (a matrix's shape is (0, 0))
+            out = [[] if isinstance(s, list) else s for s in out]
         return out
 
     def _slice_parts(self, sel):
@@ -65,7 +65,9 @@ class SliceMixin:
         return dims, parts
 
     def _slice_type(self, dims, dtype):
-        return T.vector(dims[0], dtype) if len(dims) == 1 else T.matrix(tuple(dims), dtype)
+        if len(dims) == 1:
+            return T.vector(dims[0], dtype)
+        return T.matrix((0, 0) if 0 in dims else tuple(dims), dtype)  # (as in Warp, all empty matrices are 0x0)
 
     def read_slice(self, base, slice_node, node):
         dims, parts = self._slice_parts(self.slice_selection(base.type, slice_node, node))

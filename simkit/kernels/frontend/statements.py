@@ -336,7 +336,7 @@ class StatementMixin:
                     raise self.error(f"struct '{t.__name__}' has no field '{target.attr}'", target)
                 ft = fields[target.attr]
                 value = self.match_weak(value, ft)
-                if value.type is not ft:
+                if value.type != ft:  # (array types are equal, not identical)
                     raise self.error(f"field '{target.attr}' is {T.type_name(ft)}, "
                                      f"got {T.type_name(value.type)}", target)
                 new = self.new_var(t)

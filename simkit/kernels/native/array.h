@@ -14,7 +14,22 @@ struct array_t {
     int64 strides[4];  // in bytes
     int32 ndim;
     int32 flags;       // SK_ARRAY_RETAIN_GRAD
+
+    // For C++ snippets (@func_native): element i of a 1-d array, and the data pointer.
+    SK_INLINE T& operator[](int64 i) const {
+        return *reinterpret_cast<T*>(reinterpret_cast<char*>(data) + i * strides[0]);
+    }
+    SK_INLINE operator T*() const { return data; }
 };
+
+// The gradient of an array as an array of its own (adj_x in @func_native adjoint snippets).
+template <typename T>
+SK_INLINE array_t<T> grad_array(const array_t<T>& a) {
+    array_t<T> g = a;
+    g.data = a.grad;
+    g.grad = nullptr;
+    return g;
+}
 
 // The array keeps its gradient through a backward pass (Warp's retain_grad). Otherwise the adjoint of a
 // store takes the element's gradient and zeroes it: the value the store overwrote had no influence on
@@ -336,6 +351,64 @@ template <bool C, typename... Args>
 SK_INLINE void adj_view(Args&&...) {}
 
 // ---------------------------------------------------------------------------
+// Indexed arrays (Warp's indexedarray): data seen through an index array on some axes. Kernels load,
+// store and add atomically through `data` at the mapped indices (the frontend maps them).
+
+template <typename T>
+struct indexedarray_t {
+    array_t<T> data;      // the indexed array, its gradient included
+    int32* indices[4];    // per axis: the index array into data's axis, or null (the axis as it is)
+    int32 shape[4];       // the indexed array's shape
+};
+
+template <typename T>
+SK_INLINE int32 indexed_index(const indexedarray_t<T>& a, int32 axis, int32 i) {
+    return a.indices[axis] ? a.indices[axis][i] : i;
+}
+template <typename T>
+SK_INLINE int32 indexed_index_checked(int line, const indexedarray_t<T>& a, int32 axis, int32 i) {
+    if (i < 0 || i >= a.shape[axis]) {
+        report_error(SK_ERR_BOUNDS, line, axis, i, a.shape[axis]);
+        return 0;
+    }
+    return indexed_index(a, axis, i);
+}
+// a[i] of an n-D indexed array: the (n-1)-D indexed array of data's sub-array at the mapped index.
+template <typename T, typename... I>
+SK_INLINE indexedarray_t<T> indexed_view(const indexedarray_t<T>& a, I... idx) {
+    const int32 ii[] = {int32(idx)...};
+    const int n = int(sizeof...(I));
+    int64 off = 0;
+    for (int d = 0; d < n; ++d) off += int64(indexed_index(a, d, ii[d])) * a.data.strides[d];
+    indexedarray_t<T> r;
+    r.data = view_impl(a.data, off, n);
+    for (int d = 0; d < 4; ++d) {
+        r.indices[d] = d + n < 4 ? a.indices[d + n] : nullptr;
+        r.shape[d] = d + n < 4 ? a.shape[d + n] : 0;
+    }
+    return r;
+}
+template <typename T, typename... I>
+SK_INLINE indexedarray_t<T> indexed_view_checked(int line, const indexedarray_t<T>& a, I... idx) {
+    const int32 ii[] = {int32(idx)...};
+    for (int d = 0; d < int(sizeof...(I)); ++d)
+        if (ii[d] < 0 || ii[d] >= a.shape[d]) {
+            report_error(SK_ERR_BOUNDS, line, d, ii[d], a.shape[d]);
+            indexedarray_t<T> empty = indexed_view(a, (idx * 0)...);
+            for (int e = 0; e < 4; ++e) empty.shape[e] = 0;
+            return empty;
+        }
+    return indexed_view(a, idx...);
+}
+// Views carry gradients through the shared grad pointer: nothing to do.
+template <typename... Args>
+SK_INLINE void adj_indexed_view(Args&&...) {}
+template <typename T>
+SK_INLINE bool array_nonnull(const indexedarray_t<T>& a) { return a.data.data != nullptr; }
+template <typename T>
+SK_INLINE void accum(indexedarray_t<T>&, const indexedarray_t<T>&) {}
+
+// ---------------------------------------------------------------------------
 // array_slice: a[1:3, 0], a[::-2] as numpy takes them (bounds clamped, negative indices from the end).
 // code: 2 bits per given axis (1 an index, 2 a slice); vals: start, stop, step per given axis.
 
@@ -406,6 +479,8 @@ SK_INLINE bool array_nonnull(const array_t<T>& a) { return a.data != nullptr; }
 
 template <typename T, typename I>
 SK_INLINE int32 array_shape(const array_t<T>& a, I d) { return (d >= 0 && d < a.ndim) ? a.shape[d] : 0; }
+template <typename T, typename I>
+SK_INLINE int32 array_shape(const indexedarray_t<T>& a, I d) { return (d >= 0 && d < 4) ? a.shape[d] : 0; }
 
 // lower_bound: the first index in [lo, hi) of a sorted 1D array whose element is not less than
 // value; as in Warp, the search never passes hi - 1 (a value above every element gives hi - 1, an

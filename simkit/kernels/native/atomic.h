@@ -70,8 +70,10 @@ SK_INLINE T atomic_update(T* p, F f) {
 }
 
 template <typename T> struct add_op { T v; SK_INLINE T operator()(T a) const { return T(a + v); } };
-template <typename T> struct min_op { T v; SK_INLINE T operator()(T a) const { return v < a ? v : a; } };
-template <typename T> struct max_op { T v; SK_INLINE T operator()(T a) const { return v > a ? v : a; } };
+// min/max take a NaN as missing (as min() and max() do, and numpy's fmin/fmax): a NaN in the array is
+// replaced, a NaN value leaves the array as it is.
+template <typename T> struct min_op { T v; SK_INLINE T operator()(T a) const { return (v < a || a != a) ? v : a; } };
+template <typename T> struct max_op { T v; SK_INLINE T operator()(T a) const { return (v > a || a != a) ? v : a; } };
 template <typename T> struct exch_op { T v; SK_INLINE T operator()(T) const { return v; } };
 
 // Scalar atomics ------------------------------------------------------------
@@ -223,7 +225,8 @@ SK_ATOMIC_FORWARD(atomic_xor, atomic_bitwise<2>(p, v))
 template <typename T> SK_INLINE void adj_accumulate_where(T& adj_v, const T& g, const T& cur, const T& v) {
     typedef typename value_traits<T>::scalar S;
     for (unsigned n = 0; n < value_traits<T>::length; ++n)
-        if (flat(cur)[n] == flat(v)[n]) flat(adj_v)[n] = S(flat(adj_v)[n] + flat(g)[n]);
+        if (flat(cur)[n] == flat(v)[n] || (flat(cur)[n] != flat(cur)[n] && flat(v)[n] != flat(v)[n]))  // (NaN won)
+            flat(adj_v)[n] = S(flat(adj_v)[n] + flat(g)[n]);
 }
 template <typename T> SK_INLINE void adj_accumulate(T& adj_v, const T& g, float sign) {
     typedef typename value_traits<T>::scalar S;

@@ -139,9 +139,11 @@ typedef half float16;
 // ---------------------------------------------------------------------------
 // Value types. Layouts are fixed: Python packs arguments with the same layout.
 
+// An empty slice (v[5:]) is a vec_t<0> or mat_t<0, 0>: it keeps one unused component, since
+// C++ has no zero-size arrays (NVRTC refuses them); its loops run zero times.
 template <unsigned N, typename T>
 struct vec_t {
-    T c[N];
+    T c[N ? N : 1];
     SK_INLINE T& operator[](int i) { return c[i]; }
     SK_INLINE const T& operator[](int i) const { return c[i]; }
 };
@@ -149,7 +151,7 @@ struct vec_t {
 // Row-major: data[i][j] is row i, column j.
 template <unsigned R, unsigned C, typename T>
 struct mat_t {
-    T data[R][C];
+    T data[R ? R : 1][C ? C : 1];
 };
 
 // (x, y, z, w), w is the real part.

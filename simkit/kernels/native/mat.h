@@ -248,6 +248,26 @@ SK_INLINE void adj_div(T s, const mat_t<R, C, T>& a, T& adj_s, mat_t<R, C, T>& a
 }
 
 // Exact equality of all elements; not differentiable.
+// Classification: all elements finite, any NaN, any infinite (not differentiable).
+template <unsigned R, unsigned C, typename T> SK_INLINE bool isfinite(const mat_t<R, C, T>& a) {
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j)
+            if (!sk::isfinite(a.data[i][j])) return false;
+    return true;
+}
+template <unsigned R, unsigned C, typename T> SK_INLINE bool isnan(const mat_t<R, C, T>& a) {
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j)
+            if (sk::isnan(a.data[i][j])) return true;
+    return false;
+}
+template <unsigned R, unsigned C, typename T> SK_INLINE bool isinf(const mat_t<R, C, T>& a) {
+    for (unsigned i = 0; i < R; ++i)
+        for (unsigned j = 0; j < C; ++j)
+            if (sk::isinf(a.data[i][j])) return true;
+    return false;
+}
+
 template <unsigned R, unsigned C, typename T> SK_INLINE bool eq(const mat_t<R, C, T>& a, const mat_t<R, C, T>& b) {
     for (unsigned i = 0; i < R; ++i)
         for (unsigned j = 0; j < C; ++j)

@@ -384,6 +384,12 @@ SK_INLINE void adj_sub(const quat_t<T>& a, const quat_t<T>& b, quat_t<T>& adj_a,
     qm::accum(adj_b, qm::qscale(g, decltype(g.x)(-1)));
 }
 
+// Exact equality of all components; not differentiable.
+template <typename T> SK_INLINE bool eq(const quat_t<T>& a, const quat_t<T>& b) {
+    return a.x == b.x && a.y == b.y && a.z == b.z && a.w == b.w;
+}
+template <typename T> SK_INLINE bool ne(const quat_t<T>& a, const quat_t<T>& b) { return !eq(a, b); }
+
 template <typename T> SK_INLINE quat_t<T> neg(const quat_t<T>& a) {
     auto A = qm::ld(a);
     return qm::st<T>(qm::qscale(A, decltype(A.x)(-1)));

@@ -13,3 +13,6 @@
 #include "rand.h"
 #include "utility.h"
 #include "stack.h"
+
+// C++ snippets written for Warp (@func_native) name the same types as wp::.
+namespace wp = sk;

@@ -336,6 +336,12 @@ SK_INLINE void adj_transform_to_matrix(const transform_t<T>& t, transform_t<T>& 
 // ---------------------------------------------------------------------------
 // Component-wise arithmetic (as in Warp; the quaternion part is left unnormalized)
 
+// Exact equality of all 7 components; not differentiable.
+template <typename T> SK_INLINE bool eq(const transform_t<T>& a, const transform_t<T>& b) {
+    return eq(a.p, b.p) && eq(a.q, b.q);
+}
+template <typename T> SK_INLINE bool ne(const transform_t<T>& a, const transform_t<T>& b) { return !eq(a, b); }
+
 template <typename T> SK_INLINE transform_t<T> add(const transform_t<T>& a, const transform_t<T>& b) {
     typedef typename qm::acc<T>::type C;
     transform_t<T> r;

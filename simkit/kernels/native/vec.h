@@ -266,6 +266,23 @@ template <unsigned N, typename T> SK_INLINE vec_t<N, T> mod(const vec_t<N, T>& a
     return r;
 }
 
+// Classification: all components finite, any NaN, any infinite (not differentiable).
+template <unsigned N, typename T> SK_INLINE bool isfinite(const vec_t<N, T>& a) {
+    for (unsigned i = 0; i < N; ++i)
+        if (!sk::isfinite(a.c[i])) return false;
+    return true;
+}
+template <unsigned N, typename T> SK_INLINE bool isnan(const vec_t<N, T>& a) {
+    for (unsigned i = 0; i < N; ++i)
+        if (sk::isnan(a.c[i])) return true;
+    return false;
+}
+template <unsigned N, typename T> SK_INLINE bool isinf(const vec_t<N, T>& a) {
+    for (unsigned i = 0; i < N; ++i)
+        if (sk::isinf(a.c[i])) return true;
+    return false;
+}
+
 // Exact equality of all components; not differentiable.
 template <unsigned N, typename T> SK_INLINE bool eq(const vec_t<N, T>& a, const vec_t<N, T>& b) {
     for (unsigned i = 0; i < N; ++i)
