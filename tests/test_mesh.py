@@ -707,3 +707,44 @@ def test_construction_errors(device):
         wp.Mesh(pts, wp.array(f, dtype=wp.int32, device=device), bvh_leaf_size=16)
     with pytest.raises(ValueError, match="velocities has 3 entries"):
         wp.Mesh(pts, wp.array(f, dtype=wp.int32, device=device), velocities=wp.zeros(3, dtype=wp.vec3, device=device))
+
+
+@wp.func
+def face_area(mesh_id: wp.uint64, f: int):
+    mesh = wp.mesh_get(mesh_id)
+    a = mesh.points[mesh.indices[3 * f]]
+    b = mesh.points[mesh.indices[3 * f + 1]]
+    c = mesh.points[mesh.indices[3 * f + 2]]
+    return 0.5 * wp.length(wp.cross(b - a, c - a))
+
+
+@wp.kernel
+def total_area(mesh_id: wp.uint64, out: wp.array(dtype=float)):
+    wp.atomic_add(out, 0, face_area(mesh_id, wp.tid()))
+
+
+def _areas_np(points, faces):
+    a, b, c = (points[faces[:, k]] for k in range(3))
+    return 0.5 * np.linalg.norm(np.cross(b - a, c - a), axis=1).sum()
+
+
+def test_mesh_get_reads_arrays_and_passes_gradients_to_points(device):
+    """wp.mesh_get(id): the mesh's arrays in kernels; the gradient of the total area reaches points.grad
+    (against central differences of numpy's area, float64)."""
+    pts = np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=np.float64) + 0.1 * np.arange(12).reshape(4, 3)
+    faces = np.array([[0, 1, 2], [0, 2, 3], [0, 3, 1], [1, 3, 2]])
+    points = wp.array(pts.astype(np.float32), dtype=wp.vec3, device=device, requires_grad=True)
+    mesh = wp.Mesh(points=points, indices=wp.array(faces.reshape(-1), dtype=wp.int32, device=device))
+    out = wp.zeros(1, device=device, requires_grad=True)
+    tape = wp.Tape()
+    with tape:
+        wp.launch(total_area, 4, inputs=[mesh.id, out], device=device)
+    np.testing.assert_allclose(out.numpy()[0], _areas_np(pts, faces), rtol=1e-6)
+    tape.backward(loss=out)
+    fd = np.zeros_like(pts)
+    for idx in np.ndindex(*pts.shape):
+        plus, minus = pts.copy(), pts.copy()
+        plus[idx] += 1e-6
+        minus[idx] -= 1e-6
+        fd[idx] = (_areas_np(plus, faces) - _areas_np(minus, faces)) / 2e-6
+    np.testing.assert_allclose(points.grad.numpy(), fd, rtol=1e-4, atol=1e-5)

@@ -54,7 +54,6 @@ KNOWN = {
         "cpython_call_user_function_with_error": "a @func called from Python runs compiled: 1 / 0 gives inf",
         "cpython_call_user_function_with_wrong_argument_types": "float32 arguments are not converted to float64",
         "func_decorator_has_overloads": "typing overloads of the decorator (for static type checkers)",
-        "test_grad_": "wp.grad(f)(...) inside kernels",
         "native_function_error_resolution": "Warp's wording of the error (simkit: a TypeError naming the operator)",
     },
     "test_lvalue": {
@@ -106,7 +105,7 @@ KNOWN = {
     "test_iter": {}, "test_closest_point_edge_edge": {}, "test_triangle_closest_point": {},
     "test_future_annotations": {},
     "test_snippet": {}, "test_vec_assign_copy": {}, "test_spatial_assign_copy": {}, "test_special_values": {},
-    "test_grad": {"mesh_grad": "wp.mesh_get(id) inside kernels (a Mesh's points and indices as arrays)"},
+    "test_grad": {},
     "test_grad_customs": {"tile_matmul": "tiles (wp.launch_tiled, wp.tile_*)"},
     "test_copy": {"copy_offset_unsupported": "Warp's wording of an error ('indexed or Fabric arrays')"},
     "test_struct": {

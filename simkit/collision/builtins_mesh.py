@@ -20,6 +20,7 @@ import os
 
 from ..kernels import registry, struct
 from ..kernels.types import bool as bool_t
+from ..kernels.types import ArrayType as array
 from ..kernels.types import float32, float64, int32, uint64, vec3, vec3d
 from .builtins_bvh import BATCHED, NATIVE
 
@@ -52,6 +53,17 @@ class MeshQueryRay:
     u: float
     v: float
     normal: vec3
+
+
+@struct
+class MeshArrays:
+    """``mesh_get(id)`` in kernels: the Mesh's ``points`` and ``velocities`` (None-like, shape 0, without
+    velocities) and its index buffer ``indices`` (three per face), as arrays sharing the mesh's memory; loads
+    from ``points`` pass their adjoints to the points array's ``.grad``."""
+
+    points: array(dtype=vec3)
+    velocities: array(dtype=vec3)
+    indices: array(dtype=int32)
 
 
 class MeshQueryAABB:
@@ -113,6 +125,11 @@ registry.add_builtin(
     "mesh_query_aabb_next", {"query": MeshQueryAABB, "index": int32}, bool_t, differentiable=False,
     side_effects=True, inout=("query", "index"), group=_G, batched=BATCHED,
     doc="Advance ``query``: write the next face to ``index`` and return True, or return False when done.")
+
+registry.add_builtin(
+    "mesh_get", {"id": uint64}, MeshArrays, native=_templated("mesh_arrays"), group=_G,
+    doc="The Mesh ``id``'s arrays: a MeshArrays (``points``, ``velocities``, ``indices``) sharing its memory; "
+        "gradients of what is read from ``points`` reach the points array's ``.grad``.")
 
 _E = {"id": uint64, "face": int32, "bary_u": float32, "bary_v": float32}
 registry.add_builtin("mesh_eval_position", _E, vec3, group=_G,

@@ -361,6 +361,14 @@ class AdjointEmitter(Emitter):
 
     # ------------------------------------------------------------------ reverse
 
+    def refuse_second_order(self, s: ir.Call, depth: int):
+        """A grad(f)(...) whose arguments vary with the inputs and whose results reach the outputs needs
+        its own derivative (f's second derivative), which is not computed: the backward pass raises
+        (runtime/launch.py, error 8) when it gets here, rather than leave that term out."""
+        act = self.activity()
+        if any(a.name in act.varied for a in s.args) and any(o.name in act.useful for o in [s.out] + s.outs):
+            self.w(f"sk::report_error(SK_ERR_SECOND_ORDER, {s.line}, 0, 0, 0);", depth)
+
     def rev(self, stmts, depth: int):
         for s in reversed(stmts):
             self.rev_stmt(s, depth)
@@ -377,6 +385,8 @@ class AdjointEmitter(Emitter):
         if isinstance(s, (ir.For, ir.While)):
             self.rev_loop(s, depth)
             return
+        if isinstance(s, ir.Call) and s.kind == "grad":
+            self.refuse_second_order(s, depth)
         if self.dead(s):
             return
         if isinstance(s, ir.Call):
@@ -484,7 +494,7 @@ class AdjointEmitter(Emitter):
             self.w(f"{adj(s.out)} = {{}};", depth)
             return
         b = s.builtin
-        if s.kind == "builtin" and (b is None or not b.differentiable):
+        if s.kind == "grad" or (s.kind == "builtin" and (b is None or not b.differentiable)):  # (no 2nd order)
             for o in outs:
                 self.w(f"{adj(o)} = {{}};", depth)
             return

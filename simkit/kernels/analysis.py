@@ -212,8 +212,20 @@ def has_side_effects(fn: ir.Function) -> bool:
 
 
 def may_report_errors(fn: ir.Function) -> bool:
-    """Does the kernel call builtins that report errors in release mode (expect_*)?"""
-    return _calls(fn, lambda b: b.needs_line)
+    """Does the kernel call builtins that report errors in release mode (expect_*), or take grad(f) (its
+    backward pass may report one; adjoint.refuse_second_order)?"""
+    return _calls(fn, lambda b: b.needs_line) or _uses_grad(fn, set())
+
+
+def _uses_grad(fn: ir.Function, seen: set) -> bool:
+    if getattr(fn, "uses_grad", False):
+        return True
+    for s in ir.walk(fn.body):
+        if isinstance(s, ir.Call) and s.kind == "func" and id(s.func) not in seen:
+            seen.add(id(s.func))
+            if _uses_grad(s.func.ir, seen):
+                return True
+    return False
 
 
 def uses_array_slices(fn: ir.Function) -> bool:

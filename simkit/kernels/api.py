@@ -39,6 +39,19 @@ class BuiltinFunction:
         return f"<simkit builtin {self.__name__}>"
 
 
+class GradOf:
+    """``grad(f)`` in a kernel: ``grad(f)(x, y)`` is the gradient of ``f``'s one scalar result with respect to
+    each argument (a tuple for several), computed by ``f``'s adjoint (frontend/grad.py). ``f``: a builtin
+    or a @func."""
+
+    def __init__(self, fn):
+        self.fn = fn
+        self.__name__ = f"grad({getattr(fn, '__name__', fn)})"
+
+    def __call__(self, *args):
+        raise RuntimeError("simkit.grad(f)(...) can only be called inside a @kernel or @func")
+
+
 # names that exist as types/factories in Python and must not be shadowed
 _RESERVED = {"vector", "matrix", "quaternion", "transformation", "cast", "bool", "int", "float"}
 
@@ -51,6 +64,7 @@ def builtin_functions() -> dict:
         out[key] = BuiltinFunction(key, ovs[0].doc)
     out["tid"] = BuiltinFunction("tid", "Thread index: `i = tid()` (1D) or `i, j = tid()` (2D...).")
     out["printf"] = BuiltinFunction("printf", "C-style formatted print from a kernel.")
+    out["grad"] = GradOf
     out["adjoint"] = BuiltinFunction("adjoint", "`adjoint[x] += v` in a @func_grad function accumulates into "
                                                 "the adjoint of argument x.")
     return out

@@ -124,6 +124,30 @@ class Emitter:
             args = [str(s.line)] + args
         return callee, args
 
+    def grad_call(self, s: ir.Call, depth: int):
+        """``grad(f)(args)`` (frontend/grad.py): f's adjoint with an adjoint of 1 for its result; the
+        arguments' adjoints are the results."""
+        ret_type, custom = s.func
+        args = [a for a in s.args if not (a.is_const and a.type is T.Any)]
+        outs = [s.out] + s.outs
+        one = f"{ctype(ret_type)}(1)"
+        if custom:  # @func_grad: returns the adjoints (a struct of r0, r1... for several)
+            call = f"{s.callee}({', '.join([ref(a) for a in args] + [one])})"
+            if len(outs) == 1:
+                self.w(f"{outs[0].name} = {call};", depth)
+            else:
+                self.w(f"{{ auto _g = {call};", depth)
+                for k, o in enumerate(outs):
+                    self.w(f"  {o.name} = _g.r{k};", depth)
+                self.w("}", depth)
+            return
+        temps = [f"_g{k}" for k in range(len(args))]
+        decl = " ".join(f"{ctype(a.type)} {t}{{}};" for a, t in zip(args, temps))
+        self.w(f"{{ {decl} {s.callee}({', '.join([ref(a) for a in args] + temps + [one])});", depth)
+        for o, t in zip(outs, temps):
+            self.w(f"  {o.name} = {t};", depth)
+        self.w("}", depth)
+
     def block(self, stmts, depth: int):
         for s in stmts:
             self.stmt(s, depth)
@@ -137,6 +161,9 @@ class Emitter:
                 fmt = s.callee
                 args = [f"double({ref(a)})" if T.is_float(a.type) else ref(a) for a in s.args]
                 self.w(f"printf({', '.join([fmt] + args)});", depth)
+                return
+            if s.kind == "grad":
+                self.grad_call(s, depth)
                 return
             callee, args = self.call_args(s)
             if s.kind == "func":
@@ -404,14 +431,21 @@ def gen_module(name: str, kernels: list, funcs: list, structs: list, options: di
     """
     defines = "#define SK_DEBUG 1\n" if options.get("mode") == "debug" else ""
     extra = "\n".join(f'#include "{h}"' for h in R.headers())
+    from .adjoint import adj_func_signature, gen_adjoints, gen_struct_accum
+
     parts = [PRELUDE.format(version=version, defines=defines, extra=extra), f"// module: {name}"]
     parts += [gen_struct(s) for s in structs]
+    grads = any(getattr(f, "uses_grad", False) for f in list(funcs) + list(kernels))
+    if grads:  # grad(f) in forward code calls funcs' adjoints: declared before the funcs, defined after
+        parts += [gen_struct_accum(s) for s in structs]
+        parts += [adj_func_signature(f) + ";" for f in funcs if not getattr(f, "no_adjoint", False)]
     parts += [gen_func(f, options) for f in funcs]
     if not adjoint:
+        if grads:
+            parts += gen_adjoints([], funcs, options)
         parts += [gen_kernel(k, options) for k in kernels]
     else:
-        from .adjoint import gen_adjoints, gen_struct_accum
-
-        parts += [gen_struct_accum(s) for s in structs]
+        if not grads:
+            parts += [gen_struct_accum(s) for s in structs]
         parts += gen_adjoints(kernels, funcs, options)
     return "\n\n".join(parts) + "\n"

@@ -607,6 +607,10 @@ def mesh_eval_velocity(id: Any, face: Any, bary_u: Any, bary_v: Any) -> Any:
     """The velocity interpolated like ``mesh_eval_position`` (zero without mesh velocities)."""
     ...
 
+def mesh_get(id: Any) -> Any:
+    """The Mesh ``id``'s arrays: a MeshArrays (``points``, ``velocities``, ``indices``) sharing its memory; gradients of what is read from ``points`` reach the points array's ``.grad``."""
+    ...
+
 def mesh_get_index(id: Any, index: Any) -> Any:
     """``indices[index]``: the vertex index at position ``index`` of the index buffer (-1 out of range)."""
     ...

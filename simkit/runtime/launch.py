@@ -37,6 +37,8 @@ ERRORS = {
        "simkit.config.cuda_stack_bytes",
     6: "assertion failed",
     7: "slice step cannot be zero (axis {a})",
+    8: "the backward pass reaches grad(f)(...) of values that are differentiated: their derivative (f's second "
+       "derivative) is not computed; launch this outside a Tape, or give grad() values that are not differentiated",
 }
 
 

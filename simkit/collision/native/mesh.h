@@ -27,6 +27,30 @@ static_assert(sizeof(mesh_t) == 112, "mesh_t layout is mirrored in simkit/collis
 
 SK_INLINE const mesh_t& mesh_get(uint64 id) { return *reinterpret_cast<const mesh_t*>(id); }
 
+// wp.mesh_get(id) in kernels: the mesh's points, velocities and index buffer as arrays (S: the MeshArrays
+// struct of builtins_mesh.py). Loads from points add their adjoints to the points' gradient.
+template <typename T>
+SK_INLINE array_t<T> array_over(const T* data, T* grad, int32 n) {
+    array_t<T> a{};
+    a.data = const_cast<T*>(data);
+    a.grad = data ? grad : nullptr;
+    a.shape[0] = data ? n : 0;
+    a.strides[0] = int64(sizeof(T));
+    a.ndim = 1;
+    return a;
+}
+template <typename S>
+SK_INLINE S mesh_arrays(uint64 id) {
+    const mesh_t& m = mesh_get(id);
+    S s{};
+    s.points = array_over(m.points, m.points_grad, m.num_points);
+    s.velocities = array_over(m.velocities, static_cast<vec_t<3, float32>*>(nullptr), m.num_points);
+    s.indices = array_over(m.indices, static_cast<int32*>(nullptr), 3 * m.num_faces);
+    return s;
+}
+template <typename S>
+SK_INLINE void adj_mesh_arrays(uint64, uint64&, const S&) {}  // (gradients go through the arrays' grad)
+
 typedef bvh_query_t mesh_query_aabb_t;
 
 // Leaves start at multiples of SK_LANES slots (the builder pads them), and the faces of each block of

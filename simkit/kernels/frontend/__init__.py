@@ -10,6 +10,7 @@ from ..errors import CompileError
 from .builder import FunctionBuilder, SourceInfo
 from .expressions import ExpressionMixin
 from .jumps import lower_jumps
+from .grad import GradMixin
 from .slices import SliceMixin
 from .statements import StatementMixin
 
@@ -22,7 +23,7 @@ class _Predeclare(CompileError):
         self.name, self.type = name, type_
 
 
-class Builder(SliceMixin, StatementMixin, ExpressionMixin, FunctionBuilder):
+class Builder(GradMixin, SliceMixin, StatementMixin, ExpressionMixin, FunctionBuilder):
     def lookup(self, name, node):
         if name not in self.symbols and name in self.loop_locals:
             t = self.loop_local_types.get(name)
@@ -133,6 +134,7 @@ def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dic
                      first_line=src.first_line, source_lines=src.lines, uses_tid=b.uses_tid,
                      funcs=b.funcs, structs=b.structs)
     fn.static_values = b.static_values
+    fn.uses_grad = b.uses_grad
     return fn
 
 

@@ -107,6 +107,7 @@ class FunctionBuilder:
         self.cur_node = src.node
         self._count = 0
         self.static_values: list = []  # evaluated static() expressions (hashed via codegen output)
+        self.uses_grad = False  # grad(f)(...) in forward code (frontend/grad.py)
         from ..codegen import cname
 
         for pname, ptype in param_types.items():

@@ -9,6 +9,7 @@ import operator
 from .. import ir
 from .. import registry as R
 from .. import types as T
+from ..api import GradOf
 from ..errors import CompileTypeError, CompileValueError
 from .builder import Py, ShapeOf, TupleValue, describe
 from .slices import has_slice
@@ -350,6 +351,12 @@ class ExpressionMixin:
         kw = {k: self.type_arg(v) for k, v in kw.items()}
         if isinstance(obj, Function):
             return self.call_func(obj, args, kw, node)
+        if obj is GradOf:  # grad(f): a callable for the gradient of f (frontend/grad.py)
+            if len(args) != 1 or kw or not isinstance(args[0], Py):
+                raise self.error("grad() takes one function: grad(f)(x, ...)", node)
+            return Py(GradOf(args[0].obj))
+        if isinstance(obj, GradOf):
+            return self.call_grad(obj.fn, args, node)
         key = getattr(obj, "_simkit_builtin", None)
         if key == "tid":
             return self.eval_tid(node)

@@ -10,6 +10,7 @@
 #define SK_ERR_EXPECT 4      // expect_eq/expect_near failed
 #define SK_ERR_STACK 5       // adjoint loop stack overflow
 #define SK_ERR_SLICE_STEP 7  // a slice step of zero; a: axis
+#define SK_ERR_SECOND_ORDER 8  // a backward pass through grad(f)(...) of differentiated values
 
 namespace sk {
 
