@@ -78,7 +78,9 @@ def render_stubs() -> str:
                          + "\n".join(f"        {_sig(key, b)}" for b in ovs) + "\n    \"\"\"\n    ...\n")
     lines += ["def tid() -> Any:\n    \"\"\"Thread index (int, or a tuple for multi-dimensional launches).\"\"\"\n    ...\n",
               "def printf(fmt: str, *args: Any) -> None:\n    \"\"\"C-style formatted print from a kernel.\"\"\"\n"
-              "    ...\n"]
+              "    ...\n",
+              "def grad(f: Any) -> Any:\n    \"\"\"grad(f)(x, ...): the derivative of f's one scalar result with respect "
+              "to each argument.\"\"\"\n    ...\n"]
     return "\n".join(lines)
 
 

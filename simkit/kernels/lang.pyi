@@ -1187,3 +1187,7 @@ def tid() -> Any:
 def printf(fmt: str, *args: Any) -> None:
     """C-style formatted print from a kernel."""
     ...
+
+def grad(f: Any) -> Any:
+    """grad(f)(x, ...): the derivative of f's one scalar result with respect to each argument."""
+    ...
