@@ -219,9 +219,17 @@ def _snapshot(a, kernel):
             view = np.lib.stride_tricks.as_strided(buf, src.shape, src.strides)
             view[...] = src
             snap = array(dtype=a.dtype, device=a.device, _np_view=view, _owner=buf)
+        elif all(st >= 0 for st in a.strides):  # a GPU view: a buffer spanning it, viewed with its strides
+            from .array import array, copy
+            from .array_create import empty
+
+            span = a.itemsize + sum((n - 1) * st for n, st in zip(a.shape, a.strides))
+            buf = empty(-(-span // a.itemsize), dtype=a.dtype, device=a.device)
+            snap = array(ptr=buf.ptr, dtype=a.dtype, shape=a.shape, strides=a.strides, device=a.device, _owner=buf)
+            copy(snap, a)
         else:
-            raise TapeError(f"kernel '{kernel.key}' reads and then writes a non-contiguous GPU array; the "
-                            f"tape cannot keep a copy of it: pass a contiguous array")
+            raise TapeError(f"kernel '{kernel.key}' reads and then writes a GPU array view with negative strides; "
+                            f"the tape cannot keep a copy of it: pass a contiguous array")
     return snap
 
 
