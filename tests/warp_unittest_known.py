@@ -108,6 +108,11 @@ KNOWN = {
     "test_grad": {},
     "test_grad_customs": {"tile_matmul": "tiles (wp.launch_tiled, wp.tile_*)"},
     "test_copy": {"copy_offset_unsupported": "Warp's wording of an error ('indexed or Fabric arrays')"},
+    "test_vec_constructors": {
+        "anon_constructor_error_length": "Warp's wording of the errors", "numeric_arg_missing": "Warp's wording",
+        "incompatible_sizes": "Warp's wording of the error",
+        "numeric_args_mismatch": STRICT_CTOR + " (and vector(1.0, 2) takes the 2 as a float)",
+    },
     "test_struct": {
         "assign_view": "Warp's wording of the error", "struct_attribute_error": "Warp's error class (AttributeError)",
         "nested_struct": INTERNALS, "gc_replacement_clears_grad_keepalive": INTERNALS, "struct_array_hash": INTERNALS,
