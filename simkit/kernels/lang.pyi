@@ -266,7 +266,7 @@ def cross(*args: Any, **kwargs: Any) -> Any:
     ...
 
 def curlnoise(*args: Any, **kwargs: Any) -> Any:
-    """Divergence-free curl noise at a position, summed over octaves (frequency times lacunarity and amplitude times gain per octave). vec2 -> vec2; vec3 and vec4 -> vec3.
+    """Divergence-free curl noise at a position, summed over octaves (frequency times lacunarity and amplitude times gain per octave). vec2 -> vec2; vec3 and vec4 -> vec3. Differentiable with respect to the position (through the noise's Hessian).
 
     Overloads:
         curlnoise(state: uint32, xy: vec2, octaves: uint32, lacunarity: float32, gain: float32) -> vec2

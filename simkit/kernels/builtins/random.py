@@ -77,9 +77,10 @@ add_builtin("pnoise", {"state": uint32, "xyzt": vec4, "px": int32, "py": int32, 
             float32, doc=_PNOISE_DOC, group="random")
 
 _CURL_DOC = ("Divergence-free curl noise at a position, summed over octaves (frequency times "
-             "lacunarity and amplitude times gain per octave). vec2 -> vec2; vec3 and vec4 -> vec3.")
+             "lacunarity and amplitude times gain per octave). vec2 -> vec2; vec3 and vec4 -> vec3. "
+             "Differentiable with respect to the position (through the noise's Hessian).")
 _CURL_DEFAULTS = {"octaves": uint32(1), "lacunarity": float32(2.0), "gain": float32(0.5)}
 for _name, _t, _r in (("xy", vec2, vec2), ("xyz", vec3, vec3), ("xyzt", vec4, vec3)):
     add_builtin("curlnoise",
                 {"state": uint32, _name: _t, "octaves": uint32, "lacunarity": float32, "gain": float32},
-                _r, differentiable=False, defaults=_CURL_DEFAULTS, doc=_CURL_DOC, group="random")
+                _r, defaults=_CURL_DEFAULTS, doc=_CURL_DOC, group="random")

@@ -196,6 +196,52 @@ template <unsigned N> SK_INLINE void noise_gradient(uint32 h, float32* g) {
 
 SK_INLINE float32 noise_fade(float32 t) { return t * t * t * (t * (t * 6.0f - 15.0f) + 10.0f); }
 SK_INLINE float32 noise_fade_d(float32 t) { return 30.0f * t * t * (t * (t - 2.0f) + 1.0f); }
+SK_INLINE float32 noise_fade_dd(float32 t) { return 60.0f * t * (t * (2.0f * t - 3.0f) + 1.0f); }
+
+// The Hessian of the (non-periodic) noise at x: hess[k][l] = d2 noise / dx_k dx_l (curlnoise's adjoint).
+template <unsigned N>
+SK_INLINE void perlin_hessian(uint32 state, const float32* x, float32 (*hess)[4]) {
+    int32 cell[N];
+    float32 f[N], s[N], ds[N], dds[N];
+    for (unsigned d = 0; d < N; ++d) {
+        float32 fl = m::floor(x[d]);
+        cell[d] = int32(fl);
+        f[d] = x[d] - fl;
+        s[d] = noise_fade(f[d]);
+        ds[d] = noise_fade_d(f[d]);
+        dds[d] = noise_fade_dd(f[d]);
+        for (unsigned l = 0; l < N; ++l) hess[d][l] = 0.0f;
+    }
+    for (unsigned corner = 0; corner < (1u << N); ++corner) {
+        int32 c[N];
+        float32 off[N], w[N], w1[N], w2[N];  // each factor of the weight and its first two derivatives
+        for (unsigned d = 0; d < N; ++d) {
+            unsigned bit = (corner >> d) & 1u;
+            c[d] = cell[d] + int32(bit);
+            off[d] = f[d] - float32(bit);
+            w[d] = bit ? s[d] : 1.0f - s[d];
+            w1[d] = bit ? ds[d] : -ds[d];
+            w2[d] = bit ? dds[d] : -dds[d];
+        }
+        float32 g[N];
+        noise_gradient<N>(noise_corner_hash<N>(state, c), g);
+        float32 dotv = 0.0f;
+        for (unsigned d = 0; d < N; ++d) dotv += g[d] * off[d];
+        float32 dw[N];  // d weight / dx_k
+        for (unsigned k = 0; k < N; ++k) {
+            dw[k] = w1[k];
+            for (unsigned d = 0; d < N; ++d)
+                if (d != k) dw[k] *= w[d];
+        }
+        for (unsigned k = 0; k < N; ++k)
+            for (unsigned l = 0; l < N; ++l) {
+                float32 ddw = 1.0f;  // d2 weight / dx_k dx_l
+                for (unsigned d = 0; d < N; ++d)
+                    ddw *= (d == k && d == l) ? w2[d] : (d == k || d == l) ? w1[d] : w[d];
+                hess[k][l] += ddw * dotv + dw[k] * g[l] + dw[l] * g[k];
+            }
+    }
+}
 
 // Noise value at x; its gradient into grad (if not null). period[d] > 0 wraps
 // the lattice along d (periodic noise); period == null: not periodic.
@@ -328,6 +374,29 @@ SK_INLINE void curl_potential_gradients(uint32 state, const float32* x, uint32 o
         amp *= gain;
     }
 }
+// dG[f][d][l] = d(grads[f][d]) / dx_l of curl_potential_gradients (the noise Hessians, over octaves).
+template <unsigned N>
+SK_INLINE void curl_potential_hessians(uint32 state, const float32* x, uint32 octaves, float32 lacunarity,
+                                       float32 gain, unsigned fields, float32 (*dG)[4][4]) {
+    for (unsigned f = 0; f < fields; ++f)
+        for (unsigned d = 0; d < N; ++d)
+            for (unsigned l = 0; l < N; ++l) dG[f][d][l] = 0.0f;
+    float32 freq = 1.0f, amp = 1.0f;
+    for (uint32 o = 0; o < octaves; ++o) {
+        float32 p[N];
+        for (unsigned d = 0; d < N; ++d) p[d] = x[d] * freq;
+        uint32 seed = state;
+        for (unsigned f = 0; f < fields; ++f) {
+            float32 h[4][4];
+            perlin_hessian<N>(seed, p, h);
+            for (unsigned d = 0; d < N; ++d)
+                for (unsigned l = 0; l < N; ++l) dG[f][d][l] += amp * freq * h[d][l];
+            seed = rand_pcg(seed + 0x68e31da4u);
+        }
+        freq *= lacunarity;
+        amp *= gain;
+    }
+}
 SK_INLINE vec_t<2, float32> curlnoise(uint32 state, const vec_t<2, float32>& xy, uint32 octaves = 1u,
                                       float32 lacunarity = 2.0f, float32 gain = 0.5f) {
     float32 g[1][4];
@@ -340,6 +409,25 @@ SK_INLINE vec_t<3, float32> curlnoise(uint32 state, const vec_t<N, float32>& x, 
     float32 g[3][4];  // g[f][d] = d(psi_f)/dx_d
     curl_potential_gradients<N>(state, x.c, octaves, lacunarity, gain, 3, g);
     return make<vec_t<3, float32>>(g[2][1] - g[1][2], g[0][2] - g[2][0], g[1][0] - g[0][1]);
+}
+// Adjoints with respect to the position (the state, octaves, lacunarity and gain get none).
+SK_INLINE void adj_curlnoise(uint32 state, const vec_t<2, float32>& xy, uint32 octaves, float32 lacunarity,
+                             float32 gain, uint32&, vec_t<2, float32>& adj_xy, uint32&, float32&, float32&,
+                             const vec_t<2, float32>& adj_ret) {
+    float32 dG[1][4][4];
+    curl_potential_hessians<2>(state, xy.c, octaves, lacunarity, gain, 1, dG);
+    for (unsigned l = 0; l < 2; ++l) adj_xy.c[l] += -adj_ret.c[0] * dG[0][1][l] + adj_ret.c[1] * dG[0][0][l];
+}
+template <unsigned N>
+SK_INLINE void adj_curlnoise(uint32 state, const vec_t<N, float32>& x, uint32 octaves, float32 lacunarity,
+                             float32 gain, uint32&, vec_t<N, float32>& adj_x, uint32&, float32&, float32&,
+                             const vec_t<3, float32>& adj_ret) {
+    float32 dG[3][4][4];
+    curl_potential_hessians<N>(state, x.c, octaves, lacunarity, gain, 3, dG);
+    const float32* a = adj_ret.c;
+    for (unsigned l = 0; l < N; ++l)
+        adj_x.c[l] += a[0] * (dG[2][1][l] - dG[1][2][l]) + a[1] * (dG[0][2][l] - dG[2][0][l]) +
+                      a[2] * (dG[1][0][l] - dG[0][1][l]);
 }
 
 }  // namespace sk
