@@ -3,7 +3,7 @@
 Each file listed in ``warp_unittest_known.KNOWN`` is read from the installed warp-lang with only its
 imports rewritten (``import warp as wp`` -> ``import simkit as wp``; tests/warp_unittests.py) and
 every test method in it runs on simkit's devices. Everything must pass except the tests listed there
-with a reason; the list must name only tests that exist. The two slowest files run only with
+with a reason; the list must name only tests that exist. The three slowest files run only with
 ``SIMKIT_WARP_TESTS=all``.
 """
 import os
@@ -21,9 +21,10 @@ def _reason(name: str, known: dict):
     return next((why for key, why in known.items() if key in name), None)
 
 
-# the two slowest files (about a minute of CI's compile time between them; their ground is also covered by
-# tests/test_builtins_*.py): run with SIMKIT_WARP_TESTS=all
-SLOW = {"test_arithmetic", "test_spatial"}
+# the three slowest files (about two and a half minutes of CI's compile and NVRTC time between them; their
+# ground is also covered by tests/test_builtins_*.py and tests/test_grad_builtins.py): run with
+# SIMKIT_WARP_TESTS=all
+SLOW = {"test_arithmetic", "test_spatial", "test_grad"}
 ALL = os.environ.get("SIMKIT_WARP_TESTS") == "all"
 
 

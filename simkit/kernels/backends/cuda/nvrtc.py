@@ -102,7 +102,10 @@ def verify_async(source: str, archs, name: str) -> None:
     import multiprocessing as mp
 
     if _pool is None:
-        _pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
+        # two workers where there are two cores (CI): the test suite's verifications (thousands of modules)
+        # otherwise end in minutes of one worker while the other core idles
+        workers = 2 if (os.cpu_count() or 1) >= 2 else 1
+        _pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
     for arch in archs:
         target = "compute_" + arch.split("_", 1)[1] if arch.startswith("sm_") else arch
         _pending.append((name, target, _pool.submit(_verify_job, source, target, name)))
