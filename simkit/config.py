@@ -22,7 +22,8 @@ cpu_parallel_min: int = 1024
 #: Also compile every CPU module for the GPU with NVRTC (checks CUDA code generation without a GPU).
 verify_cuda: bool = bool(int(os.environ.get("SIMKIT_VERIFY_CUDA", "0")))
 
-#: GPU architectures compiled by verify_cuda.
+#: GPU architectures compiled by verify_cuda: NVRTC generates PTX for the first; for the others it runs
+#: the front end (parsing, templates, types with that architecture's ``__CUDA_ARCH__``), a quarter of the cost.
 verify_cuda_archs: tuple = ("sm_80", "sm_90")
 
 #: Static `for i in range(N)` loops with at most this many iterations are unrolled.

@@ -15,7 +15,7 @@ from cuda_emulator import EmulatedWorld, FakeDriver
 
 import simkit as sk
 from simkit.kernels.backends import cpu as cpu_backend
-from simkit.kernels.backends.cuda import nvrtc
+from simkit.kernels.backends.cuda import nvrtc, verify
 
 if os.environ.get("SIMKIT_VERIFY_CUDA", "1") != "0" and nvrtc.is_available():
     sk.config.verify_cuda = True
@@ -57,7 +57,7 @@ def nvrtc_verification():
     with NVRTC for each GPU architecture in sk.config.verify_cuda_archs."""
     yield
     if sk.config.verify_cuda:
-        n = nvrtc.wait_verifications()
+        n = verify.wait()
         print(f"\nNVRTC verified {n} module builds for {', '.join(sk.config.verify_cuda_archs)}")
 
 

@@ -4,7 +4,7 @@ As in Warp: ``count`` elements (all of ``src`` by default) from ``src``'s elemen
 ``dest``'s element ``dest_offset`` on, in row-major order. ``dest`` may be larger than the range. Offsets
 and counts on arrays that are not contiguous need one-dimensional arrays (a range of a strided 2-d view
 is not a view), and whole such arrays one shape; so do indexed arrays (copied by gather and scatter,
-runtime/indexed_kernels.py). Element types must have one size; of different types, the bits are copied.
+runtime/indexed_copy.py). Element types must have one size; of different types, the bits are copied.
 """
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def _range(dest: array, src: array, dest_offset, src_offset, count):
 
 def _copy_indexed(dest, src, dest_offset, src_offset, count):
     """A copy into or out of indexed arrays (whole arrays of one shape, on one device), by kernels."""
-    from .indexed_kernels import gather, scatter
+    from .indexed_copy import gather, scatter
 
     if dest_offset or src_offset or count:
         raise CopyError("copy: dest_offset, src_offset and count are not supported for indexed arrays")

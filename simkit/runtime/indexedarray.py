@@ -88,7 +88,7 @@ class indexedarray:
     def contiguous(self) -> array:
         """The elements, gathered into a new contiguous array on the same device."""
         from .array_create import empty
-        from .indexed_kernels import gather
+        from .indexed_copy import gather
 
         out = empty(self.shape, dtype=self.dtype, device=self.device)
         gather(out, self)
@@ -101,7 +101,7 @@ class indexedarray:
         return self.contiguous().list()
 
     def fill_(self, value):
-        from .indexed_kernels import fill
+        from .indexed_copy import fill
 
         fill(self, value)
         return self

@@ -67,10 +67,8 @@ def bounds_bytes(dims: tuple, flags: int = 0) -> bytes:
 
 def _arg_type(kernel: Kernel, name: str, value):
     """The concrete kernel type of a Python argument (for generic kernels)."""
-    if isinstance(value, array):
-        return T.ArrayType(value.dtype, value.ndim)
-    if isinstance(value, indexedarray):
-        return T.IndexedArrayType(value.dtype, value.ndim)
+    if isinstance(value, (array, indexedarray)):
+        return value.__simkit_type__()
     t = T.type_of_value(value)
     if t is not None:
         return t

@@ -55,12 +55,14 @@ def options(arch: str, debug: bool = False) -> list:
     return opts
 
 
-def compile_source(source: str, arch: str, name: str = "module") -> bytes:
-    """Compile with NVRTC; returns CUBIN bytes (``sm_XX``) or PTX (``compute_XX``)."""
+def compile_source(source: str, arch: str, name: str = "module", extra=()) -> bytes:
+    """Compile with NVRTC; returns CUBIN bytes (``sm_XX``) or PTX (``compute_XX``).
+
+    ``extra``: more NVRTC options (verification adds ``-pch``: its worker reuses the parsed header)."""
     nv = _nvrtc()
     prog = _check(nv.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "create")
     try:
-        opts = [o.encode() for o in options(arch)]
+        opts = [o.encode() for o in options(arch) + list(extra)]
         err = nv.nvrtcCompileProgram(prog, len(opts), opts)[0]
         if int(err) != 0:
             size = _check(nv.nvrtcGetProgramLogSize(prog), "log size")
@@ -79,52 +81,6 @@ def compile_source(source: str, arch: str, name: str = "module") -> bytes:
         return out
     finally:
         nv.nvrtcDestroyProgram(prog)
-
-
-_pool = None
-_pending: list = []
-
-
-def _verify_job(source: str, arch: str, name: str):
-    compile_cached(source, arch, name)
-    return None
-
-
-def verify_async(source: str, archs, name: str) -> None:
-    """Check that ``source`` compiles with NVRTC for each GPU architecture, in a worker process.
-
-    Verification compiles PTX for ``compute_XX`` without optimisation: it checks the generated
-    code for that architecture (what CI needs) at a fraction of an optimised build's cost.
-    ``wait_verifications()`` raises the first failure.
-    """
-    global _pool
-    import concurrent.futures as cf
-    import multiprocessing as mp
-
-    if _pool is None:
-        # two workers where there are two cores (CI): the test suite's verifications (thousands of modules)
-        # otherwise end in minutes of one worker while the other core idles
-        workers = 2 if (os.cpu_count() or 1) >= 2 else 1
-        _pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn"))
-    for arch in archs:
-        target = "compute_" + arch.split("_", 1)[1] if arch.startswith("sm_") else arch
-        _pending.append((name, target, _pool.submit(_verify_job, source, target, name)))
-
-
-def wait_verifications() -> int:
-    """Wait for every pending NVRTC verification; raise NativeCompileError for the first failure."""
-    global _pool
-    done = 0
-    try:
-        while _pending:
-            name, arch, fut = _pending.pop(0)
-            fut.result()  # re-raises the worker's NativeCompileError
-            done += 1
-    finally:
-        if _pool is not None and not _pending:
-            _pool.shutdown()
-            _pool = None
-    return done
 
 
 def compile_cached(source: str, arch: str, name: str = "module") -> str:
