@@ -19,6 +19,9 @@ from simkit.kernels.backends.cuda import nvrtc, verify
 
 if os.environ.get("SIMKIT_VERIFY_CUDA", "1") != "0" and nvrtc.is_available():
     sk.config.verify_cuda = True
+    # under pytest-xdist (README's test command: one worker per core) each worker verifies its own modules
+    # between its tests, so the tests' load balancing spreads NVRTC's share too
+    verify.in_process = "PYTEST_XDIST_WORKER" in os.environ
 
 DEVICES = [d.alias for d in sk.get_devices()]
 EMULATED = "cuda:0-emulated"

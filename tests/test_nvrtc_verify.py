@@ -2,8 +2,6 @@
 side by side, a failing module is named alone, verified modules are not compiled again."""
 from __future__ import annotations
 
-import concurrent.futures as cf
-
 import pytest
 
 import simkit as sk
@@ -56,18 +54,6 @@ def _source(kernels, adjoint: bool, name: str = "test_nvrtc_verify") -> str:
     return codegen.gen_module(name, [s.ir for s in specs], funcs, structs, options, __version__, adjoint=adjoint)
 
 
-class _Now(cf.Executor):
-    """Runs a batch at once, in this process."""
-
-    def submit(self, fn, *args):
-        fut = cf.Future()
-        try:
-            fut.set_result(fn(*args))
-        except Exception as e:
-            fut.set_exception(e)
-        return fut
-
-
 @pytest.fixture
 def in_process(monkeypatch, tmp_path):
     """verify.py's state emptied, its worker replaced by this process, its markers under tmp_path;
@@ -75,7 +61,7 @@ def in_process(monkeypatch, tmp_path):
     monkeypatch.setattr(sk.config, "cache_dir", str(tmp_path))
     for name, value in [("_queues", {}), ("_pending", []), ("_seen", set()), ("_pool", None)]:
         monkeypatch.setattr(verify, name, value)
-    monkeypatch.setattr(verify, "_workers", lambda: _Now())
+    monkeypatch.setattr(verify, "in_process", True)
     compiles = []
     original = nvrtc.compile_source
 

@@ -32,6 +32,10 @@ SYNTAX = ["-fdevice-syntax-only"]
 _MODULE_MARK = "\n// module: "
 _SK_BLOCK = re.compile(r"^namespace sk \{ (SK_INLINE void accum)\((\w+)& a, const (\w+)& b\) \{$")
 
+#: compile batches in this process, as they fill (pytest-xdist workers: the tests' own load balancing then
+#: spreads NVRTC's work too); else in one worker process beside this one
+in_process = False
+
 _pool = None
 _queues: dict = {}  # (prelude, arch, full) -> [(name, body, key)]
 _pending: list = []  # futures of batches
@@ -111,11 +115,30 @@ def _verify_batch(prelude: str, members: list, arch: str, full: bool) -> int:
     return len(members)
 
 
+class _Inline:
+    """An executor that runs each job at once, in this process."""
+
+    def submit(self, fn, *args):
+        import concurrent.futures as cf
+
+        fut = cf.Future()
+        try:
+            fut.set_result(fn(*args))
+        except Exception as e:
+            fut.set_exception(e)
+        return fut
+
+    def shutdown(self):
+        pass
+
+
 def _workers():
     global _pool
     import concurrent.futures as cf
     import multiprocessing as mp
 
+    if in_process:
+        return _Inline()
     if _pool is None:  # one process: the tests run beside it (CI has two cores)
         _pool = cf.ProcessPoolExecutor(max_workers=1, mp_context=mp.get_context("spawn"))
     return _pool
