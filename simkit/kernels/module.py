@@ -220,7 +220,8 @@ def _unit_name(name: str) -> str:
 def verify_cuda(source: str, name: str) -> None:
     """Check a unit's source with NVRTC for each of ``config.verify_cuda_archs`` (no GPU needed).
 
-    Runs in a background worker process, in batches; ``verify.wait()`` collects the results.
+    Batched, in a worker process or between the tests (backends/cuda/verify.py); ``verify.wait()``
+    collects the results.
     """
     from .backends.cuda import verify
 

@@ -1,7 +1,8 @@
 """NVRTC verification: check that generated modules compile for GPU architectures, without a GPU.
 
 CI has no GPU, so every module the test suite builds for the CPU is also compiled by NVRTC
-(``module.verify_cuda``), in a worker process beside the tests. Measured on the suite's 1107 modules
+(``module.verify_cuda``), in a worker process beside the tests, or between them under pytest-xdist
+(``in_process``). Measured on the suite's 1107 modules
 (2026-12-06, one core): NVRTC's code generation is three quarters of a module's compile, and the
 header about 55 ms of it. So:
 
@@ -127,9 +128,6 @@ class _Inline:
         except Exception as e:
             fut.set_exception(e)
         return fut
-
-    def shutdown(self):
-        pass
 
 
 def _workers():
