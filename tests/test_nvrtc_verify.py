@@ -118,3 +118,11 @@ def test_front_end_check_catches_type_errors():
                                           "// module: test_nvrtc_verify\nstatic sk::vec3 v = 1.0f + \"text\";")
     with pytest.raises(NativeCompileError, match="compute_90"):
         nvrtc.compile_source(src, "compute_90", "front_end", verify.SYNTAX)
+
+
+def test_a_source_not_made_by_codegen_is_verified_alone(in_process):
+    src = '#include "simkit.h"\nextern "C" __global__ void twice(float* a) { a[threadIdx.x] *= 2.0f; }\n'
+    assert verify.split(src) == (src, "")
+    verify.verify_async(src, ("sm_80",), "hand_written")
+    assert [c[0] for c in in_process] == ["hand_written"]  # at once, not queued for a batch
+    assert verify.wait() == 1

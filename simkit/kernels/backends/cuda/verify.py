@@ -49,11 +49,11 @@ def target(arch: str) -> str:
 
 
 def split(source: str) -> tuple:
-    """(prelude, body): the shared includes and macros, and the module's own code; (None, source)
-    for a source not made by ``codegen.gen_module``."""
+    """(prelude, body): the shared includes and macros, and the module's own code; (source, "") for a
+    source not made by ``codegen.gen_module`` (verified alone)."""
     at = source.find(_MODULE_MARK)
     if at < 0:
-        return None, source
+        return source, ""
     return source[:at + 1], source[at + 1:]
 
 
@@ -152,8 +152,6 @@ def verify_async(source: str, archs, name: str) -> None:
     """Queue ``source`` for NVRTC verification for GPU architectures ``archs`` (the first compiled to
     PTX, the others checked by the front end); ``wait()`` raises what fails."""
     prelude, body = split(source)
-    if prelude is None:
-        prelude, body = source, ""
     for i, arch in enumerate(archs):
         arch, full = target(arch), i == 0
         key = _key(source, arch, full)
@@ -162,7 +160,7 @@ def verify_async(source: str, archs, name: str) -> None:
         _seen.add(key)
         queue = _queues.setdefault((prelude, arch, full), [])
         queue.append((name, body, key))
-        if len(queue) >= BATCH or not body:
+        if len(queue) >= BATCH or not body:  # a full batch, or a source that is not batched
             _submit((prelude, arch, full))
 
 
