@@ -11,7 +11,10 @@
     sk.launch(saxpy, dim=1024, inputs=[2.0, x, y], device="cpu")
 """
 from . import autograd, collision, config, io, model, optim, solvers, types
-from .collision import Bvh, BvhQuery, HashGrid, MarchingCubes, Mesh, MeshQueryAABB, MeshQueryPoint, MeshQueryRay
+from . import geometry  # Warp's warp.geometry: IsoSurfaceMarchingCubes, IsoSurfaceBase
+from .collision import (Bvh, BvhQuery, HashGrid, HashGridQuery, MarchingCubes, Mesh, MeshQueryAABB, MeshQueryPoint,
+                        MeshQueryRay)
+from .collision import MeshQuery, is_cubql_available
 from .model import Control, Model, ModelBuilder, State
 from .solvers import RigidBodySolver, SemiImplicitEulerSolver, SPHSolver, XPBDSolver
 from .kernels import (CompileError, CompilerNotFoundError, CompileTypeError, CompileValueError, Function, Kernel,
@@ -49,10 +52,13 @@ def synchronize():
         driver.synchronize_all()
 
 
-__all__ = (["autograd", "collision", "config", "io", "model", "optim", "solvers", "types", "Control", "Model",
+__all__ = (["autograd", "collision", "config", "geometry", "io", "model", "optim", "solvers", "types",
+            "Control", "Model",
             "ModelBuilder",
             "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver", "Bvh", "BvhQuery",
-            "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "MarchingCubes", "Mesh", "CompileError",
+            "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "HashGridQuery", "MarchingCubes", "Mesh",
+            "MeshQuery", "is_cubql_available",
+            "CompileError",
             "CompileTypeError", "CompileValueError", "WarpCodegenError", "WarpCodegenTypeError",
             "WarpCodegenValueError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
             "constant", "func", "func_grad", "func_native", "func_replay", "kernel", "overload", "static", "struct",

@@ -10,6 +10,10 @@ mode: str = os.environ.get("SIMKIT_MODE", "release")
 #: Print compiler commands and cache hits/misses.
 verbose: bool = bool(int(os.environ.get("SIMKIT_VERBOSE", "0")))
 
+#: Warp compatibility (``warp.config.verbose_warnings``): simkit's warnings go through Python's ``warnings``
+#: module, whose messages always name the file and line that caused them, so this changes nothing.
+verbose_warnings: bool = False
+
 #: Kernel cache directory (default: $SIMKIT_CACHE_DIR or ~/.cache/simkit/<version>).
 cache_dir: str | None = os.environ.get("SIMKIT_CACHE_DIR")
 

@@ -80,13 +80,19 @@ def _fake(fn):
     def wrapper(self, *args):
         self.calls[name] += 1
         sig = (name, *(type(a) for a in args))
-        if self.validate and sig not in self.validated:
+        # Not while this thread is inside cuda-python already: a destructor the garbage collector runs there
+        # (an array freed during the binding's attempt to load libcuda) would wait forever for the binding's
+        # loader lock. Such a call's arguments are checked at a later call.
+        if self.validate and sig not in self.validated and not getattr(self.validating, "on", False):
             self.validated.add(sig)
+            self.validating.on = True
             try:
                 getattr(self.real, name)(*args)
             except Exception as e:  # conversion passed when only the library load fails
                 if type(e).__name__ != "DynamicLibNotFoundError":
                     raise AssertionError(f"{name}{args!r}: cuda-python rejects these arguments: {e!r}") from None
+            finally:
+                self.validating.on = False
         with self.lock:
             try:
                 return fn(self, *args)
@@ -132,6 +138,7 @@ class FakeDriver:
         self.arch = arch
         self.validate = _real_libcuda_missing() if validate is None else validate
         self.lock = threading.RLock()
+        self.validating = threading.local()
         self.tls = threading.local()
         self.calls = collections.Counter()
         self.validated: set = set()

@@ -306,5 +306,8 @@ def test_errors(device):
         wp.Bvh(alo, wp.array(hi.ravel(), dtype=float, device=device))
     with pytest.raises(ValueError, match="constructor must be one of"):
         wp.Bvh(alo, wp.array(hi, dtype=wp.vec3, device=device), constructor="octree")
-    with pytest.raises(NotImplementedError, match="grouped"):
-        wp.Bvh(alo, wp.array(hi, dtype=wp.vec3, device=device), groups=wp.zeros(10, dtype=int, device=device))
+    with pytest.raises(RuntimeError, match="Grouped BVHs"):
+        wp.Bvh(alo, wp.array(hi, dtype=wp.vec3, device=device), constructor="cubql",
+               groups=wp.zeros(10, dtype=int, device=device))
+    with pytest.raises(ValueError, match="cubql"):
+        wp.Bvh(alo, wp.array(hi, dtype=wp.vec3, device=device), constructor="cubql")

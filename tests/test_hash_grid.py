@@ -350,7 +350,7 @@ def test_bad_dimensions(dims, exc):
 
 
 def test_bad_dtype():
-    with pytest.raises(TypeError, match="float32 or float64"):
+    with pytest.raises(TypeError, match="float16, float32 or float64"):
         wp.HashGrid(4, 4, 4, device="cpu", dtype=wp.int32)
 
 
@@ -366,12 +366,7 @@ def test_build_errors(device):
     for r in (-1.0, 0.0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="radius"):
             grid.build(pts, r)
-    bad = np.zeros((10, 3), dtype=np.float32)
-    bad[6, 1] = np.nan
-    bad[8, 0] = np.inf
-    with pytest.raises(ValueError, match="point 6 is not finite"):
-        grid.build(wp.array(bad, dtype=wp.vec3, device=device), 1.0)
-    # the grid stays usable after a failed build
+    # the grid stays usable after a failed build (points that are not finite: tests/test_hash_grid_groups.py)
     grid.build(pts, 1.0)
     counts, _ = query(grid, np.zeros((10, 3), dtype=np.float32), 0.5, device)
     np.testing.assert_array_equal(counts, 10)

@@ -103,13 +103,14 @@ def test_case_tables():
     start, edges, info = case_tables()
     assert start[0] == 0 and start[256] * 3 == len(edges)
     assert info.shape == (12, 4)
-    corner = [(c & 1, (c >> 1) & 1, (c >> 2) & 1) for c in range(8)]
+    corner = list(wp.MarchingCubes.CUBE_CORNER_OFFSETS)
     for case in range(256):
         used = set(edges[3 * start[case]:3 * start[case + 1]].tolist())
         crossing = set()
         for e, (x, y, z, axis) in enumerate(info):
             a = corner.index((x, y, z))
             b = corner.index(tuple(v + (axis == d) for d, v in enumerate((x, y, z))))
+            assert {a, b} == set(wp.MarchingCubes.EDGE_TO_CORNERS[e])
             if (case >> a) & 1 != (case >> b) & 1:
                 crossing.add(e)
         assert used == crossing, case  # a vertex on every crossing edge, none elsewhere
@@ -171,7 +172,7 @@ def test_vertex_gradient_wrt_field(device):
 # errors
 
 
-@pytest.mark.parametrize("dims, exc", [((1, 4, 4), ValueError), ((4, 0, 4), ValueError), ((4.0, 4, 4), TypeError)])
+@pytest.mark.parametrize("dims, exc", [((4, -1, 4), ValueError), ((4.0, 4, 4), TypeError)])
 def test_bad_dimensions(dims, exc):
     with pytest.raises(exc, match="MarchingCubes"):
         wp.MarchingCubes(*dims, device="cpu")
@@ -183,7 +184,9 @@ def test_bad_field(device):
         mc.surface(wp.zeros((4, 5, 7), dtype=float, device=device), 0.0)
     with pytest.raises(TypeError, match="float32"):
         mc.surface(wp.zeros((4, 5, 6), dtype=wp.float64, device=device), 0.0)
-    with pytest.raises(TypeError, match="array3d"):
+    with pytest.raises(ValueError, match=r"shape \(120,\) does not match"):
         mc.surface(wp.zeros(120, dtype=float, device=device), 0.0)
+    with pytest.raises(ValueError, match="3 dimensions"):
+        wp.geometry.IsoSurfaceMarchingCubes.extract(wp.zeros(120, dtype=float, device=device), 0.0)
     with pytest.raises(TypeError, match="simkit array3d"):
         mc.surface(np.zeros((4, 5, 6), dtype=np.float32), 0.0)

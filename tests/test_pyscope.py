@@ -84,3 +84,32 @@ def test_setters_change_their_first_argument_from_python():
     sk.transform_set_rotation(t, sk.quat(0.0, 0.0, 0.6, 0.8))
     np.testing.assert_allclose(t, [1, 2, 3, 0, 0, 0.6, 0.8], rtol=1e-7)
     np.testing.assert_allclose(sk.transform_get_translation(t), [1, 2, 3])
+
+
+def test_matrix_rows_and_columns_from_python():
+    a = np.arange(6, dtype=np.float64).reshape(2, 3)
+    m = sk.types.matrix((2, 3), sk.float64)(*a.reshape(-1))
+    row, col = m.get_row(1), m.get_col(2)
+    assert type(row) is sk.vec3d and type(col) is sk.vec2d
+    np.testing.assert_array_equal(row, a[1])
+    np.testing.assert_array_equal(col, a[:, 2])
+    m.set_row(0, sk.vec3d(7.0, 8.0, 9.0))
+    m.set_col(-1, [10.0, 11.0])  # negative indices count from the end, as in numpy
+    a[0] = [7, 8, 9]
+    a[:, 2] = [10, 11]
+    np.testing.assert_array_equal(m, a)
+    row[0] = 99.0  # a copy, not a view
+    assert m[1, 0] == a[1, 0]
+    with pytest.raises(IndexError, match="row 2 out of range for matrix_2x3_float64"):
+        m.get_row(2)
+    with pytest.raises(ValueError, match="vec2d needs 2 values, got 3"):
+        m.set_col(0, [1.0, 2.0, 3.0])
+    with pytest.raises(AttributeError, match="vec3 is not a matrix"):
+        sk.vec3().get_row(0)
+
+
+def test_integer_components_wrap_as_a_c_cast():
+    for dtype, np_dtype in ((sk.uint8, np.uint8), (sk.uint32, np.uint32), (sk.int8, np.int8)):
+        v = sk.types.vector(3, dtype)(1, -2, 300)
+        np.testing.assert_array_equal(v, np.array([1, -2, 300], dtype=np.int64).astype(np_dtype))
+        np.testing.assert_array_equal(sk.types.vector(2, dtype)(-1), np.array([-1, -1]).astype(np_dtype))

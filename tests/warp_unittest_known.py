@@ -1,4 +1,4 @@
-"""Which of warp-lang's unit-test files run under simkit (tests/test_warp_unittests.py), and the tests
+"""Which of warp-lang's unit-test files run under simkit (tests/test_warp_unittests*.py), and the tests
 in them that do not pass, each with the reason.
 
 A key of ``KNOWN[file]`` matches every test method whose name contains it. Reasons say what simkit
@@ -20,6 +20,7 @@ WARP_STREAMS = ("compares with images of Warp's noise: simkit's lattice hash dif
                 "Warp's bit for bit, ../shared/LANGUAGE.md)")
 SCALAR_VALUE = "simkit's scalar values are numpy scalars (no ctypes .value)"
 VALUE_NAME = "Warp's own names in messages (vec3f; simkit says vec3)"
+TILES = "tiles (wp.launch_tiled, tile_* builtins; out of scope, ../shared/LANGUAGE.md)"
 
 KNOWN = {
     "test_arithmetic": {"test_binary_ops_": MOD_GRAD},
@@ -73,8 +74,35 @@ KNOWN = {
     "test_fp16": {"test_fp16_grad": "wp.float inside kernels"},
     "test_quat_assign_copy": {},
     "matrix.test_mat_assign_copy": {},
+    "geometry.test_bvh": {
+        "bvh_query_aabb_tiled": TILES, "bvh_query_ray_tiled": TILES, "tile_bvh_query_": TILES,
+        "bvh_new_del": "calls Bvh.__del__ on an instance made without __init__ (Warp's object lifetime)",
+        "sah_depth_fits_query_stack": "reads Warp's native BVH header (node_parents, max_depth) through ctypes",
+    },
+    "geometry.test_mesh": {
+        "mesh_new_del": "calls Mesh.__del__ on an instance made without __init__ (Warp's object lifetime)",
+        "raises_on_native": "injects failures into Warp's native library (wp._src.context.runtime.core)",
+    },
+    "geometry.test_mesh_query_aabb": {"tile_mesh_query_aabb": TILES, "mesh_query_aabb_tiled": TILES},
+    "geometry.test_mesh_query_point": {}, "geometry.test_mesh_query_ray": {},
+    "geometry.test_marching_cubes": {
+        "deprecated_top_level_alias": ("wp.MarchingCubes is a core class of simkit (LANGUAGE.md), the same class "
+                                       "as wp.geometry.IsoSurfaceMarchingCubes: no deprecation warning"),
+    },
+    "geometry.test_hash_grid": {
+        "query_public_type_surface": "Warp's internals (wp._src.types.hash_grid_query_type, wp._src.context.type_str)",
+        "saveable_capture_unsupported": "Warp's saveable (apic) graph capture and its wording of the error",
+    },
+    "matrix.test_mat_basics": {}, "matrix.test_mat_elementwise_ops": {}, "matrix.test_mat_linalg": {},
+    "matrix.test_mat_constructors": {
+        "anon_constructor_error_invalid_arg_count": "Warp's wording and class of the error (simkit: a CompileError)",
+        "anon_constructor_error_shape_": "Warp's wording and class of the errors (simkit: a CompileError)",
+        "anon_constructor_error_type_mismatch": STRICT_CTOR,
+        "tpl_constructor_error_": "Warp's wording and class of the errors (simkit: a CompileError)",
+    },
     "matrix.test_mat_lite": {}, "test_vec_lite": {},
     "test_scalar_ops": {"test_py_pow_ops_": PY_INT_POW},
+    "test_vec_scalar_ops": {},
     "test_spatial": {
         "copy_dtype_mismatch": STRICT_CTOR,
         "invalid_kernel_arity": "Warp's wording of the error",
@@ -103,6 +131,13 @@ KNOWN = {
                                       "Warp keeps the gradient in place"),
     },
     "test_unpack": {"non_constant_bounds": "Warp's wording of the error"},
+    "test_tuple": {},
+    "test_print": {
+        "print_adjoint": ("printing in the backward pass: simkit's adjoint replay has no side effects "
+                          "(docs/autodiff.md), so print has no 'adj:' output"),
+        "print_numeric": ("a @func called from Python asserts repr(wp.int8(-1)) == 'int8(-1)': simkit runs such "
+                          "calls compiled, and its Python scalars are numpy's"),
+    },
     "test_math": {}, "test_lerp": {}, "test_smoothstep": {}, "test_rounding": {}, "test_intersect": {},
     "test_iter": {}, "test_closest_point_edge_edge": {}, "test_triangle_closest_point": {},
     "test_future_annotations": {},
@@ -135,3 +170,21 @@ KNOWN = {
         "output_validity": "Warp's wording of an error ('Warp arrays')",
     },
 }
+
+
+# Each group of files is one test file, tests/test_warp_unittests_<group>.py, so that pytest-xdist's
+# --dist loadfile spreads them over its workers; a file named in no group runs in tests/test_warp_unittests.py.
+GROUPS = {
+    "matrix": lambda name: name.startswith("matrix."),
+    "math": lambda name: name in {"test_arithmetic", "test_spatial", "test_grad", "test_quat", "test_scalar_ops",
+                                  "test_vec", "test_vec_scalar_ops"},
+    "geometry": lambda name: name.startswith("geometry.") or name in {
+        "test_closest_point_edge_edge", "test_triangle_closest_point", "test_intersect"},
+}
+
+
+def files(group: str | None) -> list:
+    """The files of ``group`` (None: the files of no group), sorted."""
+    def group_of(name):
+        return next((g for g, member in GROUPS.items() if member(name)), None)
+    return sorted(name for name in KNOWN if group_of(name) == group)

@@ -9,6 +9,7 @@ mismatch).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import functools
 import io
 import os
@@ -22,7 +23,7 @@ import numpy as np
 import simkit as wp
 
 test_mode = "basic"
-USD_AVAILABLE = False  # the tests that use pxr exercise warp.render
+USD_AVAILABLE = importlib.util.find_spec("pxr") is not None  # (the geometry tests read Warp's .usd meshes)
 
 
 def get_cpu_test_devices():
@@ -64,7 +65,7 @@ class StreamCapture:
         sys.stdout.flush()
         sys.stderr.flush()
         self.saved = getattr(sys, self.stream_name)
-        self.fd = self.saved.fileno()
+        self.fd = {"stdout": 1, "stderr": 2}[self.stream_name]  # C's stream (under pytest sys.stdout is another file)
         self.target = os.dup(self.fd)
         self.tmp = tempfile.TemporaryFile(buffering=0)
         os.dup2(self.tmp.fileno(), self.fd)

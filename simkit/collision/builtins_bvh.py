@@ -31,22 +31,42 @@ class BvhQuery:
 
 registry.add_header(os.path.join(NATIVE, "bvh.h"))
 
+_G = "geometry"
+_ROOT = ("Optional ``root``: a group's subtree root (from ``bvh_get_group_root``), or -1 for the whole tree.")
+_STARTS = {
+    "bvh_query_aabb": ({"id": uint64, "low": vec3, "high": vec3},
+                       "Start a query of the Bvh ``id`` for the items whose box overlaps [low, high] (boundaries "
+                       "included); iterate with ``bvh_query_next``. "),
+    "bvh_query_ray": ({"id": uint64, "start": vec3, "dir": vec3},
+                      "Start a query of the Bvh ``id`` for the items whose box the ray ``start + t * dir`` (t >= 0) "
+                      "meets; iterate with ``bvh_query_next`` (its ``max_dist`` bounds the entry parameter t, in "
+                      "multiples of |dir|). "),
+    "bvh_query_sphere": ({"id": uint64, "center": vec3, "radius": float32},
+                         "Start a query of the Bvh ``id`` for the items whose box is within ``radius`` of ``center`` "
+                         "(exact sphere-box distance, touching included; a negative radius counts as 0). "),
+    "bvh_query_capsule": ({"id": uint64, "start": vec3, "dir": vec3, "radius": float32},
+                          "Start a query of the Bvh ``id`` for the items whose box, grown by ``radius`` on every side, "
+                          "the ray ``start + t * dir`` meets; ``bvh_query_next(q, i, 1.0)`` bounds it to the segment "
+                          "[start, start + dir], both ends included (conservative near box corners; a negative "
+                          "radius counts as 0). "),
+}
+for _key, (_inputs, _doc) in _STARTS.items():
+    for _extra in ({}, {"root": int32}):
+        registry.add_builtin(_key, {**_inputs, **_extra}, BvhQuery, differentiable=False, group=_G, doc=_doc + _ROOT)
 registry.add_builtin(
-    "bvh_query_aabb", {"id": uint64, "low": vec3, "high": vec3}, BvhQuery, differentiable=False, group="geometry",
-    doc="Start a query of the Bvh ``id`` for the items whose box overlaps [low, high] (boundaries included); "
-        "iterate with ``bvh_query_next``.")
-registry.add_builtin(
-    "bvh_query_ray", {"id": uint64, "start": vec3, "dir": vec3}, BvhQuery, differentiable=False, group="geometry",
-    doc="Start a query of the Bvh ``id`` for the items whose box the ray ``start + t * dir`` (t >= 0) meets; "
-        "iterate with ``bvh_query_next`` (its ``max_dist`` bounds the entry parameter t, in multiples of |dir|).")
+    "bvh_get_group_root", {"id": uint64, "group": int32}, int32, differentiable=False, group=_G,
+    doc="The root of group ``group``'s subtree in the Bvh ``id`` (built with ``groups=``), for the ``root`` of "
+        "its queries; -1 (the whole tree) when there is no such group.")
 # `while bvh_query_next(q, i)` loops compile to nested loops over the passing items of one leaf at a time
 BATCHED = ("sk::bvh_query_next_range", "sk::bvh_query_more", "sk::bvh_query_take")
 for _inputs in ({"query": BvhQuery, "index": int32, "max_dist": float32}, {"query": BvhQuery, "index": int32}):
     registry.add_builtin(
         "bvh_query_next", _inputs, bool_t, differentiable=False, side_effects=True, inout=("query", "index"),
-        group="geometry", batched=BATCHED,
+        group=_G, batched=BATCHED,
         doc="Advance ``query``: write the next matching item to ``index`` and return True, or return False when "
-            "the traversal is done. For ray queries, only boxes entered at t < ``max_dist`` (default: inf) match.")
+            "the traversal is done. For ray and capsule queries, only boxes entered at t < ``max_dist`` (default: "
+            "inf; t <= ``max_dist`` for capsules) match; box and sphere queries ignore it. The query stores its "
+            "kind, so one loop serves queries chosen at run time.")
 
 # the SAH builder's per-item passes (native/bvh_build.h); hidden: handles for bvh_build.py's kernel only
 registry.add_header(os.path.join(NATIVE, "bvh_build.h"))

@@ -18,7 +18,7 @@ import os
 from ..kernels import registry
 from ..kernels.api import BuiltinFunction
 from ..kernels.types import bool as bool_t
-from ..kernels.types import float32, float64, int32, uint64, vec3, vec3d
+from ..kernels.types import float16, float32, float64, int32, normalize_dtype, uint64, vec3, vec3d, vec3h
 
 HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native", "hash_grid.h")
 
@@ -29,19 +29,31 @@ class HashGridQuery:
 
     _simkit_opaque = "sk::hash_grid_query_t"
 
+    def __class_getitem__(cls, dtype):
+        """``HashGridQuery[float16 | float32 | float64]`` (Warp's spelling, for annotations): one query type
+        serves grids of every precision, so this is ``HashGridQuery`` itself."""
+        if normalize_dtype(dtype) not in (float16, float32, float64):
+            raise TypeError(f"HashGridQuery[dtype]: dtype must be float16, float32 or float64, got {dtype!r}")
+        return cls
+
 
 registry.add_header(HEADER)
 
-for _v, _s in ((vec3, float32), (vec3d, float64)):
+for _v, _s in ((vec3, float32), (vec3h, float16), (vec3d, float64)):
     registry.add_builtin(
         "hash_grid_query", {"id": uint64, "point": _v, "max_dist": _s}, HashGridQuery,
         differentiable=False, group="geometry",
         doc="Start a query of the hash grid ``id`` around ``point``; ``hash_grid_query_next`` then returns every "
             "point within ``max_dist`` of it (by the positions the grid was built with) and possibly farther ones: "
-            "filter by distance.")
+            "filter by distance. The grid's precision (float16, float32 or float64) matches ``point``'s.")
+    registry.add_builtin(
+        "hash_grid_query", {"id": uint64, "point": _v, "max_dist": _s, "group": int32}, HashGridQuery,
+        differentiable=False, group="geometry",
+        doc="A query like ``hash_grid_query(id, point, max_dist)`` restricted to the points of ``group`` (any int32) "
+            "when the grid was built with ``groups``; on a grid built without groups it visits every point.")
     registry.add_builtin(
         "hash_grid_cell", {"id": uint64, "point": _v}, int32, differentiable=False, group="geometry", hidden=True,
-        doc="The table cell of ``point`` (-1 when it is not finite); used to build the grid.")
+        doc="The table cell of ``point`` (a NaN coordinate counts as 0); used to build the grid.")
 
 registry.add_builtin(
     "hash_grid_query_next", {"query": HashGridQuery, "index": int32}, bool_t,

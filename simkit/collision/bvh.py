@@ -36,7 +36,7 @@ from . import bvh_build as B
 from ..runtime import handles
 from .descriptor import Descriptor
 
-_BVH_T = _struct.Struct("<QQQQQii")  # sk::bvh_t (48 bytes)
+_BVH_T = _struct.Struct("<QQQQQii" "QQii")  # sk::bvh_t (72 bytes)
 CONSTRUCTORS = ("sah", "median")
 C_TRAV = 2.0  # SAH cost of a node visit relative to one item box test
 
@@ -60,18 +60,45 @@ def check_finite(name: str, values: np.ndarray, owner: str):
 
 def check_constructor(constructor, groups, owner: str) -> str:
     """The tree builder to use: "sah" (default) or "median"; Warp's "lbvh" builds the SAH tree too."""
-    if groups is not None:
-        raise NotImplementedError(f"{owner}: grouped BVHs (groups=...) are not supported")
+    if constructor == "cubql":
+        if groups is not None:
+            raise RuntimeError(f"{owner}: Grouped BVHs need the 'sah', 'median' or 'lbvh' constructor, not 'cubql'")
+        raise ValueError(f"{owner}: the 'cubql' constructor is not available (is_cubql_available() is False)")
     name = "sah" if constructor in (None, "lbvh") else constructor
     if name not in CONSTRUCTORS:
         raise ValueError(f"{owner}: constructor must be one of {CONSTRUCTORS + ('lbvh',)}, got {constructor!r}")
     return name
 
 
+def check_groups(groups, count: int, owner: str) -> np.ndarray | None:
+    """``groups`` (None, or an integer array with one non-negative group id per item) as a host int32 array."""
+    if groups is None:
+        return None
+    if not isinstance(groups, array) or groups.is_type or not T.is_int(groups.dtype) or groups.ndim != 1:
+        raise TypeError(f"{owner}: groups must be a 1D simkit array of int32 (one group per item), got "
+                        f"{getattr(groups, 'dtype', type(groups).__name__)}")
+    g = groups.numpy().astype(np.int64)
+    if g.shape[0] != count:
+        raise ValueError(f"{owner}: groups has {g.shape[0]} entries for {count} items")
+    if count and (g.min() < 0 or g.max() > np.iinfo(np.int32).max):
+        k = int(np.argmax((g < 0) | (g > np.iinfo(np.int32).max)))
+        raise ValueError(f"{owner}: groups[{k}] = {int(g[k])} is not a non-negative int32 group id")
+    return g.astype(np.int32) if count else None
+
+
+def tree_groups(tree: B.Tree) -> tuple:
+    """The group fields of a tree's native descriptor: (group_ids ptr, group_roots ptr, num_groups)."""
+    if tree.group_ids is None:
+        return 0, 0, 0
+    return tree.group_ids.ptr, tree.group_roots.ptr, tree.group_ids.shape[0]
+
+
 class Bvh:
     """A BVH over ``lowers[i]``, ``uppers[i]`` (1D arrays of vec3 on one device); ``id`` goes to kernels.
     Arguments follow Warp's ``Bvh`` (``constructor`` "sah" | "median"; "lbvh" is accepted and builds the
     SAH tree; ``leaf_size`` items at most per leaf); ``device`` defaults to the arrays' device.
+    ``groups`` (an int32 array, one group id >= 0 per item) builds every group's items into one subtree,
+    whose root ``bvh_get_group_root(id, group)`` gives kernels for the ``root`` of their queries.
 
     The Bvh keeps references to both arrays: ``refit()`` re-reads them after the boxes moved
     (same tree, new boxes); ``rebuild()`` builds a new tree. ``id`` stays the same.
@@ -91,6 +118,7 @@ class Bvh:
             raise ValueError(f"Bvh: leaf_size must be in [1, 16], got {leaf_size}")
         self.lowers, self.uppers = lowers, uppers
         self.constructor, self.leaf_size = constructor, int(leaf_size)
+        self._groups = check_groups(groups, lowers.shape[0], "Bvh")
         self._desc = Descriptor(_BVH_T.size, self.device)
         handles.register(self, self.id)
         self.rebuild()
@@ -114,12 +142,13 @@ class Bvh:
         check_finite("lowers", lo, "Bvh")
         check_finite("uppers", hi, "Bvh")
         self._tree = build(array(lo, dtype=T.vec3, device="cpu"), array(hi, dtype=T.vec3, device="cpu"), self.device,
-                           self.constructor, self.leaf_size, C_TRAV)
+                           self.constructor, self.leaf_size, C_TRAV, groups=self._groups)
         n = self.num_items
         self._items = empty((max(n, 1), 2), dtype=T.vec3, device=self.device)  # (lo, hi) per slot, interleaved
         self._item_lo, self._item_hi = self._items[:, 0], self._items[:, 1]
         self._desc.write(_BVH_T.pack(self._tree.ptr, self._tree.prims.ptr, self._item_lo.ptr,
-                                     self._item_hi.ptr, self._tree.wide.ptr, self._tree.num_nodes, n))
+                                     self._item_hi.ptr, self._tree.wide.ptr, self._tree.num_nodes, n,
+                                     *tree_groups(self._tree), 0))
         self.refit()
 
     def refit(self):
@@ -133,8 +162,14 @@ class Bvh:
         self._tree.refit(self._item_lo, self._item_hi, self.device)
 
 
-def build(lo: array, hi: array, device, constructor: str, leaf_size: int, c_trav: float, lanes: int = 1) -> B.Tree:
+def build(lo: array, hi: array, device, constructor: str, leaf_size: int, c_trav: float, lanes: int = 1,
+          groups: np.ndarray | None = None) -> B.Tree:
     """A tree over the boxes ``lo``/``hi`` (private CPU arrays of vec3: the build reorders them)."""
     median = constructor == "median"
     return B.build_tree(lo, hi, device, max_leaf=leaf_size, median_depth=0 if median else B.MEDIAN_DEPTH,
-                        c_trav=c_trav, lanes=lanes)
+                        c_trav=c_trav, lanes=lanes, groups=groups)
+
+
+def is_cubql_available() -> bool:
+    """Always False: simkit builds its own trees (Warp's optional cuBQL builder is not part of simkit)."""
+    return False

@@ -560,9 +560,75 @@ def pad_leaves(nodes: np.ndarray, prims: np.ndarray, lanes: int):
 
 
 def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth: int = MEDIAN_DEPTH,
-               c_trav: float = 1.0, lanes: int = 1) -> Tree:
+               c_trav: float = 1.0, lanes: int = 1, groups: np.ndarray | None = None) -> Tree:
     """Binned-SAH tree over item boxes ``lo``/``hi`` (CPU arrays of vec3, reordered in place), built on the CPU.
     ``lanes`` > 1 pads every leaf to its own block of that many slots (``max_leaf`` <= ``lanes``).
+    ``groups`` (an int per item): every group's items form one subtree (see ``_build_grouped``); the tree's
+    ``group_ids`` and ``group_roots`` (None without groups) map each group to its subtree's root node."""
+    group_ids = group_roots = None
+    if groups is None:
+        nodes, prims, depths = _build_nodes(lo, hi, max_leaf, median_depth, c_trav)
+    else:
+        nodes, prims, depths, group_ids, group_roots = _build_grouped(lo, hi, groups, max_leaf, median_depth,
+                                                                      c_trav)
+    if lanes > 1:
+        nodes, prims = pad_leaves(nodes, prims, lanes)
+    tree = Tree(nodes, prims, depths, device)
+    tree.group_ids = None if group_ids is None else array(group_ids, dtype=int32, device=device)
+    tree.group_roots = None if group_roots is None else array(group_roots, dtype=int32, device=device)
+    return tree
+
+
+def _build_grouped(lo: array, hi: array, groups: np.ndarray, max_leaf: int, median_depth: int, c_trav: float):
+    """A tree whose top is a balanced tree over the groups (in ascending id order), with one SAH subtree of
+    each group's items below it: (nodes, prims, depths, group ids, the root node of each group's subtree).
+    The top nodes come first, so every child still has a larger index than its parent."""
+    lo_np, hi_np = lo.numpy(), hi.numpy()
+    ids, which = np.unique(groups, return_inverse=True)
+    top = len(ids) - 1  # inner nodes of the top tree
+    top_depth = max(top, 0).bit_length()
+    parts = []
+    for g in range(len(ids)):
+        idx = np.flatnonzero(which == g).astype(np.int32)
+        sub = _build_nodes(array(lo_np[idx], dtype=vec3, device="cpu"), array(hi_np[idx], dtype=vec3, device="cpu"),
+                           max_leaf, max(median_depth - top_depth, 0), c_trav)
+        parts.append((sub[0], idx[sub[1]], sub[2]))
+    base = np.cumsum([top] + [len(p[0]) for p in parts])[:-1]  # first node of each group's subtree
+    slot = np.cumsum([0] + [len(p[1]) for p in parts])[:-1]
+    nodes = np.concatenate([empty_nodes(top)[:top]] + [p[0] for p in parts])
+    attach = np.zeros(len(ids), np.int64)  # depth of each group's root
+    depths = np.zeros(len(nodes), np.int64)
+    counter = [0]
+
+    def make(a: int, b: int, depth: int) -> int:  # the node over groups [a, b), b - a >= 2
+        k = counter[0]
+        counter[0] += 1
+        depths[k] = depth
+        mid = (a + b) // 2
+        for c, (x, y) in enumerate(((a, mid), (mid, b))):
+            if y - x == 1:
+                nodes[f"child{c}"][k], attach[x] = base[x], depth + 1
+            else:
+                nodes[f"child{c}"][k] = make(x, y, depth + 1)
+            nodes[f"count{c}"][k] = 0
+        return k
+
+    if top:
+        make(0, len(ids), 0)
+    for g, (sub, _, sub_depths) in enumerate(parts):
+        view = nodes[base[g]:base[g] + len(sub)]
+        for c in (0, 1):
+            ch, cn = view[f"child{c}"], view[f"count{c}"]
+            inner = (cn == 0) & (ch >= 0)
+            ch[inner] += base[g]
+            ch[cn > 0] += slot[g]
+        depths[base[g]:base[g] + len(sub)] = sub_depths + attach[g]
+    prims = np.concatenate([p[1] for p in parts]).astype(np.int32)
+    return nodes, prims, depths, ids.astype(np.int32), base.astype(np.int32)
+
+
+def _build_nodes(lo: array, hi: array, max_leaf: int, median_depth: int, c_trav: float):
+    """The SAH build itself: (nodes as NODE_DTYPE records, the item of each slot, the depth of each node).
 
     With several CPU threads and enough items, the top split(s) are built first, then the subtrees below
     them in parallel, one per thread (each numbers its nodes in its own range of the buffer); the
@@ -615,7 +681,4 @@ def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth:
             ch, cn = nodes[f"child{k}"], nodes[f"count{k}"]
             inner = (cn == 0) & (ch >= 0)
             ch[inner] = remap[ch[inner]]
-    prims = perm.numpy()
-    if lanes > 1:
-        nodes, prims = pad_leaves(nodes, prims, lanes)
-    return Tree(nodes, prims, depths.numpy()[keep], device)
+    return nodes, perm.numpy().copy(), depths.numpy()[keep]

@@ -1,4 +1,5 @@
-"""MarchingCubes: triangle mesh of an iso-surface of a 3D scalar field, in kernels (CPU and CUDA).
+"""IsoSurfaceMarchingCubes (``simkit.geometry``; ``simkit.MarchingCubes`` is the same class): triangle
+mesh of an iso-surface of a 3D scalar field, in kernels (CPU and CUDA).
 
 Example::
 
@@ -6,6 +7,7 @@ Example::
     verts, indices = mc.surface(field, 0.0)  # field: array3d of float, shape (nx, ny, nz)
     # verts: array of vec3 (grid-index coordinates unless lower/upper are given)
     # indices: array of int32, 3 per triangle; triangle normals point towards values >= threshold
+    verts, indices = sk.geometry.IsoSurfaceMarchingCubes.extract(field, 0.0)  # the same, without an instance
 
 The output is watertight for a closed level set: every vertex lives on a grid edge and is
 shared by all cells around that edge. The triangle table is derived here rather than copied
@@ -25,7 +27,7 @@ interpolation along the edge), through a Tape.
 """
 from __future__ import annotations
 
-import operator
+import numbers
 
 import numpy as np
 
@@ -34,12 +36,17 @@ from ..kernels import lang as sk
 from ..kernels import types as T
 from ..runtime import array, empty, launch
 from ..runtime.device import get_device
+from .iso_surface import IsoSurfaceBase, check_field, deprecated, grid_bounds
 
 # ---------------------------------------------------------------------------
 # Case tables (derived, see the module docstring)
 
-CORNERS = tuple((c & 1, (c >> 1) & 1, (c >> 2) & 1) for c in range(8))  # corner c: bit c of the case
-EDGES = tuple((a, b) for a in range(8) for b in range(a + 1, 8) if bin(a ^ b).count("1") == 1)  # 12 (lo, hi)
+# Numbering as in Warp (and most marching cubes tables): corners 0-3 go round the k = 0 face, 4-7 round
+# the k = 1 face; corner c is bit c of a cell's case. Edges 0-3 and 4-7 follow those faces, 8-11 join them.
+# Each edge runs from its lower corner to its higher one.
+CORNERS = ((0, 0, 0), (1, 0, 0), (1, 1, 0), (0, 1, 0), (0, 0, 1), (1, 0, 1), (1, 1, 1), (0, 1, 1))
+EDGES = ((0, 1), (1, 2), (3, 2), (0, 3), (4, 5), (5, 6), (7, 6), (4, 7), (0, 4), (1, 5), (2, 6), (3, 7))
+_EDGE_ID = {frozenset(e): i for i, e in enumerate(EDGES)}
 
 
 def _faces():
@@ -50,9 +57,9 @@ def _faces():
         for side in (0, 1):
             quad = []
             for du, dv in ((0, 0), (1, 0), (1, 1), (0, 1)):
-                bits = [0, 0, 0]
-                bits[axis], bits[u], bits[v] = side, du, dv
-                quad.append(bits[0] | bits[1] << 1 | bits[2] << 2)
+                pos = [0, 0, 0]
+                pos[axis], pos[u], pos[v] = side, du, dv
+                quad.append(CORNERS.index(tuple(pos)))
             normal = np.zeros(3)
             normal[axis] = 1.0 if side else -1.0
             out.append((normal, quad))
@@ -60,7 +67,7 @@ def _faces():
 
 
 def _edge_index(a: int, b: int) -> int:
-    return EDGES.index((min(a, b), max(a, b)))
+    return _EDGE_ID[frozenset((a, b))]
 
 
 def _case_triangles(case: int, faces) -> list:
@@ -133,7 +140,7 @@ def case_tables():
         tris = _case_triangles(case, faces)
         edges += [e for t in tris for e in t]
         start.append(start[-1] + len(tris))
-    info = [CORNERS[a] + ((a ^ b).bit_length() - 1,) for a, b in EDGES]
+    info = [CORNERS[a] + (next(d for d in range(3) if CORNERS[b][d] != CORNERS[a][d]),) for a, b in EDGES]
     return (np.array(start, dtype=np.int32), np.array(edges, dtype=np.int32), np.array(info, dtype=np.int32))
 
 
@@ -186,8 +193,7 @@ def _mc_count(field: array(dtype=float, ndim=3), threshold: float, tri_start: ar
             if ((low ^ high) & 1) != 0:
                 nv += 1
             if xin and yin:
-                code = ((low & 3) | ((low & 4) << 1) | ((low & 8) >> 1) | ((high & 3) << 4) | ((high & 4) << 5)
-                        | ((high & 8) << 3))
+                code = low | (high << 4)
                 codes[i, j, k] = T.uint8(code)
                 nt += tri_start[code + 1] - tri_start[code]
             low = high
@@ -259,83 +265,183 @@ def _device_tables(device):
     return _tables[device.alias]
 
 
-class MarchingCubes:
-    """Iso-surface extraction for fields of ``nx * ny * nz`` nodes on ``device``.
+def _scratch(device, shape: tuple) -> tuple:
+    nx, ny, nz = shape
+    return (empty((nx - 1, ny - 1, nz - 1), dtype=T.uint8, device=device), empty(nx * ny, dtype=int, device=device),
+            empty(nx * ny, dtype=int, device=device), empty((nx, ny, nz, 3), dtype=int, device=device))
 
-    ``max_verts`` and ``max_tris`` are accepted for Warp compatibility and ignored (outputs are
-    sized exactly). ``lower`` / ``upper``: the positions of nodes (0, 0, 0) and
-    (nx - 1, ny - 1, nz - 1); by default node (i, j, k) sits at (i, j, k).
+
+def _extract(field: array, threshold: float, lower, delta, scratch: tuple) -> tuple:
+    """(verts, indices) of ``field == threshold``; ``field`` already checked, ``scratch`` from ``_scratch``."""
+    dev = field.device
+    nx, ny, nz = field.shape
+    tri_start, tri_edges, edge_info = _device_tables(dev)
+    codes, row_verts, row_tris, edge_vert = scratch
+    launch(_mc_count, dim=(nx, ny), inputs=[field, threshold, tri_start, codes, row_verts, row_tris],
+           device=dev, record_tape=False)
+    counts = np.stack([row_verts.numpy(), row_tris.numpy()])
+    first = np.zeros_like(counts)
+    np.cumsum(counts[:, :-1], axis=1, out=first[:, 1:])
+    nverts, ntris = (int(x) for x in first[:, -1] + counts[:, -1])
+    # fresh arrays: a Tape that recorded an earlier call's vertex launch still reads its own
+    vert_first, tri_first = array(first[0], dtype=int, device=dev), array(first[1], dtype=int, device=dev)
+    verts = empty(nverts, dtype=T.vec3, device=dev, requires_grad=field.requires_grad)
+    indices = empty(3 * ntris, dtype=int, device=dev)
+    if nverts:
+        launch(_mc_verts, dim=(nx, ny), inputs=[field, threshold, lower, delta, vert_first],
+               outputs=[verts, edge_vert], device=dev)
+    if ntris:
+        launch(_mc_tris, dim=(nx, ny), inputs=[codes, tri_start, tri_edges, edge_info, edge_vert, tri_first],
+               outputs=[indices], device=dev, record_tape=False)
+    return verts, indices
+
+
+class _DerivedTable:
+    """A case table as a class attribute: a tuple of ints, derived from ``case_tables()`` at first access."""
+
+    def __init__(self, index: int, scale: int):
+        self.index, self.scale = index, scale
+
+    def __set_name__(self, owner, name):
+        self.name = name
+
+    def __get__(self, obj, owner=None) -> tuple:
+        key = "public", self.name
+        if key not in _tables:
+            if "np" not in _tables:
+                _tables["np"] = case_tables()
+            _tables[key] = tuple(int(x) * self.scale for x in _tables["np"][self.index])
+        return _tables[key]
+
+
+class _Unset:
+    def __repr__(self):
+        return "None"
+
+
+_UNSET = _Unset()  # a deprecated argument's default: tells "not given" from None
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+def _legacy_bound(value, legacy, name: str, legacy_name: str):
+    if legacy is _UNSET:
+        return value
+    if value is not None and legacy is not None:
+        raise TypeError(f"IsoSurfaceMarchingCubes: Cannot specify both `{name}` and `{legacy_name}`")
+    deprecated(f"IsoSurfaceMarchingCubes() argument `{legacy_name}` is deprecated. Use `{name}` instead.", 3)
+    return value if legacy is None else legacy
+
+
+class IsoSurfaceMarchingCubes(IsoSurfaceBase):
+    """Marching cubes for fields of ``nx * ny * nz`` nodes (``simkit.MarchingCubes`` is the same class).
+
+    ``surface(field, threshold)`` extracts into ``.verts`` / ``.indices`` and also returns them;
+    ``IsoSurfaceMarchingCubes.extract(field, threshold, lower=..., upper=...)`` needs no instance.
+    ``lower`` / ``upper``: positions of nodes (0, 0, 0) and (nx - 1, ny - 1, nz - 1) (default: node
+    (i, j, k) at (i, j, k)). ``device``: the device fields must be on (default: any; outputs go to the
+    field's device). Outputs are sized exactly, so Warp's ``max_verts`` / ``max_tris`` are accepted
+    and ignored, also as the 4th and 5th positional arguments of Warp <= 1.18's ``MarchingCubes`` (two
+    integers in the places of ``lower`` and ``upper``).
+    ``domain_bounds_lower_corner`` / ``_upper_corner`` are deprecated names of ``lower`` / ``upper``.
+
+    The case tables, for kernels of your own: corner ``c`` of a cell (bit ``c`` of its case, set when
+    the field is >= threshold there) is at offset ``CUBE_CORNER_OFFSETS[c]``; edge ``e`` joins corners
+    ``EDGE_TO_CORNERS[e]``; the triangles of case ``c`` are the edge triples
+    ``TRI_LOCAL_INDICES[CASE_TO_TRI_RANGE[c]:CASE_TO_TRI_RANGE[c + 1]]``, wound counter-clockwise seen
+    from the corners set in ``c``.
+
+    Example::
+
+        iso = sk.geometry.IsoSurfaceMarchingCubes(64, 64, 64, lower=(-1, -1, -1), upper=(1, 1, 1))
+        verts, indices = iso.surface(field, 0.0)   # field: array3d of float32, shape (64, 64, 64)
+        verts, indices = sk.geometry.IsoSurfaceMarchingCubes.extract(field, 0.0)   # node (i, j, k) at (i, j, k)
     """
 
-    def __init__(self, nx: int, ny: int, nz: int, max_verts: int = 0, max_tris: int = 0, device=None, *,
-                 lower=None, upper=None):
-        try:
-            dims = tuple(operator.index(d) for d in (nx, ny, nz))
-        except TypeError:
-            raise TypeError(f"MarchingCubes dimensions must be integers, got ({nx!r}, {ny!r}, {nz!r})") from None
-        if any(d < 2 for d in dims):
-            raise ValueError(f"MarchingCubes needs at least 2 nodes on each axis (1 cell), got {dims}")
-        self.nx, self.ny, self.nz = dims
+    CUBE_CORNER_OFFSETS = CORNERS
+    EDGE_TO_CORNERS = EDGES
+    CASE_TO_TRI_RANGE = _DerivedTable(0, 3)
+    TRI_LOCAL_INDICES = _DerivedTable(1, 1)
+
+    def __init__(self, nx: int, ny: int, nz: int, lower=None, upper=None, device=None, *, max_verts=None,
+                 max_tris=None, domain_bounds_lower_corner=_UNSET, domain_bounds_upper_corner=_UNSET):
+        if _is_count(lower) and _is_count(upper):  # Warp <= 1.18: MarchingCubes(nx, ny, nz, max_verts, max_tris)
+            max_verts, max_tris, lower, upper = lower, upper, None, None
+        lower = _legacy_bound(lower, domain_bounds_lower_corner, "lower", "domain_bounds_lower_corner")
+        upper = _legacy_bound(upper, domain_bounds_upper_corner, "upper", "domain_bounds_upper_corner")
+        super().__init__(nx, ny, nz, lower=lower, upper=upper)
         self.max_verts, self.max_tris = max_verts, max_tris
-        self.device = get_device(device)
-        self.lower, self.upper = lower, upper
-        self.verts = None
-        self.indices = None
+        self.device = None if device is None else get_device(device)
         self._scratch = None
 
-    def resize(self, nx: int, ny: int, nz: int, max_verts: int = 0, max_tris: int = 0) -> None:
-        """Change the field dimensions (Warp compatibility)."""
-        self.__init__(nx, ny, nz, max_verts, max_tris, self.device, lower=self.lower, upper=self.upper)
+    def resize(self, nx: int, ny: int, nz: int, max_verts=None, max_tris=None) -> None:
+        """Use the instance for fields of ``nx * ny * nz`` nodes (``max_verts`` / ``max_tris`` ignored)."""
+        super().resize(nx, ny, nz)
+        self.max_verts, self.max_tris = max_verts, max_tris
+        self._scratch = None
 
-    def _bounds(self):
-        n = np.array([self.nx, self.ny, self.nz], dtype=np.float64)
-        lo = np.zeros(3) if self.lower is None else np.asarray(self.lower, dtype=np.float64).reshape(3)
-        hi = (n - 1.0) if self.upper is None else np.asarray(self.upper, dtype=np.float64).reshape(3)
-        return T.vec3(lo), T.vec3((hi - lo) / (n - 1.0))
-
-    def surface(self, field: array, threshold: float):
+    def surface(self, field: array, threshold: float) -> tuple:
         """Extract the surface ``field == threshold``; returns (and stores as ``.verts`` /
         ``.indices``) the vertices (array of vec3) and the triangle indices (array of int32, 3 per
         triangle, normals towards values >= threshold)."""
-        if not isinstance(field, array) or field.is_type:
-            raise TypeError(f"MarchingCubes.surface: field must be a simkit array3d of float32, "
-                            f"got {type(field).__name__}")
-        if field.dtype is not T.float32 or field.ndim != 3:
-            raise TypeError(f"MarchingCubes.surface: field must be an array3d of float32, got ndim={field.ndim}, "
-                            f"dtype={T.type_name(field.dtype)}")
-        if field.shape != (self.nx, self.ny, self.nz):
-            raise ValueError(f"MarchingCubes.surface: field shape {field.shape} does not match the grid "
-                             f"({self.nx}, {self.ny}, {self.nz})")
-        if field.device != self.device:
-            raise TypeError(f"MarchingCubes.surface: field is on {field.device}, MarchingCubes on {self.device}")
-        threshold = float(threshold)
-        dev = self.device
-        nx, ny, nz = self.nx, self.ny, self.nz
-        tri_start, tri_edges, edge_info = _device_tables(dev)
-        if self._scratch is None:
-            self._scratch = (empty((nx - 1, ny - 1, nz - 1), dtype=T.uint8, device=dev),
-                             empty(nx * ny, dtype=int, device=dev), empty(nx * ny, dtype=int, device=dev),
-                             empty((nx, ny, nz, 3), dtype=int, device=dev))
-        codes, row_verts, row_tris, edge_vert = self._scratch
-        launch(_mc_count, dim=(nx, ny), inputs=[field, threshold, tri_start, codes, row_verts, row_tris],
-               device=dev, record_tape=False)
-        counts = np.stack([row_verts.numpy(), row_tris.numpy()])
-        first = np.zeros_like(counts)
-        np.cumsum(counts[:, :-1], axis=1, out=first[:, 1:])
-        nverts, ntris = (int(x) for x in first[:, -1] + counts[:, -1])
-        # fresh arrays: a Tape that recorded an earlier call's vertex launch still reads its own
-        vert_first, tri_first = array(first[0], dtype=int, device=dev), array(first[1], dtype=int, device=dev)
-        lower, delta = self._bounds()
-        verts = empty(nverts, dtype=T.vec3, device=dev, requires_grad=field.requires_grad)
-        indices = empty(3 * ntris, dtype=int, device=dev)
-        if nverts:
-            launch(_mc_verts, dim=(nx, ny), inputs=[field, threshold, lower, delta, vert_first],
-                   outputs=[verts, edge_vert], device=dev)
-        if ntris:
-            launch(_mc_tris, dim=(nx, ny), inputs=[codes, tri_start, tri_edges, edge_info, edge_vert, tri_first],
-                   outputs=[indices], device=dev, record_tape=False)
-        self.verts, self.indices = verts, indices
-        return verts, indices
+        who = "IsoSurfaceMarchingCubes.surface"
+        self._check_field_shape(field)
+        check_field(field, who)
+        if self.device is not None and field.device != self.device:
+            raise TypeError(f"{who}: field is on {field.device}, the IsoSurfaceMarchingCubes is on {self.device}")
+        lower, delta = grid_bounds(field.shape, self.lower, self.upper, who)
+        key = (field.device.alias, field.shape)
+        if self._scratch is None or self._scratch[0] != key:
+            self._scratch = (key, _scratch(field.device, field.shape))
+        self.verts, self.indices = _extract(field, float(threshold), lower, delta, self._scratch[1])
+        return self.verts, self.indices
+
+    @classmethod
+    def extract(cls, field: array, threshold: float = 0.0, *, lower=None, upper=None) -> tuple:
+        """(verts, indices) of the surface ``field == threshold``, on the field's device, without an
+        instance: vertices as an array of vec3, triangles as a flat array of int32 (3 per triangle)."""
+        who = f"{cls.__name__}.extract"
+        check_field(field, who)
+        lo, delta = grid_bounds(field.shape, lower, upper, who)
+        return _extract(field, float(threshold), lo, delta, _scratch(field.device, field.shape))
+
+    @staticmethod
+    def extract_surface_marching_cubes(field: array, threshold: float = 0.0, domain_bounds_lower_corner=None,
+                                       domain_bounds_upper_corner=None) -> tuple:
+        """Deprecated name of ``extract`` (Warp compatibility)."""
+        deprecated("IsoSurfaceMarchingCubes.extract_surface_marching_cubes() is deprecated. "
+                   "Use IsoSurfaceMarchingCubes.extract() instead.")
+        return IsoSurfaceMarchingCubes.extract(field, threshold, lower=domain_bounds_lower_corner,
+                                               upper=domain_bounds_upper_corner)
+
+    @property
+    def domain_bounds_lower_corner(self):
+        """Deprecated name of ``lower``."""
+        deprecated("IsoSurfaceMarchingCubes.domain_bounds_lower_corner is deprecated. Use `lower` instead.")
+        return self.lower
+
+    @domain_bounds_lower_corner.setter
+    def domain_bounds_lower_corner(self, value):
+        deprecated("IsoSurfaceMarchingCubes.domain_bounds_lower_corner is deprecated. Use `lower` instead.")
+        self.lower = value
+
+    @property
+    def domain_bounds_upper_corner(self):
+        """Deprecated name of ``upper``."""
+        deprecated("IsoSurfaceMarchingCubes.domain_bounds_upper_corner is deprecated. Use `upper` instead.")
+        return self.upper
+
+    @domain_bounds_upper_corner.setter
+    def domain_bounds_upper_corner(self, value):
+        deprecated("IsoSurfaceMarchingCubes.domain_bounds_upper_corner is deprecated. Use `upper` instead.")
+        self.upper = value
 
     def __repr__(self):
-        return f"MarchingCubes({self.nx}, {self.ny}, {self.nz}, device={self.device.alias})"
+        device = "" if self.device is None else f", device={self.device.alias}"
+        return f"IsoSurfaceMarchingCubes({self.nx}, {self.ny}, {self.nz}{device})"
+
+
+#: The name simkit's core language uses (LANGUAGE.md), and Warp <= 1.18's; the same class, without a warning.
+MarchingCubes = IsoSurfaceMarchingCubes

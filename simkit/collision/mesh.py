@@ -40,13 +40,13 @@ from ..kernels import types as T
 from ..runtime import array, empty, launch
 from ..runtime.device import get_device
 from . import bvh_build as B
-from .bvh import build, check_constructor, check_finite, check_vec3_array
+from .bvh import build, check_constructor, check_finite, check_groups, check_vec3_array, tree_groups
 from ..runtime import handles
 from ..runtime.tape import active_tape
 from .descriptor import Descriptor
 
-_MESH_T = _struct.Struct("<QQQQQii" "QQQQQQ" "fiii")  # sk::mesh_t (112 bytes)
-assert _MESH_T.size == 112
+_MESH_T = _struct.Struct("<QQQQQii" "QQii" "QQQQQQ" "fiii")  # sk::mesh_t (136 bytes)
+assert _MESH_T.size == 136
 # SAH cost of a node visit relative to one face test: node visits miss the cache more than the
 # (contiguous) faces of a leaf, so leaves of up to 8 faces measured fastest for point and ray queries
 C_TRAV = 4.0
@@ -67,7 +67,8 @@ class Mesh:
     ``mesh_query_point_sign_winding_number`` needs (else that query signs by ray votes, as in Warp).
     Arguments follow Warp's ``Mesh``; ``bvh_constructor`` "sah" (default) | "median" ("lbvh" builds the
     SAH tree), ``bvh_leaf_size`` at most 8 faces per leaf (the default); ``device`` defaults to the
-    arrays' device.
+    arrays' device. ``groups`` (an int32 array, one group id >= 0 per face) builds every group's faces
+    into one subtree: ``mesh_get_group_root(id, group)`` gives the ``root`` of that group's ray queries.
 
     Tape: moving ``points`` in place and calling ``refit()`` inside ``with tape:`` is differentiated
     exactly (each step's adjoints run against that step's geometry); it costs one clone of the points
@@ -112,7 +113,7 @@ class Mesh:
                 raise ValueError(f"Mesh: velocities has {velocities.shape[0]} entries, points {points.shape[0]}")
         if not 1 <= bvh_leaf_size <= B.LANES:
             raise ValueError(f"Mesh: bvh_leaf_size must be in [1, {B.LANES}], got {bvh_leaf_size}")
-        self.points, self.indices, self.velocities = points, indices, velocities
+        self._points, self.indices, self._velocities = points, indices, velocities
         self.support_winding_number = bool(support_winding_number)
         nf = idx.size // 3
         # face boxes (the build's items) and the mean edge length, on the CPU
@@ -122,7 +123,8 @@ class Mesh:
         perimeter = empty(nf, dtype=T.float32, device="cpu")
         launch(B._face_boxes, nf, inputs=[cpu_idx, cpu_pts, lo, hi, perimeter], device="cpu", record_tape=False)
         self._edge_len = float(perimeter.numpy().mean(dtype=np.float64) / 3.0)
-        self._tree = build(lo, hi, self.device, bvh_constructor, int(bvh_leaf_size), C_TRAV, lanes=B.LANES)
+        self._tree = build(lo, hi, self.device, bvh_constructor, int(bvh_leaf_size), C_TRAV, lanes=B.LANES,
+                           groups=check_groups(groups, nf, "Mesh"))
         slots = self._tree.prims.shape[0]  # leaves padded to blocks of B.LANES faces
         prims = self._tree.prims.numpy()
         vids = idx.reshape(-1, 3).take(np.maximum(prims, 0), axis=0)  # vertex indices of each slot's face
@@ -150,6 +152,38 @@ class Mesh:
     def num_faces(self) -> int:
         return self.indices.shape[0] // 3
 
+    @property
+    def points(self) -> array:
+        """The vertex positions (vec3 array). Moved in place, they need ``refit()``; assigning a new array (same
+        device and length) refits the mesh from it, as in Warp."""
+        return self._points
+
+    @points.setter
+    def points(self, points: array):
+        self._check_replacement("points", points)
+        self._points = points
+        self.refit()
+
+    @property
+    def velocities(self) -> array | None:
+        """The per-vertex velocities (vec3 array, or None). Assigning a new one (same device, one per point) or
+        None refits the mesh (so that a Tape records the change)."""
+        return self._velocities
+
+    @velocities.setter
+    def velocities(self, velocities: array | None):
+        if velocities is not None:
+            self._check_replacement("velocities", velocities)
+        self._velocities = velocities
+        self.refit()  # (rewrites the descriptor; under a Tape, records the change like a refit)
+
+    def _check_replacement(self, name: str, a):
+        check_vec3_array(name, a, "Mesh")
+        if a.device != self.device:
+            raise ValueError(f"Mesh: the new {name} are on {a.device.alias}, the mesh on {self.device.alias}")
+        if a.ndim != 1 or a.shape[0] != self._points.shape[0]:
+            raise ValueError(f"Mesh: the new {name} have shape {a.shape}, the points {self._points.shape}")
+
     def refit(self):
         """Recompute the face data and every box of the tree from the current ``points`` (same topology).
 
@@ -167,7 +201,7 @@ class Mesh:
     def _tape_restore(self, state):
         """Put the mesh back into an earlier state (``Tape.backward()``, for a refit inside the Tape)."""
         self._tape_state = handles.restore(state)
-        self.points, self.velocities = (state.sources + (None,))[:2]
+        self._points, self._velocities = (state.sources + (None,))[:2]
         self._refit()
 
     def _refit(self):
@@ -186,5 +220,6 @@ class Mesh:
         vel = self.velocities.ptr if self.velocities is not None else 0
         wn = self._wn.ptr if self._wn is not None else 0
         self._desc.write(_MESH_T.pack(tree.ptr, tree.prims.ptr, self._item_lo.ptr, self._item_hi.ptr,
-                                      tree.wide.ptr, tree.num_nodes, self.num_faces, self._tris.ptr, p.ptr, grad, vel,
+                                      tree.wide.ptr, tree.num_nodes, self.num_faces, *tree_groups(tree), 0,
+                                      self._tris.ptr, p.ptr, grad, vel,
                                       self.indices.ptr, wn, self._edge_len, p.shape[0], self.num_faces, 0))

@@ -56,6 +56,16 @@ def _side_effect(s) -> bool:
     return s.kind == "builtin" and s.builtin is not None and not s.builtin.replay
 
 
+def _outputs(s) -> list:
+    """The variables statement ``s`` assigns: its results, and the arguments a differentiable builtin updates
+    in place (Warp's older output-argument forms of the mesh queries: ``mesh_query_ray(..., t, u, v, ...)``)."""
+    outs = ir.defines(s)
+    b = s.builtin if isinstance(s, ir.Call) and s.kind == "builtin" else None
+    if b is not None and b.inout and b.differentiable:
+        outs = outs + [a for name, a in zip(b.input_types, s.args) if name in b.inout and not a.is_const]
+    return outs
+
+
 def _differentiable(s) -> bool:
     if isinstance(s, ir.Call):
         if s.kind == "builtin":
@@ -80,7 +90,7 @@ class Activity:
             for s in stmts:
                 if not _differentiable(s) or not any(a.name in self.varied for a in ir.reads(s) if a is not None):
                     continue
-                for o in ir.defines(s):
+                for o in _outputs(s):
                     if o.name not in self.varied and carries_gradient(o.type):
                         self.varied.add(o.name)
                         changed = True
@@ -94,7 +104,7 @@ class Activity:
         while changed:  # backward: into the inputs of differentiable operations with useful results
             changed = False
             for s in stmts:
-                if not _differentiable(s) or not any(o.name in self.useful for o in ir.defines(s)):
+                if not _differentiable(s) or not any(o.name in self.useful for o in _outputs(s)):
                     continue
                 for a in ir.reads(s):
                     if a is not None and a.name not in self.useful:
@@ -107,11 +117,11 @@ class Activity:
     def dead(self, s) -> bool:
         """A value statement (call, copy, field access) with results, none of them active, and no side
         effect: its adjoint statement would only add zeros."""
-        outs = ir.defines(s)
+        outs = _outputs(s)
         return (isinstance(s, (ir.Call, ir.Copy, ir.GetField, ir.SetField)) and bool(outs) and not _side_effect(s)
                 and not any(self.active(o) for o in outs))
 
     def inactive_loop(self, s) -> bool:
         """A loop none of whose statements (condition included) defines an active value."""
         blocks = [s.body] + ([s.cond_block] if isinstance(s, ir.While) else [])
-        return not any(self.active(o) for b in blocks for t in _stmts(b) for o in ir.defines(t))
+        return not any(self.active(o) for b in blocks for t in _stmts(b) for o in _outputs(t))

@@ -21,7 +21,7 @@ import sys
 
 from . import types as T
 from .frontend import SourceInfo, build
-from .frontend.builder import Py
+from .frontend.builder import Py, TupleValue
 
 
 def _annotations(pyfunc) -> dict:
@@ -64,6 +64,9 @@ def _param_types(pyfunc, *, required: bool) -> dict:
             continue
         try:
             types[name] = T.as_kernel_type(ann)
+            if required and isinstance(types[name], T.TupleType):
+                raise TypeError(f"kernel parameters cannot be tuples ({T.type_name(types[name])}); pass "
+                                f"the values as separate parameters, or to a @func")
         except TypeError as e:
             from .errors import CompileError
 
@@ -284,7 +287,7 @@ def overload(kernel, arg_types=None):
     else:
         raise TypeError("overload: the types must be a list or a dict of parameter names")
     for name, t in types.items():
-        if T.is_generic(t) or not T.types_match(kernel.param_types[name], t):
+        if T.is_generic(t) or not T.types_match(kernel.param_types[name], t) or isinstance(t, T.TupleType):
             raise TypeError(f"overload of kernel '{kernel.key}': parameter '{name}' cannot be "
                             f"{T.type_name(t)} (declared {T.type_name(kernel.param_types[name])})")
     kernel.spec_for(tuple(types.values()))
@@ -351,9 +354,7 @@ class Function:
                 continue
             coerced, concrete, ok = [], {}, True
             for (pname, spec), a in zip(types.items(), args):
-                if a.weak and T.is_scalar(spec) and spec is not a.type and not (
-                        T.is_int(spec) and isinstance(a.const, float)):  # 1.5 never silently becomes 1
-                    a = builder.const(a.const, spec)
+                a = _coerce_literal(spec, a, builder)
                 if not T.types_match(spec, a.type):
                     ok = False
                     break
@@ -367,6 +368,10 @@ class Function:
         raise TypeError(f"no overload of @func '{self.key}' takes ({got}); candidates: {sigs}")
 
     def _spec(self, i, concrete: dict) -> FuncSpec:
+        tuples = [n for n, t in concrete.items() if isinstance(t, T.TupleType)]
+        if tuples and (self.native is not None or self._custom_for(i, self.custom_grads + self.custom_replays)):
+            raise TypeError(f"@func '{self.key}' has a @func_native body or a custom adjoint: its parameter "
+                            f"'{tuples[0]}' cannot be a tuple (pass the values as separate parameters)")
         key = (i, tuple(concrete.values()))
         spec = self.specs.get(key)
         if spec is not None:
@@ -423,6 +428,20 @@ class Function:
 
     def __repr__(self):
         return f"<simkit.Function {self.key}>"
+
+
+def _coerce_literal(spec, a, builder):
+    """An untyped literal argument (``5``, ``1.0``; also inside a tuple) as the parameter's scalar type."""
+    if isinstance(a, TupleValue):
+        specs = spec.types if isinstance(spec, T.TupleType) and spec.repeat is None else (
+            [spec.repeat] * len(a) if isinstance(spec, T.TupleType) else None)
+        if specs is None or len(specs) != len(a):
+            return a
+        return TupleValue(_coerce_literal(t, x, builder) for t, x in zip(specs, a))
+    if a.weak and T.is_scalar(spec) and spec is not a.type and not (
+            T.is_int(spec) and isinstance(a.const, float)):  # 1.5 never silently becomes 1
+        return builder.const(a.const, spec)
+    return a
 
 
 _functions: dict = {}

@@ -43,6 +43,24 @@ class CompileValueError(CompileError, ValueError):
     """A compile error about a value known at compile time, such as a slice bound (also a ``ValueError``)."""
 
 
+class CompileLimitError(CompileError, RuntimeError):
+    """A limit of the generated code is exceeded, such as printf's 32 values (also a ``RuntimeError``, as
+    Warp raises). The location and line come first, the message last::
+
+        kernel.py:12:8 (in 'k'):
+            printf("%d ...", a0, ..., a32)
+            ^
+        the maximum number of variadic arguments that can be passed to `printf` is 32
+    """
+
+    def _format(self) -> str:
+        full = CompileError(self.message, self.filename, self.line, self.col, self.source_line, self.function)
+        head, _, rest = str(full).partition("\n")
+        where = f"{self.filename}:{self.line}:{self.col + 1}" if self.filename else ""
+        head = where + (f" (in '{self.function}')" if self.function else "")
+        return "\n".join(x for x in (head + ":" if head else "", rest, self.message) if x)
+
+
 # Warp's names for them
 WarpCodegenError, WarpCodegenTypeError, WarpCodegenValueError = CompileError, CompileTypeError, CompileValueError
 

@@ -191,12 +191,30 @@ def breakpoint() -> Any:
     """Stop in an attached native debugger (gdb, cuda-gdb); a no-op without one."""
     ...
 
-def bvh_query_aabb(id: Any, low: Any, high: Any) -> Any:
-    """Start a query of the Bvh ``id`` for the items whose box overlaps [low, high] (boundaries included); iterate with ``bvh_query_next``."""
+def bvh_get_group_root(id: Any, group: Any) -> Any:
+    """The root of group ``group``'s subtree in the Bvh ``id`` (built with ``groups=``), for the ``root`` of its queries; -1 (the whole tree) when there is no such group."""
+    ...
+
+def bvh_query_aabb(*args: Any, **kwargs: Any) -> Any:
+    """Start a query of the Bvh ``id`` for the items whose box overlaps [low, high] (boundaries included); iterate with ``bvh_query_next``. Optional ``root``: a group's subtree root (from ``bvh_get_group_root``), or -1 for the whole tree.
+
+    Overloads:
+        bvh_query_aabb(id: uint64, low: vec3, high: vec3) -> BvhQuery
+        bvh_query_aabb(id: uint64, low: vec3, high: vec3, root: int32) -> BvhQuery
+    """
+    ...
+
+def bvh_query_capsule(*args: Any, **kwargs: Any) -> Any:
+    """Start a query of the Bvh ``id`` for the items whose box, grown by ``radius`` on every side, the ray ``start + t * dir`` meets; ``bvh_query_next(q, i, 1.0)`` bounds it to the segment [start, start + dir], both ends included (conservative near box corners; a negative radius counts as 0). Optional ``root``: a group's subtree root (from ``bvh_get_group_root``), or -1 for the whole tree.
+
+    Overloads:
+        bvh_query_capsule(id: uint64, start: vec3, dir: vec3, radius: float32) -> BvhQuery
+        bvh_query_capsule(id: uint64, start: vec3, dir: vec3, radius: float32, root: int32) -> BvhQuery
+    """
     ...
 
 def bvh_query_next(*args: Any, **kwargs: Any) -> Any:
-    """Advance ``query``: write the next matching item to ``index`` and return True, or return False when the traversal is done. For ray queries, only boxes entered at t < ``max_dist`` (default: inf) match.
+    """Advance ``query``: write the next matching item to ``index`` and return True, or return False when the traversal is done. For ray and capsule queries, only boxes entered at t < ``max_dist`` (default: inf; t <= ``max_dist`` for capsules) match; box and sphere queries ignore it. The query stores its kind, so one loop serves queries chosen at run time.
 
     Overloads:
         bvh_query_next(query: BvhQuery, index: int32, max_dist: float32) -> bool
@@ -204,8 +222,22 @@ def bvh_query_next(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
-def bvh_query_ray(id: Any, start: Any, dir: Any) -> Any:
-    """Start a query of the Bvh ``id`` for the items whose box the ray ``start + t * dir`` (t >= 0) meets; iterate with ``bvh_query_next`` (its ``max_dist`` bounds the entry parameter t, in multiples of |dir|)."""
+def bvh_query_ray(*args: Any, **kwargs: Any) -> Any:
+    """Start a query of the Bvh ``id`` for the items whose box the ray ``start + t * dir`` (t >= 0) meets; iterate with ``bvh_query_next`` (its ``max_dist`` bounds the entry parameter t, in multiples of |dir|). Optional ``root``: a group's subtree root (from ``bvh_get_group_root``), or -1 for the whole tree.
+
+    Overloads:
+        bvh_query_ray(id: uint64, start: vec3, dir: vec3) -> BvhQuery
+        bvh_query_ray(id: uint64, start: vec3, dir: vec3, root: int32) -> BvhQuery
+    """
+    ...
+
+def bvh_query_sphere(*args: Any, **kwargs: Any) -> Any:
+    """Start a query of the Bvh ``id`` for the items whose box is within ``radius`` of ``center`` (exact sphere-box distance, touching included; a negative radius counts as 0). Optional ``root``: a group's subtree root (from ``bvh_get_group_root``), or -1 for the whole tree.
+
+    Overloads:
+        bvh_query_sphere(id: uint64, center: vec3, radius: float32) -> BvhQuery
+        bvh_query_sphere(id: uint64, center: vec3, radius: float32, root: int32) -> BvhQuery
+    """
     ...
 
 def cast(*args: Any, **kwargs: Any) -> Any:
@@ -410,11 +442,15 @@ def hash_grid_point_id(id: Any, index: Any) -> Any:
     ...
 
 def hash_grid_query(*args: Any, **kwargs: Any) -> Any:
-    """Start a query of the hash grid ``id`` around ``point``; ``hash_grid_query_next`` then returns every point within ``max_dist`` of it (by the positions the grid was built with) and possibly farther ones: filter by distance.
+    """Start a query of the hash grid ``id`` around ``point``; ``hash_grid_query_next`` then returns every point within ``max_dist`` of it (by the positions the grid was built with) and possibly farther ones: filter by distance. The grid's precision (float16, float32 or float64) matches ``point``'s.
 
     Overloads:
         hash_grid_query(id: uint64, point: vec3, max_dist: float32) -> HashGridQuery
+        hash_grid_query(id: uint64, point: vec3, max_dist: float32, group: int32) -> HashGridQuery
+        hash_grid_query(id: uint64, point: vec3h, max_dist: float16) -> HashGridQuery
+        hash_grid_query(id: uint64, point: vec3h, max_dist: float16, group: int32) -> HashGridQuery
         hash_grid_query(id: uint64, point: vec3d, max_dist: float64) -> HashGridQuery
+        hash_grid_query(id: uint64, point: vec3d, max_dist: float64, group: int32) -> HashGridQuery
     """
     ...
 
@@ -611,6 +647,14 @@ def mesh_get(id: Any) -> Any:
     """The Mesh ``id``'s arrays: a MeshArrays (``points``, ``velocities``, ``indices``) sharing its memory; gradients of what is read from ``points`` reach the points array's ``.grad``."""
     ...
 
+def mesh_get_bvh(id: Any) -> Any:
+    """The id of the Mesh ``id``'s BVH over its face boxes, for the ``bvh_query_*`` builtins (the items they return are face indices)."""
+    ...
+
+def mesh_get_group_root(id: Any, group: Any) -> Any:
+    """The root of group ``group``'s faces in Mesh ``id`` (built with ``groups=``), for the ``root`` of its ray queries; -1 (the whole mesh) when there is no such group."""
+    ...
+
 def mesh_get_index(id: Any, index: Any) -> Any:
     """``indices[index]``: the vertex index at position ``index`` of the index buffer (-1 out of range)."""
     ...
@@ -624,11 +668,19 @@ def mesh_get_velocity(id: Any, index: Any) -> Any:
     ...
 
 def mesh_query_aabb(id: Any, low: Any, high: Any) -> Any:
-    """Start a query of the faces of Mesh ``id`` whose bounding box overlaps [low, high]; iterate with ``mesh_query_aabb_next`` (a broad phase: the face itself may miss the box)."""
+    """Start a query of the faces of Mesh ``id`` whose bounding box overlaps [low, high]; iterate with ``mesh_query_next`` (a broad phase: the face itself may miss the box)."""
     ...
 
 def mesh_query_aabb_next(query: Any, index: Any) -> Any:
-    """Advance ``query``: write the next face to ``index`` and return True, or return False when done."""
+    """Advance ``query`` (a box or sphere query): write the next matching face to ``index`` and return True, or return False when done. (Warp's older name of ``mesh_query_next``.)"""
+    ...
+
+def mesh_query_furthest_point_no_sign(id: Any, point: Any, min_dist: Any) -> Any:
+    """Furthest point on the Mesh ``id`` from ``point`` among faces with a point strictly farther than ``min_dist``: a MeshQueryPoint (``result``, ``face``, ``u``, ``v``; ``sign`` 0). Sliver faces are skipped. It is a vertex of that face, so (``u``, ``v``) is (1, 0), (0, 1) or (0, 0) and has no gradient: gradients reach ``point`` and the vertices through ``mesh_eval_position(id, face, u, v)``."""
+    ...
+
+def mesh_query_next(query: Any, index: Any) -> Any:
+    """Advance ``query`` (a box or sphere query): write the next matching face to ``index`` and return True, or return False when done."""
     ...
 
 def mesh_query_point(id: Any, point: Any, max_dist: Any) -> Any:
@@ -648,6 +700,16 @@ def mesh_query_point_sign_normal(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
+def mesh_query_point_sign_parity(*args: Any, **kwargs: Any) -> Any:
+    """Closest point on the Mesh ``id`` to ``point`` among faces strictly closer than ``max_dist``: a MeshQueryPoint (``result``, ``sign``, ``face``, ``u``, ``v``). Sliver faces are skipped. Sign by ray parity (Warp's): inside (-1) when at least half of ``n_sample`` (default 1) rays from the point cross the mesh an odd number of times, else +1. Ray directions are (1, 1, 1) plus a per-axis offset uniform in [-``perturbation_scale``, ``perturbation_scale``) (default 0.1), from a fixed seed (deterministic); n_sample <= 0 counts as inside. The sign looks at the whole mesh, whatever ``max_dist``.
+
+    Overloads:
+        mesh_query_point_sign_parity(id: uint64, point: vec3, max_dist: float32, n_sample: int32, perturbation_scale: float32) -> MeshQueryPoint
+        mesh_query_point_sign_parity(id: uint64, point: vec3, max_dist: float32, n_sample: int32) -> MeshQueryPoint
+        mesh_query_point_sign_parity(id: uint64, point: vec3, max_dist: float32) -> MeshQueryPoint
+    """
+    ...
+
 def mesh_query_point_sign_winding_number(*args: Any, **kwargs: Any) -> Any:
     """Closest point on the Mesh ``id`` to ``point`` among faces strictly closer than ``max_dist``: a MeshQueryPoint (``result``, ``sign``, ``face``, ``u``, ``v``). Sliver faces are skipped. Sign from the generalized winding number (inside when > ``threshold``, default 0.5), computed with the dipole approximation for subtrees farther than ``accuracy`` (default 2) times their radius; works for open meshes. Needs ``Mesh(..., support_winding_number=True)``, else falls back to the ray vote.
 
@@ -658,8 +720,35 @@ def mesh_query_point_sign_winding_number(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
-def mesh_query_ray(id: Any, start: Any, dir: Any, max_t: Any) -> Any:
-    """Closest hit of the ray ``start + t * dir`` with the Mesh ``id`` for 0 <= t < ``max_t`` (t in multiples of |dir|; watertight triangle test): a MeshQueryRay (``result``, ``sign``, ``face``, ``t``, ``u``, ``v``, ``normal``)."""
+def mesh_query_ray(*args: Any, **kwargs: Any) -> Any:
+    """Closest hit of the ray ``start + t * dir`` with the Mesh ``id`` for 0 <= t < ``max_t`` (t in multiples of |dir|; watertight triangle test): a MeshQueryRay (``result``, ``sign``, ``face``, ``t``, ``u``, ``v``, ``normal``). Optional ``root``: a group's subtree root (from ``mesh_get_group_root``), or -1 for the whole mesh.
+
+    Overloads:
+        mesh_query_ray(id: uint64, start: vec3, dir: vec3, max_t: float32) -> MeshQueryRay
+        mesh_query_ray(id: uint64, start: vec3, dir: vec3, max_t: float32, root: int32) -> MeshQueryRay
+    """
+    ...
+
+def mesh_query_ray_anyhit(*args: Any, **kwargs: Any) -> Any:
+    """Whether the ray ``start + t * dir`` hits a face of Mesh ``id`` with 0 <= t < ``max_t`` (stops at the first hit found: cheaper than ``mesh_query_ray``). Optional ``root``: a group's subtree root (from ``mesh_get_group_root``), or -1 for the whole mesh.
+
+    Overloads:
+        mesh_query_ray_anyhit(id: uint64, start: vec3, dir: vec3, max_t: float32) -> bool
+        mesh_query_ray_anyhit(id: uint64, start: vec3, dir: vec3, max_t: float32, root: int32) -> bool
+    """
+    ...
+
+def mesh_query_ray_count_intersections(*args: Any, **kwargs: Any) -> Any:
+    """The number of faces of Mesh ``id`` the ray ``start + t * dir`` meets at t >= 0 (odd: the origin is inside a closed mesh); a ray through an edge or vertex counts every face there. Optional ``root``: a group's subtree root (from ``mesh_get_group_root``), or -1 for the whole mesh.
+
+    Overloads:
+        mesh_query_ray_count_intersections(id: uint64, start: vec3, dir: vec3) -> int32
+        mesh_query_ray_count_intersections(id: uint64, start: vec3, dir: vec3, root: int32) -> int32
+    """
+    ...
+
+def mesh_query_sphere(id: Any, center: Any, radius: Any) -> Any:
+    """Start a query of the faces of Mesh ``id`` within ``radius`` of ``center`` (exact point-triangle distance, touching included; a negative radius counts as 0); iterate with ``mesh_query_next``."""
     ...
 
 def mesh_query_winding_number(id: Any, point: Any, accuracy: Any) -> Any:

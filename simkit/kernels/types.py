@@ -193,6 +193,15 @@ def _transform_parts(args, kw) -> tuple:
     return parts.get("p", (0, 0, 0)), parts.get("q", (0, 0, 0, 1))
 
 
+def _components(a, np_dt) -> np.ndarray:
+    """``a`` as a flat array of ``np_dt``; an integer out of an integer type's range wraps, as a C cast (and Warp's
+    ctypes) does: ``vec3ub(1, -2, 3)`` holds 254."""
+    try:
+        return np.asarray(a, dtype=np_dt).reshape(-1)
+    except OverflowError:
+        return np.asarray(a, dtype=np.int64).astype(np_dt).reshape(-1)
+
+
 class value_base(np.ndarray):
     """Base of vector/matrix/quaternion/transform classes (fixed-shape numpy arrays)."""
 
@@ -219,9 +228,9 @@ class value_base(np.ndarray):
             if not isinstance(args[0], (_py.int, _py.float, np.generic)):
                 raise TypeError(f"Invalid argument in {cls._kind} constructor: expected a scalar value, "
                                 f"got {type(args[0]).__name__}")
-            flat = np.full(n, args[0], dtype=np_dt)
+            flat = np.full(n, _components(args[0], np_dt)[0], dtype=np_dt)
         else:
-            parts = [np.asarray(a, dtype=np_dt).reshape(-1) for a in args]
+            parts = [_components(a, np_dt) for a in args]
             flat = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
             if flat.size != n:
                 raise ValueError(f"{cls.__name__} needs {n} values, got {flat.size}")
@@ -299,6 +308,27 @@ class value_base(np.ndarray):
 
     def __itruediv__(self, other):
         return self / other if isinstance(other, value_base) else np.ndarray.__itruediv__(self, other)
+
+    # rows and columns of a matrix (copies), as Warp's Python matrices give and take them
+    def _matrix_axis(self, axis: int, index: int):
+        if self._kind != "matrix":
+            raise AttributeError(f"{type(self).__name__} is not a matrix: it has no rows or columns")
+        rows, cols = self._shape
+        if not -(rows, cols)[axis] <= index < (rows, cols)[axis]:
+            raise IndexError(f"{('row', 'column')[axis]} {index} out of range for {type(self).__name__}")
+        return vector((cols, rows)[axis], self._dtype)
+
+    def get_row(self, r: int):
+        return self._matrix_axis(0, r)(np.asarray(self)[r])
+
+    def get_col(self, c: int):
+        return self._matrix_axis(1, c)(np.asarray(self)[:, c])
+
+    def set_row(self, r: int, value) -> None:
+        self[r] = self._matrix_axis(0, r)(value)
+
+    def set_col(self, c: int, value) -> None:
+        self[:, c] = self._matrix_axis(1, c)(value)
 
     # component names
     def _comp(i):  # noqa: N805
@@ -459,11 +489,54 @@ class IndexedArrayType(ArrayType):
         return f"indexedarray(dtype={type_name(self.dtype)}, ndim={self.ndim})"
 
 
+class TupleType:
+    """A tuple of values as a @func parameter: ``tuple[vec3, float]`` (fixed types), ``tuple[int, ...]``
+    (any length, each value an int: ``repeat``), bare ``tuple`` (any values). A compile-time group: a
+    func takes its values one by one (frontend/builder.py), so each tuple type specialises the func."""
+
+    __slots__ = ("types", "repeat")
+
+    def __init__(self, types=(), repeat=None):
+        self.types = _py.tuple(types)
+        self.repeat = repeat
+
+    def __eq__(self, other):
+        return type(other) is TupleType and other.types == self.types and other.repeat == self.repeat
+
+    def __hash__(self):
+        return hash((TupleType, self.types, self.repeat))
+
+    def __repr__(self):
+        if self.repeat is not None:
+            return f"tuple[{type_name(self.repeat)}, ...]"
+        return "tuple[" + ", ".join(type_name(t) for t in self.types) + "]"
+
+    @property
+    def generic(self) -> _py.bool:
+        return self.repeat is not None or _py.any(is_generic(t) for t in self.types)
+
+
+def tuple_type(annotation) -> TupleType:
+    """The TupleType of a ``tuple[...]`` / ``typing.Tuple[...]`` annotation (bare ``tuple``: any values)."""
+    if annotation is _py.tuple or annotation is typing.Tuple:
+        return TupleType(repeat=Any)
+    args = typing.get_args(annotation)
+    if args == ((),):  # tuple[()]: the empty tuple
+        return TupleType(())
+    if len(args) == 2 and args[1] is Ellipsis:
+        return TupleType(repeat=as_kernel_type(args[0]))
+    if Ellipsis in args:
+        raise TypeError(f"{annotation!r}: '...' may only follow the one element type (tuple[int, ...])")
+    return TupleType(as_kernel_type(a) for a in args)
+
+
 def as_kernel_type(annotation):
     """Normalise a Python annotation to a compiler type (or raise TypeError)."""
     t = getattr(annotation, "__simkit_type__", None)
     if t is not None:
         return t() if callable(t) else t
+    if annotation is _py.tuple or annotation is typing.Tuple or typing.get_origin(annotation) is _py.tuple:
+        return tuple_type(annotation)
     t = normalize_dtype(annotation)
     if is_scalar(t) or is_value(t) or isinstance(t, (ArrayType, _Generic)) or is_struct(t) or is_opaque(t):
         return t
@@ -485,7 +558,7 @@ def is_generic(t) -> _py.bool:
         return True
     if is_value(t):
         return t._generic
-    if isinstance(t, ArrayType):
+    if isinstance(t, (ArrayType, TupleType)):
         return t.generic
     return False
 
@@ -494,7 +567,7 @@ def type_name(t) -> str:
     """A readable name for error messages: 'float32', 'vec3', 'array(dtype=float32, ndim=1)'."""
     if t is None:
         return "None"
-    if isinstance(t, (_Generic, ArrayType)):
+    if isinstance(t, (_Generic, ArrayType, TupleType)):
         return repr(t)
     if is_scalar(t):
         return t._type_name
@@ -533,6 +606,10 @@ def types_match(spec, t) -> _py.bool:
         return types_match(spec._dtype, t._dtype)
     if isinstance(spec, ArrayType) and isinstance(t, ArrayType):
         return spec.ndim == t.ndim and types_match(spec.dtype, t.dtype)
+    if isinstance(spec, TupleType) and isinstance(t, TupleType) and t.repeat is None:
+        if spec.repeat is not None:
+            return _py.all(types_match(spec.repeat, x) for x in t.types)
+        return len(spec.types) == len(t.types) and _py.all(types_match(a, b) for a, b in zip(spec.types, t.types))
     return False
 
 

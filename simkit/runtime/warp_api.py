@@ -73,5 +73,26 @@ def dtype_to_numpy(simkit_dtype) -> np.dtype:
     return np.dtype(t._np)
 
 
-__all__ = ["clear_kernel_cache", "is_cpu_available", "is_device_available", "get_cuda_devices", "get_cuda_device",
-           "get_preferred_device", "dtype_from_numpy", "dtype_to_numpy"]
+
+def load_module(module=None, device=None, recursive: bool = False, block_dim=None) -> None:
+    """Compile (or fetch from the cache) the kernels of ``module`` (a module or its name; default: the
+    calling module) for ``device`` now, as Warp's ``load_module`` does, instead of at their first launch:
+    its non-generic kernels and the specialisations made so far. ``recursive`` and ``block_dim`` are
+    accepted for Warp compatibility and change nothing."""
+    import sys
+
+    from ..kernels.module import get_module, native_key
+
+    if module is None:
+        name = sys._getframe(1).f_globals.get("__name__", "__main__")
+    else:
+        name = module if isinstance(module, str) else module.__name__
+    dev = get_device(device)
+    m = get_module(name)
+    pending = m.pending(native_key(dev, False))
+    if pending:
+        m.load(pending[0], dev)  # one unit holds every pending kernel of the module
+
+
+__all__ = ["clear_kernel_cache", "load_module", "is_cpu_available", "is_device_available", "get_cuda_devices",
+           "get_cuda_device", "get_preferred_device", "dtype_from_numpy", "dtype_to_numpy"]

@@ -63,26 +63,32 @@ SK_INLINE bool box_overlap(const v3<float>& qlo, const v3<float>& qhi, const flo
     return qlo.x <= hi[0] && qhi.x >= lo[0] && qlo.y <= hi[1] && qhi.y >= lo[1] && qlo.z <= hi[2] && qhi.z >= lo[2];
 }
 
-// A ray prepared for slab tests: origin and per-axis reciprocal direction (1e30 for a zero
-// component: finite, so a slab product is never 0 * inf = NaN).
+// A ray prepared for slab tests: per-axis reciprocal direction (1e30 for a zero component: finite,
+// so a slab product is never 0 * inf = NaN) and two copies of the origin, `olo` subtracted from box
+// lowers and `ohi` from box uppers. They differ only on an axis the ray is parallel to, where they
+// straddle the origin by a few ulps: a box face through the origin then gives a huge slab (the origin
+// is inside it), never an empty one at t = 0. A capsule (radius r > 0) is the ray against every box
+// grown by r: olo + r and ohi - r.
 struct ray_t {
-    v3<float> o, d, inv;
+    v3<float> olo, ohi, inv;
 };
 SK_INLINE float safe_inv(float x) { return x != 0.0f ? 1.0f / x : 1e30f; }
-SK_INLINE ray_t make_ray(const v3<float>& o, const v3<float>& d) {
-    ray_t r;
-    r.o = o;
-    r.d = d;
-    r.inv = mk(safe_inv(d.x), safe_inv(d.y), safe_inv(d.z));
-    return r;
+SK_INLINE float slab_pad(float o, float d) { return d != 0.0f ? 0.0f : fabsf(o) * 2.5e-7f + 1e-18f; }
+SK_INLINE ray_t make_ray(const v3<float>& o, const v3<float>& d, float r = 0.0f) {
+    ray_t q;
+    const v3<float> pad = mk(slab_pad(o.x, d.x), slab_pad(o.y, d.y), slab_pad(o.z, d.z));
+    q.olo = o + pad + mk(r, r, r);
+    q.ohi = o - pad - mk(r, r, r);
+    q.inv = mk(safe_inv(d.x), safe_inv(d.y), safe_inv(d.z));
+    return q;
 }
 // Slab test: the ray (a line for t in [tnear, tfar]) meets the box with tfar >= 0 and tfar >= tnear;
 // tnear (the entry parameter, negative when the origin is inside) is returned. tfar is widened by
 // the rounding bound of the slab products (Ize 2013), so a grazed box is never missed.
 SK_INLINE bool ray_box(const ray_t& r, const float* lo, const float* hi, float& tnear) {
-    const float x1 = (lo[0] - r.o.x) * r.inv.x, x2 = (hi[0] - r.o.x) * r.inv.x;
-    const float y1 = (lo[1] - r.o.y) * r.inv.y, y2 = (hi[1] - r.o.y) * r.inv.y;
-    const float z1 = (lo[2] - r.o.z) * r.inv.z, z2 = (hi[2] - r.o.z) * r.inv.z;
+    const float x1 = (lo[0] - r.olo.x) * r.inv.x, x2 = (hi[0] - r.ohi.x) * r.inv.x;
+    const float y1 = (lo[1] - r.olo.y) * r.inv.y, y2 = (hi[1] - r.ohi.y) * r.inv.y;
+    const float z1 = (lo[2] - r.olo.z) * r.inv.z, z2 = (hi[2] - r.ohi.z) * r.inv.z;
     const float tn = fmx(fmx(fmn(x1, x2), fmn(y1, y2)), fmn(z1, z2));
     const float tf = fmn(fmn(fmx(x1, x2), fmx(y1, y2)), fmx(z1, z2)) * 1.0000008f;
     tnear = tn;
@@ -130,17 +136,17 @@ SK_INLINE void ray_box4(const float (*lo)[4], const float (*hi)[4], const ray_t&
 #if !SK_CUDA
     const v4f z = {0.0f, 0.0f, 0.0f, 0.0f}, inf = z + INFINITY;
     const v4f lx = ld4(lo[0]), hx = ld4(hi[0]);
-    const v4f x1 = (lx - r.o.x) * r.inv.x, x2 = (hx - r.o.x) * r.inv.x;
-    const v4f y1 = (ld4(lo[1]) - r.o.y) * r.inv.y, y2 = (ld4(hi[1]) - r.o.y) * r.inv.y;
-    const v4f z1 = (ld4(lo[2]) - r.o.z) * r.inv.z, z2 = (ld4(hi[2]) - r.o.z) * r.inv.z;
+    const v4f x1 = (lx - r.olo.x) * r.inv.x, x2 = (hx - r.ohi.x) * r.inv.x;
+    const v4f y1 = (ld4(lo[1]) - r.olo.y) * r.inv.y, y2 = (ld4(hi[1]) - r.ohi.y) * r.inv.y;
+    const v4f z1 = (ld4(lo[2]) - r.olo.z) * r.inv.z, z2 = (ld4(hi[2]) - r.ohi.z) * r.inv.z;
     const v4f tn = vmx4(vmx4(vmn4(x1, x2), vmn4(y1, y2)), vmn4(z1, z2));
     const v4f tf = vmn4(vmn4(vmx4(x1, x2), vmx4(y1, y2)), vmx4(z1, z2)) * 1.0000008f;
     st4(out, sel4((tf >= z) & (tf >= tn) & (lx <= hx), tn, inf));
 #else
     for (int k = 0; k < 4; ++k) {
-        const float x1 = (lo[0][k] - r.o.x) * r.inv.x, x2 = (hi[0][k] - r.o.x) * r.inv.x;
-        const float y1 = (lo[1][k] - r.o.y) * r.inv.y, y2 = (hi[1][k] - r.o.y) * r.inv.y;
-        const float z1 = (lo[2][k] - r.o.z) * r.inv.z, z2 = (hi[2][k] - r.o.z) * r.inv.z;
+        const float x1 = (lo[0][k] - r.olo.x) * r.inv.x, x2 = (hi[0][k] - r.ohi.x) * r.inv.x;
+        const float y1 = (lo[1][k] - r.olo.y) * r.inv.y, y2 = (hi[1][k] - r.ohi.y) * r.inv.y;
+        const float z1 = (lo[2][k] - r.olo.z) * r.inv.z, z2 = (hi[2][k] - r.ohi.z) * r.inv.z;
         const float tn = fmx(fmx(fmn(x1, x2), fmn(y1, y2)), fmn(z1, z2));
         const float tf = fmn(fmn(fmx(x1, x2), fmx(y1, y2)), fmx(z1, z2)) * 1.0000008f;
         out[k] = ((tf >= 0.0f) & (tf >= tn) & (lo[0][k] <= hi[0][k])) ? tn : INFINITY;
@@ -204,10 +210,32 @@ struct bvh_t {
     const bvh4_node_t* wide;  // the wide tree, or null (too deep: queries walk the binary tree)
     int32 num_nodes;
     int32 num_items;
+    const int32* group_ids;    // grouped trees: the group ids, ascending, and the node that is the root
+    const int32* group_roots;  // of each group's subtree (null, num_groups 0: not grouped)
+    int32 num_groups;
+    int32 pad_;
 };
-static_assert(sizeof(bvh_t) == 48, "bvh_t layout is mirrored in simkit/collision/bvh.py");
+static_assert(sizeof(bvh_t) == 72, "bvh_t layout is mirrored in simkit/collision/bvh.py");
 
 SK_INLINE const bvh_t& bvh_get(uint64 id) { return *reinterpret_cast<const bvh_t*>(id); }
+
+// The root node of group `group`'s subtree (a node index, for the queries' `root`), -1 (the whole tree)
+// when the tree has no such group.
+SK_INLINE int32 bvh_group_root(const bvh_t& b, int32 group) {
+    int32 lo = 0, hi = b.num_groups;
+    while (lo < hi) {
+        const int32 mid = (lo + hi) >> 1;
+        if (b.group_ids[mid] < group) lo = mid + 1; else hi = mid;
+    }
+    return lo < b.num_groups && b.group_ids[lo] == group ? b.group_roots[lo] : -1;
+}
+SK_INLINE int32 bvh_get_group_root(uint64 id, int32 group) { return bvh_group_root(bvh_get(id), group); }
+// A query's first stack entry: `root` if it is a node of the tree, else (-1: the whole tree) node 0;
+// -2 (no entry) for an empty tree or a root past the last node.
+SK_INLINE int32 bvh_root_entry(const bvh_t& b, int32 root) {
+    if (b.num_items <= 0) return -2;
+    return root < 0 ? 0 : (root < b.num_nodes ? root : -2);
+}
 
 // A stack entry: >= 0 an inner node; < 0 the leaf child k of node n, encoded -(2n + k) - 1.
 SK_INLINE int32 bvh_leaf_ref(int32 node, int32 k) { return -(2 * node + k) - 1; }
@@ -302,11 +330,12 @@ SK_INLINE void bvh4_nearest(const bvh4_node_t* wide, float root_key, float& best
 // The same search of the binary tree (the fallback for trees too deep for the wide stack): keys(node,
 // k0, k1) writes the keys of the node's two children.
 template <typename Keys, typename Leaf>
-SK_INLINE void bvh_nearest(const bvh_node_t* nodes, float root_key, float& best, const Keys& keys, const Leaf& leaf) {
+SK_INLINE void bvh_nearest(const bvh_node_t* nodes, float root_key, float& best, const Keys& keys, const Leaf& leaf,
+                           int32 root = 0) {
     int32 st[SK_BVH_STACK];
     float sd[SK_BVH_STACK];
     int sp = 1;
-    st[0] = 0;
+    st[0] = root;
     sd[0] = root_key;
     while (sp > 0) {
         --sp;
@@ -342,22 +371,27 @@ struct bvh_query_t {
     const int32* prims;
     const float* item_lo;
     const float* item_hi;
-    geo::v3<float> a, b;  // aabb: lower, upper;  ray: origin, direction
-    geo::v3<float> inv;   // ray: reciprocal direction
-    int32 kind;           // 0: aabb, 1: ray
+    geo::v3<float> a, b;  // aabb: lower, upper;  ray, capsule: the slab origins olo, ohi;  sphere: center, (r^2, -, -)
+    geo::v3<float> inv;   // ray, capsule: reciprocal direction
+    int32 kind;           // SK_QUERY_AABB, _RAY, _SPHERE or _CAPSULE
     int32 base;           // the first slot of the current leaf
     uint32 mask;          // its slots (bit k: slot base + k) that passed the test and are still to return
     int32 sp;
     int32 stack[SK_BVH4_STACK];
 };
+#define SK_QUERY_AABB 0
+#define SK_QUERY_RAY 1
+#define SK_QUERY_SPHERE 2
+#define SK_QUERY_CAPSULE 3
 
 // Adjoint storage of a query is never used (queries are not differentiable).
 SK_INLINE void accum(bvh_query_t&, const bvh_query_t&) {}
 
-SK_INLINE bvh_query_t bvh_query_init(const bvh_t& b, int32 kind) {
+// A query of `kind` from `root` (-1: the whole tree, on the wide tree; a node: its subtree, on the binary tree).
+SK_INLINE bvh_query_t bvh_query_init(const bvh_t& b, int32 kind, int32 root) {
     bvh_query_t q;
     q.nodes = b.nodes;
-    q.wide = b.wide;
+    q.wide = root < 0 ? b.wide : nullptr;
     q.prims = b.prims;
     q.item_lo = b.item_lo;
     q.item_hi = b.item_hi;
@@ -365,52 +399,79 @@ SK_INLINE bvh_query_t bvh_query_init(const bvh_t& b, int32 kind) {
     q.base = 0;
     q.mask = 0;
     q.sp = 0;
-    if (b.num_items > 0) q.stack[q.sp++] = 0;
+    const int32 e = bvh_root_entry(b, root);
+    if (e >= 0) q.stack[q.sp++] = e;
     return q;
 }
 
-SK_INLINE bvh_query_t bvh_query_aabb(uint64 id, vec_t<3, float32> lower, vec_t<3, float32> upper) {
-    bvh_query_t q = bvh_query_init(bvh_get(id), 0);
+SK_INLINE bvh_query_t bvh_query_aabb(uint64 id, vec_t<3, float32> lower, vec_t<3, float32> upper, int32 root = -1) {
+    bvh_query_t q = bvh_query_init(bvh_get(id), SK_QUERY_AABB, root);
     q.a = geo::ld(lower);
     q.b = geo::ld(upper);
     q.inv = q.a;
     return q;
 }
 
-SK_INLINE bvh_query_t bvh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir) {
-    bvh_query_t q = bvh_query_init(bvh_get(id), 1);
-    const geo::ray_t r = geo::make_ray(geo::ld(start), geo::ld(dir));
-    q.a = r.o;
-    q.b = r.d;
+SK_INLINE bvh_query_t bvh_query_ray_kind(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 radius,
+                                         int32 kind, int32 root) {
+    bvh_query_t q = bvh_query_init(bvh_get(id), kind, root);
+    const geo::ray_t r = geo::make_ray(geo::ld(start), geo::ld(dir), radius);
+    q.a = r.olo;
+    q.b = r.ohi;
     q.inv = r.inv;
     return q;
 }
+SK_INLINE bvh_query_t bvh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, int32 root = -1) {
+    return bvh_query_ray_kind(id, start, dir, 0.0f, SK_QUERY_RAY, root);
+}
+SK_INLINE bvh_query_t bvh_query_capsule(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 radius,
+                                        int32 root = -1) {
+    return bvh_query_ray_kind(id, start, dir, radius > 0.0f ? radius : 0.0f, SK_QUERY_CAPSULE, root);
+}
+SK_INLINE bvh_query_t bvh_query_sphere(uint64 id, vec_t<3, float32> center, float32 radius, int32 root = -1) {
+    bvh_query_t q = bvh_query_init(bvh_get(id), SK_QUERY_SPHERE, root);
+    const float r = radius > 0.0f ? radius : 0.0f;
+    q.a = geo::ld(center);
+    q.b = geo::mk(r * r, 0.0f, 0.0f);
+    q.inv = q.b;
+    return q;
+}
 
-SK_INLINE bool bvh_query_test(const bvh_query_t& q, const float* lo, const float* hi, float max_dist) {
-    if (q.kind == 0) return geo::box_overlap(q.a, q.b, lo, hi);
+SK_INLINE geo::ray_t bvh_query_ray_of(const bvh_query_t& q) {
     geo::ray_t r;
-    r.o = q.a;
-    r.d = q.b;
+    r.olo = q.a;
+    r.ohi = q.b;
     r.inv = q.inv;
+    return r;
+}
+// The bound on a ray's entry parameter that passes (an item or child passes with key < limit): max_dist
+// for rays, just above it for capsules (whose segment end is included); +inf (no bound) for boxes and spheres.
+SK_INLINE float bvh_query_limit(const bvh_query_t& q, float max_dist) {
+    if (q.kind == SK_QUERY_RAY) return max_dist;
+    return q.kind == SK_QUERY_CAPSULE ? nextafterf(max_dist, INFINITY) : INFINITY;
+}
+
+SK_INLINE bool bvh_query_test(const bvh_query_t& q, const float* lo, const float* hi, float limit) {
+    if (q.kind == SK_QUERY_AABB) return geo::box_overlap(q.a, q.b, lo, hi);
+    if (q.kind == SK_QUERY_SPHERE) return lo[0] <= hi[0] && geo::box_dist_sq(q.a, lo, hi) <= q.b.x;
     float t;
-    return geo::ray_box(r, lo, hi, t) && t < max_dist;
+    return geo::ray_box(bvh_query_ray_of(q), lo, hi, t) && t < limit;
 }
 
 // Push the children of wide node e that pass the query's test (in any order: an iterator returns all).
-SK_INLINE void bvh_query_push4(bvh_query_t& q, int32 e, float max_dist) {
+SK_INLINE void bvh_query_push4(bvh_query_t& q, int32 e, float limit) {
     const bvh4_node_t& n = q.wide[e];
     float key[4];
-    if (q.kind == 0) {
+    if (q.kind == SK_QUERY_AABB) {
         geo::box4_overlap(n.lo, n.hi, q.a, q.b, key);
+    } else if (q.kind == SK_QUERY_SPHERE) {
+        geo::box4_dist_sq(n.lo, n.hi, q.a, key);
+        for (int k = 0; k < 4; ++k) key[k] = key[k] <= q.b.x ? 0.0f : INFINITY;
     } else {
-        geo::ray_t r;
-        r.o = q.a;
-        r.d = q.b;
-        r.inv = q.inv;
-        geo::ray_box4(n.lo, n.hi, r, key);
+        geo::ray_box4(n.lo, n.hi, bvh_query_ray_of(q), key);
     }
     for (int k = 0; k < 4; ++k) {  // branch-free compaction
-        const bool ok = (key[k] < max_dist) & (n.child[k] >= 0);
+        const bool ok = (key[k] < limit) & (n.child[k] >= 0);
         q.stack[q.sp] = bvh4_entry(n, e, k);
         q.sp += ok ? 1 : 0;
     }
@@ -425,10 +486,10 @@ SK_INLINE int32 bvh_lowest_bit(uint32 m) {
 }
 
 // Enter the leaf of slots [start, end) (at most 32): test every item box at once (no branch per item).
-SK_INLINE void bvh_query_leaf(bvh_query_t& q, int32 start, int32 end, float max_dist) {
+SK_INLINE void bvh_query_leaf(bvh_query_t& q, int32 start, int32 end, float limit) {
     uint32 mask = 0;
     for (int32 s = start; s < end; ++s)
-        mask |= uint32(bvh_query_test(q, q.item_lo + SK_BVH_ITEM_STRIDE * s, q.item_hi + SK_BVH_ITEM_STRIDE * s, max_dist) ? 1 : 0) << (s - start);
+        mask |= uint32(bvh_query_test(q, q.item_lo + SK_BVH_ITEM_STRIDE * s, q.item_hi + SK_BVH_ITEM_STRIDE * s, limit) ? 1 : 0) << (s - start);
     q.base = start;
     q.mask = mask;
 }
@@ -436,6 +497,7 @@ SK_INLINE void bvh_query_leaf(bvh_query_t& q, int32 start, int32 end, float max_
 // Traverse to the next leaf with items that pass the test (boxes overlap / the ray meets the box with
 // entry parameter < max_dist), their slots in q.mask; false when the traversal is done.
 SK_INLINE bool bvh_query_next_range(bvh_query_t& q, float32 max_dist) {
+    const float limit = bvh_query_limit(q, max_dist);
     while (q.mask == 0) {
         if (q.sp == 0) return false;
         const int32 e = q.stack[--q.sp];
@@ -443,21 +505,21 @@ SK_INLINE bool bvh_query_next_range(bvh_query_t& q, float32 max_dist) {
             if (e < 0) {
                 int32 s0, s1;
                 bvh4_leaf_range(q.wide, e, s0, s1);
-                bvh_query_leaf(q, s0, s1, max_dist);
+                bvh_query_leaf(q, s0, s1, limit);
             } else {
-                bvh_query_push4(q, e, max_dist);
+                bvh_query_push4(q, e, limit);
             }
             continue;
         }
         if (e < 0) {
             int32 s0, s1;
             bvh_leaf_range(q.nodes, e, s0, s1);
-            bvh_query_leaf(q, s0, s1, max_dist);
+            bvh_query_leaf(q, s0, s1, limit);
             continue;
         }
         const bvh_node_t& n = q.nodes[e];
         for (int k = 1; k >= 0; --k) {  // child 0 ends on top: visited first
-            if (n.child[k] < 0 || !bvh_query_test(q, bvh_lo(n, k), bvh_hi(n, k), max_dist)) continue;
+            if (n.child[k] < 0 || !bvh_query_test(q, bvh_lo(n, k), bvh_hi(n, k), limit)) continue;
             if (q.sp < SK_BVH_STACK) q.stack[q.sp++] = bvh_entry(n, e, k);
         }
     }

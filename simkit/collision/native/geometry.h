@@ -124,12 +124,12 @@ SK_INLINE bool ray_tri(const wray_t& r, const v3<float>& a, const v3<float>& b, 
     const float Ax = get(A, r.kx) - r.sx * Az, Ay = get(A, r.ky) - r.sy * Az;
     const float Bx = get(B, r.kx) - r.sx * Bz, By = get(B, r.ky) - r.sy * Bz;
     const float Cx = get(C, r.kx) - r.sx * Cz, Cy = get(C, r.ky) - r.sy * Cz;
-    float U = Cx * By - Cy * Bx, V = Ax * Cy - Ay * Cx, W = Bx * Ay - By * Ax;
-    if (U == 0.0f || V == 0.0f || W == 0.0f) {  // on an edge: decide in double precision
-        U = float(double(Cx) * double(By) - double(Cy) * double(Bx));
-        V = float(double(Ax) * double(Cy) - double(Ay) * double(Cx));
-        W = float(double(Bx) * double(Ay) - double(By) * double(Ax));
-    }
+    // The edge functions in double precision, where products of floats are exact: a face and its neighbour
+    // then get exactly opposite values on their shared edge even when the compiler fuses a multiply-add
+    // (in float, fma(Cx, By, -Cy Bx) is not -fma(Bx, Cy, -By Cx), and a ray through the edge missed both).
+    const float U = float(double(Cx) * double(By) - double(Cy) * double(Bx));
+    const float V = float(double(Ax) * double(Cy) - double(Ay) * double(Cx));
+    const float W = float(double(Bx) * double(Ay) - double(By) * double(Ax));
     if ((U < 0.0f || V < 0.0f || W < 0.0f) && (U > 0.0f || V > 0.0f || W > 0.0f)) return false;
     const float det = U + V + W;
     if (det == 0.0f || !(det == det)) return false;

@@ -16,6 +16,12 @@
 //   query = hash_grid_query(id, p, r)           // the cells the sphere (p, r) touches
 //   while (hash_grid_query_next(query, index))  // index: a candidate (filter by distance yourself)
 //
+// Grouped grids (built with a group id per point) sort each cell's points by group; a grouped query
+// (hash_grid_query(id, p, r, group)) binary-searches its group's run in each cell, so it walks the box
+// cell by cell instead of row by row. Cell coordinates are floor(p / cell_width), saturated to +-2^30;
+// a NaN coordinate maps to cell 0, an infinite one to the saturated edge cell (as Warp's grid does).
+// float16 points are converted to float32 first.
+//
 // Queries are not differentiable (they return indices only).
 #pragma once
 #include "core.h"
@@ -32,8 +38,9 @@ struct hash_grid_t {
     float64 cell_width_inv;    // 1 / cell_width, for float64 points
     float32 cell_width_inv_f;  // the same for float32 points
     float32 cell_width;
+    const int32* groups;       // [num_points] group of the point at each sorted position (null: no groups)
 };
-static_assert(sizeof(hash_grid_t) == 64, "hash_grid_t layout is mirrored in simkit/collision/hash_grid.py");
+static_assert(sizeof(hash_grid_t) == 72, "hash_grid_t layout is mirrored in simkit/collision/hash_grid.py");
 
 // Traversal state of one query. The box of cells around the query sphere is visited row by row (a row:
 // the box's cells along x at one (y, z)). A row's cells are consecutive in the table, so the cells of
@@ -49,6 +56,9 @@ struct hash_grid_query_t {
     int32 y, y1, z, z1;    // the current row and the last row of the box (unwrapped y, z)
     int32 wy, wy0, wz;     // y, the box's first y, and z, wrapped into the table
     int32 y0;
+    int32 group;           // a grouped query's group
+    const int32* groups;   // a grouped query: the grid's sorted groups (null: every point is a candidate)
+    int32 cell, cell_end;  // a grouped query: the cells of the current row part still to visit
 };
 
 // Adjoint storage of a query is never used (queries are not differentiable).
@@ -80,22 +90,12 @@ SK_INLINE int32 hash_grid_table_coord(const hash_grid_t& g, int32 c, int32 org, 
     return c < 0 ? 0 : (c >= dim ? dim - 1 : c);
 }
 
-// The world cell coordinates of point p (floor(p / cell_width), saturated); false when p is not finite.
-template <typename F> SK_INLINE bool hash_grid_world_cell(const hash_grid_t& g, vec_t<3, F> p, int32* c) {
-    const F inv = hash_grid_inv(g, F(0));
-    const F vx = p.c[0] * inv, vy = p.c[1] * inv, vz = p.c[2] * inv;
-    if (!(vx - vx == F(0) && vy - vy == F(0) && vz - vz == F(0))) return false;  // inf or nan
-    c[0] = hash_grid_coord(vx);
-    c[1] = hash_grid_coord(vy);
-    c[2] = hash_grid_coord(vz);
-    return true;
-}
-
-// The table cell of point p, or -1 when p is not finite (the builder reports those).
+// The table cell of point p.
 template <typename F> SK_INLINE int32 hash_grid_cell(uint64 id, vec_t<3, F> p) {
     const hash_grid_t& g = *reinterpret_cast<const hash_grid_t*>(id);
+    const F inv = hash_grid_inv(g, F(0));
     int32 c[3];
-    if (!hash_grid_world_cell(g, p, c)) return -1;
+    for (int k = 0; k < 3; ++k) c[k] = hash_grid_coord(p.c[k] * inv);
     const int32 cx = hash_grid_table_coord(g, c[0], g.org_x, g.dim_x);
     const int32 cy = hash_grid_table_coord(g, c[1], g.org_y, g.dim_y);
     const int32 cz = hash_grid_table_coord(g, c[2], g.org_z, g.dim_z);
@@ -103,12 +103,29 @@ template <typename F> SK_INLINE int32 hash_grid_cell(uint64 id, vec_t<3, F> p) {
 }
 
 // The range of the current row's first part (from the box's first x); the wrapped part is left in rest.
+// A grouped query takes the part's cells instead, to visit one by one.
 SK_INLINE void hash_grid_query_row(hash_grid_query_t& q) {
     const int32 first = q.dim_x - q.wx0 < q.nx ? q.dim_x - q.wx0 : q.nx;
     const int32 base = (q.wz * q.dim_y + q.wy) * q.dim_x + q.wx0;
     q.rest = q.nx - first;
+    if (q.groups) {
+        q.cell = base;
+        q.cell_end = base + first;
+        q.pos = q.end = 0;
+        return;
+    }
     q.pos = q.offsets[base];
     q.end = q.offsets[base + first];
+}
+
+// The first position in [lo, hi) of sorted groups g whose group is not less than (upper: greater than) group.
+SK_INLINE int32 hash_grid_group_bound(const int32* g, int32 lo, int32 hi, int32 group, bool upper) {
+    while (lo < hi) {
+        const int32 mid = lo + (hi - lo) / 2;
+        if (upper ? g[mid] <= group : g[mid] < group) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
 }
 
 #if SK_CUDA
@@ -121,15 +138,8 @@ SK_INLINE void hash_grid_query_row(hash_grid_query_t& q) {
 #define SK_HASH_GRID_ADVANCE inline __attribute__((noinline))
 #endif
 
-// Move to the next range of the box; false when the box is done.
-SK_HASH_GRID_ADVANCE bool hash_grid_query_advance(hash_grid_query_t& q) {
-    if (q.rest > 0) {  // the wrapped part of the row, from x = 0
-        const int32 base = (q.wz * q.dim_y + q.wy) * q.dim_x;
-        q.pos = q.offsets[base];
-        q.end = q.offsets[base + q.rest];
-        q.rest = 0;
-        return true;
-    }
+// Move to the next row of the box; false when the box is done.
+SK_INLINE bool hash_grid_query_next_row(hash_grid_query_t& q) {
     if (q.z > q.z1) return false;
     if (q.y < q.y1) {
         ++q.y;
@@ -145,7 +155,44 @@ SK_HASH_GRID_ADVANCE bool hash_grid_query_advance(hash_grid_query_t& q) {
     return true;
 }
 
-template <typename F> SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec_t<3, F> p, F max_dist) {
+// A grouped query: move to the next cell that holds points of the query's group.
+SK_INLINE bool hash_grid_query_advance_grouped(hash_grid_query_t& q) {
+    for (;;) {
+        while (q.cell < q.cell_end) {
+            const int32 c = q.cell++;
+            const int32 lo = q.offsets[c], hi = q.offsets[c + 1];
+            if (lo == hi) continue;
+            q.pos = hash_grid_group_bound(q.groups, lo, hi, q.group, false);
+            q.end = hash_grid_group_bound(q.groups, q.pos, hi, q.group, true);
+            if (q.pos < q.end) return true;
+        }
+        if (q.rest > 0) {  // the wrapped part of the row, from x = 0
+            q.cell = (q.wz * q.dim_y + q.wy) * q.dim_x;
+            q.cell_end = q.cell + q.rest;
+            q.rest = 0;
+        } else if (!hash_grid_query_next_row(q)) {
+            return false;
+        }
+    }
+}
+
+// Move to the next range of the box; false when the box is done.
+SK_HASH_GRID_ADVANCE bool hash_grid_query_advance(hash_grid_query_t& q) {
+    if (q.groups) return hash_grid_query_advance_grouped(q);
+    if (q.rest > 0) {  // the wrapped part of the row, from x = 0
+        const int32 base = (q.wz * q.dim_y + q.wy) * q.dim_x;
+        q.pos = q.offsets[base];
+        q.end = q.offsets[base + q.rest];
+        q.rest = 0;
+        return true;
+    }
+    return hash_grid_query_next_row(q);
+}
+
+// A query of the cells the sphere (p, max_dist) touches; grouped: of the points of `group` only (when the
+// grid was built with groups). A NaN coordinate of p visits cell 0 along its axis (where NaN points are).
+template <typename F>
+SK_INLINE hash_grid_query_t hash_grid_query_setup(uint64 id, vec_t<3, F> p, F max_dist, bool grouped, int32 group) {
     hash_grid_query_t q;
     memset(&q, 0, sizeof(q));
     q.z = 1;  // z > z1 and pos == end: an empty query, until it is set up below
@@ -156,7 +203,6 @@ template <typename F> SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec
     const int32 org[3] = {g.org_x, g.org_y, g.org_z};
     int32 lo[3], hi[3];
     for (int k = 0; k < 3; ++k) {
-        if (!(p.c[k] - p.c[k] == F(0))) return q;  // no point is near a non-finite one
         lo[k] = hash_grid_coord((p.c[k] - max_dist) * inv);
         hi[k] = hash_grid_coord((p.c[k] + max_dist) * inv);
         if (g.wrapped) {  // at most dim cells, so none is visited twice
@@ -170,6 +216,10 @@ template <typename F> SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec
     }
     q.offsets = g.offsets;
     q.ids = g.point_ids;
+    if (grouped) {
+        q.groups = g.groups;
+        q.group = group;
+    }
     q.dim_x = g.dim_x;
     q.dim_y = g.dim_y;
     q.dim_z = g.dim_z;
@@ -184,6 +234,28 @@ template <typename F> SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec
     hash_grid_query_row(q);
     return q;
 }
+
+template <typename F> SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec_t<3, F> p, F max_dist) {
+    return hash_grid_query_setup(id, p, max_dist, false, 0);
+}
+template <typename F>
+SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec_t<3, F> p, F max_dist, int32 group) {
+    return hash_grid_query_setup(id, p, max_dist, true, group);
+}
+
+// float16 points: cells are computed in float32.
+SK_INLINE vec_t<3, float32> hash_grid_f32(vec_t<3, float16> p) {
+    vec_t<3, float32> r;
+    for (int k = 0; k < 3; ++k) r.c[k] = float32(p.c[k]);
+    return r;
+}
+SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec_t<3, float16> p, float16 max_dist) {
+    return hash_grid_query_setup(id, hash_grid_f32(p), float32(max_dist), false, 0);
+}
+SK_INLINE hash_grid_query_t hash_grid_query(uint64 id, vec_t<3, float16> p, float16 max_dist, int32 group) {
+    return hash_grid_query_setup(id, hash_grid_f32(p), float32(max_dist), true, group);
+}
+SK_INLINE int32 hash_grid_cell(uint64 id, vec_t<3, float16> p) { return hash_grid_cell(id, hash_grid_f32(p)); }
 
 // Advance to the next candidate: writes its point index and returns true, or returns false when done.
 // Candidates are the points of every cell of the query's box, which holds every point within

@@ -23,7 +23,7 @@ struct mesh_t {
     int32 num_faces;
     int32 pad_;
 };
-static_assert(sizeof(mesh_t) == 112, "mesh_t layout is mirrored in simkit/collision/mesh.py");
+static_assert(sizeof(mesh_t) == 136, "mesh_t layout is mirrored in simkit/collision/mesh.py");
 
 SK_INLINE const mesh_t& mesh_get(uint64 id) { return *reinterpret_cast<const mesh_t*>(id); }
 
@@ -51,7 +51,6 @@ SK_INLINE S mesh_arrays(uint64 id) {
 template <typename S>
 SK_INLINE void adj_mesh_arrays(uint64, uint64&, const S&) {}  // (gradients go through the arrays' grad)
 
-typedef bvh_query_t mesh_query_aabb_t;
 
 // Leaves start at multiples of SK_LANES slots (the builder pads them), and the faces of each block of
 // SK_LANES slots are stored component-major: row r (a.x a.y a.z b.x ... c.z) holds that component of
@@ -164,8 +163,9 @@ SK_INLINE void face_dists(const float* SK_RESTRICT t, const v3<float>& p, float*
 }
 
 // The watertight ray test (ray_tri) on every face of a block at once: out[l] = t of a hit, else +inf.
-// Returns false when some lane landed exactly on an edge (U, V or W == 0): ray_tri then decides
-// those lanes in double precision.
+// Returns false when some lane landed on an edge or within rounding of one (one of U, V, W tiny next
+// to the others; fused multiply-adds make the float values inexact there): ray_tri, in double
+// precision, then decides every lane.
 SK_INLINE bool ray_block(const float* SK_RESTRICT t, const wray_t& r, float* SK_RESTRICT out) {
     const float rx = get(r.o, r.kx), ry = get(r.o, r.ky), rz = get(r.o, r.kz);
     const float sx = r.sx, sy = r.sy, sz = r.sz;
@@ -183,7 +183,8 @@ SK_INLINE bool ray_block(const float* SK_RESTRICT t, const wray_t& r, float* SK_
         const auto pos = (U > 0.0f) | (V > 0.0f) | (W > 0.0f);
         const auto front = ((det > 0.0f) & (T >= 0.0f)) | ((det < 0.0f) & (T <= 0.0f));  // NaN: false
         put(out, (!(neg & pos) & front) ? T / det : splat(T, INFINITY));
-        exact &= !any_lane((U == 0.0f) | (V == 0.0f) | (W == 0.0f));
+        const auto aU = fmx(U, -U), aV = fmx(V, -V), aW = fmx(W, -W);  // near an edge: ray_tri decides
+        exact &= !any_lane(fmn(fmn(aU, aV), aW) <= (aU + aV + aW) * 1e-5f);
     });
     return exact;
 }
@@ -270,14 +271,17 @@ CUDA_CALLABLE SK_FORCEINLINE void closest_hit_leaf(const mesh_t& m, const wray_t
     }
 }
 
-SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>& d, float max_t, ray_hit_t& h) {
+SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>& d, float max_t, ray_hit_t& h,
+                           int32 root = -1) {
     h.slot = -1;
     h.t = h.u = h.v = 0.0f;
-    if (m.num_faces <= 0) return false;
+    const int32 entry = bvh_root_entry(m.bvh, root);
+    if (m.num_faces <= 0 || entry < 0) return false;
     const ray_t br = make_ray(o, d);
     const wray_t wr = make_wray(o, d);
     float best = max_t;
-    if (const bvh4_node_t* wide = m.bvh.wide) {  // the wide tree: four slab tests per step, nearest first
+    const bvh4_node_t* wide = root < 0 ? m.bvh.wide : nullptr;  // a group's subtree: the binary tree
+    if (wide) {  // the wide tree: four slab tests per step, nearest first
         bvh4_nearest(
             wide, -INFINITY, best, [&](const bvh4_node_t& n, float* key) { ray_box4(n.lo, n.hi, br, key); },
             [&](int32 s0, int32 s1) { closest_hit_leaf(m, wr, s0, s1, best, h); });
@@ -289,7 +293,7 @@ SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>&
             if (!ray_box(br, n.lo0, n.hi0, k0)) k0 = INFINITY;
             if (!ray_box(br, n.lo1, n.hi1, k1)) k1 = INFINITY;
         },
-        [&](int32 s0, int32 s1) { closest_hit_leaf(m, wr, s0, s1, best, h); });
+        [&](int32 s0, int32 s1) { closest_hit_leaf(m, wr, s0, s1, best, h); }, entry);
     return h.slot >= 0;
 }
 
@@ -428,12 +432,15 @@ template <typename R> SK_INLINE R mesh_point_result(const mesh_t& m, bool found,
     return r;
 }
 
-template <typename R> SK_INLINE void mesh_point_adjoint(uint64 id, vec_t<3, float32> point, float32 max_dist,
+// (returns whether the query found a face)
+template <typename R> SK_INLINE bool mesh_point_adjoint(uint64 id, vec_t<3, float32> point, float32 max_dist,
                                                         vec_t<3, float32>& adj_point, const R& adj_ret) {
     const mesh_t& m = mesh_get(id);
     const geo::v3<float> p = geo::ld(point);
     geo::point_hit_t h;
-    if (geo::closest_point(m, p, max_dist, h)) geo::adj_point_hit(m, p, h, adj_ret.u, adj_ret.v, adj_point);
+    if (!geo::closest_point(m, p, max_dist, h)) return false;
+    geo::adj_point_hit(m, p, h, adj_ret.u, adj_ret.v, adj_point);
+    return true;
 }
 
 template <typename R> SK_INLINE R mesh_query_point_no_sign(uint64 id, vec_t<3, float32> point, float32 max_dist) {
@@ -540,12 +547,12 @@ SK_INLINE float32 mesh_query_winding_number(uint64 id, vec_t<3, float32> point, 
 // Ray query. R is the MeshQueryRay struct (fields result, sign, face, t, u, v, normal).
 
 template <typename R>
-SK_INLINE R mesh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 max_t) {
+SK_INLINE R mesh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 max_t, int32 root = -1) {
     const mesh_t& m = mesh_get(id);
     geo::ray_hit_t h;
     R r = zero<R>();
     const geo::v3<float> d = geo::ld(dir);
-    r.result = geo::closest_hit(m, geo::ld(start), d, max_t, h);
+    r.result = geo::closest_hit(m, geo::ld(start), d, max_t, h, root);
     if (r.result) {
         geo::v3<float> a, b, c;
         geo::slot_tri(m, h.slot, a, b, c);
@@ -559,14 +566,15 @@ SK_INLINE R mesh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32>
     }
     return r;
 }
-template <typename R>
-SK_INLINE void adj_mesh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 max_t, uint64&,
-                                  vec_t<3, float32>& adj_start, vec_t<3, float32>& adj_dir, float32&, const R& adj_ret) {
+template <typename R>  // (returns whether the ray hit)
+SK_INLINE bool adj_mesh_query_ray_root(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 max_t,
+                                       int32 root, vec_t<3, float32>& adj_start, vec_t<3, float32>& adj_dir,
+                                       const R& adj_ret) {
     using namespace geo;
     const mesh_t& m = mesh_get(id);
     ray_hit_t h;
     const v3<float> d = ld(dir);
-    if (!closest_hit(m, ld(start), d, max_t, h)) return;
+    if (!closest_hit(m, ld(start), d, max_t, h, root)) return false;
     const int32 f = m.bvh.prims[h.slot];
     v3<float> a, b, c;
     face_tri(m, f, a, b, c);
@@ -576,15 +584,19 @@ SK_INLINE void adj_mesh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, f
     add_to(adj_start, as);
     add_to(adj_dir, ad);
     add_face_grads(m, f, aa, ab, ac);
+    return true;
 }
-
-// ---------------------------------------------------------------------------
-// Box query over face boxes (broad phase), iterated with mesh_query_aabb_next.
-
-SK_INLINE mesh_query_aabb_t mesh_query_aabb(uint64 id, vec_t<3, float32> lower, vec_t<3, float32> upper) {
-    return bvh_query_aabb(uint64(&mesh_get(id).bvh), lower, upper);
+template <typename R>
+SK_INLINE void adj_mesh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 max_t, uint64&,
+                                  vec_t<3, float32>& adj_start, vec_t<3, float32>& adj_dir, float32&, const R& adj_ret) {
+    adj_mesh_query_ray_root(id, start, dir, max_t, -1, adj_start, adj_dir, adj_ret);
 }
-SK_INLINE bool mesh_query_aabb_next(mesh_query_aabb_t& q, int32& index) { return bvh_query_next(q, index); }
+template <typename R>
+SK_INLINE void adj_mesh_query_ray(uint64 id, vec_t<3, float32> start, vec_t<3, float32> dir, float32 max_t, int32 root,
+                                  uint64&, vec_t<3, float32>& adj_start, vec_t<3, float32>& adj_dir, float32&, int32&,
+                                  const R& adj_ret) {
+    adj_mesh_query_ray_root(id, start, dir, max_t, root, adj_start, adj_dir, adj_ret);
+}
 
 // ---------------------------------------------------------------------------
 // Evaluation and access.

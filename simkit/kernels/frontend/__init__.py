@@ -7,7 +7,7 @@ import inspect
 from .. import ir
 from .. import types as T
 from ..errors import CompileError
-from .builder import FunctionBuilder, SourceInfo
+from .builder import FunctionBuilder, SourceInfo, TupleValue
 from .expressions import ExpressionMixin
 from .jumps import lower_jumps
 from .grad import GradMixin
@@ -44,7 +44,7 @@ class Builder(GradMixin, SliceMixin, StatementMixin, ExpressionMixin, FunctionBu
     def call_func(self, fn, args, kw, node):
         """Call a user @func: pick the overload, specialise it for these argument types."""
         for a in list(args) + list(kw.values()):
-            if not isinstance(a, ir.Var):
+            if not isinstance(a, ir.Var) and not (isinstance(a, TupleValue) and a.is_values()):
                 raise self.error(f"argument of '{fn.key}' is not a value", node)
         error = None
         for bound in self.bind_func_args(fn, args, kw):
@@ -62,11 +62,10 @@ class Builder(GradMixin, SliceMixin, StatementMixin, ExpressionMixin, FunctionBu
         if spec not in self.funcs:
             self.funcs.append(spec)
         outs = [self.new_var(t) for t in spec.return_types]
+        args = [v for a in args for v in (a.flat() if isinstance(a, TupleValue) else [a])]  # (tuples: their values)
         self.emit(ir.Call(out=outs[0] if outs else None, outs=outs[1:], args=args, callee=spec.cname,
                           kind="func", func=spec))
         if len(outs) > 1:
-            from .builder import TupleValue
-
             return TupleValue(outs)
         return outs[0] if outs else None
 
@@ -81,7 +80,7 @@ class Builder(GradMixin, SliceMixin, StatementMixin, ExpressionMixin, FunctionBu
             except TypeError:
                 continue
             ba.apply_defaults()
-            vals = [v if isinstance(v, ir.Var) else self.default_value(v) for v in ba.arguments.values()]
+            vals = [v if isinstance(v, (ir.Var, TupleValue)) else self.default_value(v) for v in ba.arguments.values()]
             if vals not in out:
                 out.append(vals)
         return out
@@ -90,6 +89,8 @@ class Builder(GradMixin, SliceMixin, StatementMixin, ExpressionMixin, FunctionBu
         """A parameter's default: Python number literals adapt to the parameter type, like literals."""
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             return self.const(v)
+        if isinstance(v, tuple):  # a tuple parameter's default
+            return TupleValue(self.default_value(x) for x in v)
         value = self.to_value(v)
         if not isinstance(value, ir.Var):
             raise TypeError(f"default value {v!r} is not usable in kernels")

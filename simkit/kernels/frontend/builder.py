@@ -32,7 +32,25 @@ class Py:
 
 
 class TupleValue(tuple):
-    """Several values (a tuple expression or a tuple-returning function)."""
+    """Several values (a tuple expression, a tuple-returning function, a tuple parameter). A compile-time
+    group of SSA values: indexing it takes one (with a constant index), a call passes its values one by
+    one. To match a @func parameter it answers ``type``, ``weak`` and ``is_const`` as a Var does."""
+
+    weak = False
+    is_const = False
+    const = None
+
+    @property
+    def type(self) -> T.TupleType:
+        return T.TupleType(x.type for x in self)
+
+    def is_values(self) -> bool:
+        """Holds only values (Vars, or tuples of them): something a func can take."""
+        return all(isinstance(x, ir.Var) or (isinstance(x, TupleValue) and x.is_values()) for x in self)
+
+    def flat(self) -> list:
+        """Its Vars in order, nested tuples flattened (as a func takes them)."""
+        return [v for x in self for v in (x.flat() if isinstance(x, TupleValue) else [x])]
 
 
 class ShapeOf:
@@ -111,10 +129,17 @@ class FunctionBuilder:
         from ..codegen import cname
 
         for pname, ptype in param_types.items():
-            v = ir.Var(cname(pname), ptype, label=pname, is_param=True)
-            self.params.append(v)
-            self.symbols[pname] = v
-            self.note_type(ptype)
+            self.symbols[pname] = self.param_value(cname(pname), pname, ptype)
+
+    def param_value(self, cname: str, label: str, ptype):
+        """The value of a parameter: a Var, or for a tuple a TupleValue of one parameter per element
+        (``values_0``, ``values_1``...: a tuple is passed as its values)."""
+        if isinstance(ptype, T.TupleType):
+            return TupleValue(self.param_value(f"{cname}_{k}", f"{label}[{k}]", t) for k, t in enumerate(ptype.types))
+        v = ir.Var(cname, ptype, label=label, is_param=True)
+        self.params.append(v)
+        self.note_type(ptype)
+        return v
 
     # ------------------------------------------------------------------ errors
 

@@ -10,7 +10,7 @@ from .. import ir
 from .. import registry as R
 from .. import types as T
 from ..api import GradOf
-from ..errors import CompileTypeError, CompileValueError
+from ..errors import CompileLimitError, CompileTypeError, CompileValueError
 from .builder import Py, ShapeOf, TupleValue, describe
 from .slices import has_slice
 
@@ -268,6 +268,8 @@ class ExpressionMixin:
             k = self.eval_value(node.slice)
             if not k.is_const:
                 raise self.error("tuples can only be indexed with constants", node)
+            if not -len(base) <= k.const < len(base):
+                raise self.error(f"tuple index {k.const} is out of range for a tuple of {len(base)} values", node)
             return base[k.const]
         if isinstance(base, Py):
             # generic type subscript in kernels is not supported; static indexing of Python sequences is
@@ -362,6 +364,9 @@ class ExpressionMixin:
             return self.eval_tid(node)
         if key == "printf":
             return self.eval_printf(args, node)
+        if (key == "print" or obj is pybuiltins.print) and len(args) == 1 and isinstance(args[0], Py) and \
+                isinstance(args[0].obj, str):  # print("text"): the text and a newline
+            return self.eval_printf([Py(args[0].obj.replace("%", "%%") + "\n")], node)
         if key is not None:
             return self.call_builtin(key, args, node, kw=kw)
         if obj in PY_BUILTINS:
@@ -551,6 +556,9 @@ class ExpressionMixin:
     def eval_len(self, node):
         if len(node.args) != 1:
             raise self.error("len() takes one argument", node)
+        v = self.eval(node.args[0])
+        if isinstance(v, TupleValue):
+            return self.const(len(v))
         v = self.eval_value(node.args[0])
         if T.is_value(v.type):
             return self.const(v.type._shape[0])
@@ -569,10 +577,8 @@ class ExpressionMixin:
         scope = dict(self.src.globals)
         scope.update(self.src.closure)
         for name, v in self.symbols.items():  # locals, as Warp sees them: constants by value, others by type
-            if isinstance(v, Py):
-                scope[name] = v.obj
-            elif isinstance(v, ir.Var):
-                scope[name] = v.const if v.is_const and v.const is not None else _LocalOfType(name, v.type)
+            if isinstance(v, (Py, TupleValue, ir.Var)):
+                scope[name] = _static_local(name, v)
         try:
             value = eval(compile(ast.Expression(node.args[0]), self.src.filename, "eval"), scope)  # noqa: S307
         except Exception as e:  # pragma: no cover - message path
@@ -589,9 +595,15 @@ class ExpressionMixin:
         self.emit(ir.Tid(outs=outs))
         return outs[0] if target_count == 1 else TupleValue(outs)
 
+    #: CUDA's printf takes at most this many values after the format (it drops the rest silently)
+    PRINTF_MAX_ARGS = 32
+
     def eval_printf(self, args, node):
         if not args or not isinstance(args[0], Py) or not isinstance(args[0].obj, str):
             raise self.error("printf() needs a format string literal first", node)
+        if len(args) - 1 > self.PRINTF_MAX_ARGS:
+            raise self.error(f"the maximum number of variadic arguments that can be passed to `printf` is "
+                             f"{self.PRINTF_MAX_ARGS}", node, CompileLimitError)
         vals = []
         for a in args[1:]:
             if not isinstance(a, ir.Var) or not T.is_scalar(a.type):
@@ -626,6 +638,17 @@ def c_common_type(a, b):
 
 
 SIGNED_INTS = (T.int8, T.int16, T.int32, T.int64)
+
+
+def _static_local(name, v):
+    """What ``static(...)`` sees of a local: a constant's value, a runtime value's type, a tuple's items."""
+    if isinstance(v, Py):
+        return v.obj
+    if isinstance(v, TupleValue):
+        return tuple(_static_local(f"{name}[{k}]", x) for k, x in enumerate(v))
+    if isinstance(v, ir.Var):
+        return v.const if v.is_const and v.const is not None else _LocalOfType(name, v.type)
+    return v
 
 
 class _LocalOfType:

@@ -27,7 +27,7 @@ ATOMIC_AUGMENTED = {"add": "atomic_add", "sub": "atomic_sub", "bit_and": "atomic
                     "bit_xor": "atomic_xor"}
 
 #: what advances each geometry query in ``for i in query:`` loops
-QUERY_NEXT = ("hash_grid_query_next", "bvh_query_next", "mesh_query_aabb_next")
+QUERY_NEXT = ("hash_grid_query_next", "bvh_query_next", "mesh_query_next")
 
 
 def assigned_names(stmts) -> list:
@@ -98,6 +98,18 @@ def static_reads(stmts, name: str) -> bool:
                     and any(isinstance(n, ast.Name) and n.id == name for a in node.args for n in ast.walk(a)):
                 return True
     return False
+
+
+def indexes_tuple(stmts, name: str, tuples: set) -> bool:
+    """Do these statements index one of the tuples named ``tuples`` with the variable ``name``?"""
+    return any(isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in tuples
+               and any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(node.slice))
+               for s in stmts for node in ast.walk(s))
+
+
+def carried_vars_of(pairs) -> list:
+    """The Vars a loop carries, from its (name, value) pairs (a tuple carries one per element)."""
+    return [v for _, m in pairs for v in (m.flat() if isinstance(m, TupleValue) else [m])]
 
 
 class StatementMixin:
@@ -391,30 +403,41 @@ class StatementMixin:
 
     def merge(self, before, a_syms, a_block, b_syms, b_block, node):
         merged = {}
-        line = self.src.line_of(node)
         for name in list(a_syms) + [n for n in b_syms if n not in a_syms]:
-            a, b = a_syms.get(name), b_syms.get(name)
-            if a is b:
-                merged[name] = a
-                continue
-            if not isinstance(a, (ir.Var, type(None))) or not isinstance(b, (ir.Var, type(None))):
-                raise self.error(f"'{name}' refers to different objects in the two branches", node)
-            if a is not None and b is not None and a.type is not b.type:
-                a, b = self.unify_literals(a, b)
-                if a.type is not b.type and name.startswith(RETVAL):  # see jumps.py
-                    raise self.error(f"return statements return different types ({T.type_name(a.type)} and "
-                                     f"{T.type_name(b.type)}); convert explicitly", node)
-                if a.type is not b.type:
-                    raise self.error(f"'{name}' is {T.type_name(a.type)} in one branch and "
-                                     f"{T.type_name(b.type)} in the other", node)
-            t = (a or b).type
-            phi = self.new_var(t, label=name, mutable=True)
-            if a is not None:
-                a_block.append(ir.Copy(line=line, out=phi, src=a))
-            if b is not None:
-                b_block.append(ir.Copy(line=line, out=phi, src=b))
-            merged[name] = phi
+            merged[name] = self.merge_value(name, a_syms.get(name), b_syms.get(name), a_block, b_block, node)
         return merged
+
+    def merge_value(self, name, a, b, a_block, b_block, node):
+        """The value of ``name`` after an if/else that left it ``a`` in one branch and ``b`` in the other
+        (None: unset there): a phi var both branches copy into; of a tuple, one per element."""
+        if a is b:
+            return a
+        if isinstance(a, TupleValue) or isinstance(b, TupleValue):
+            n = len(a if isinstance(a, TupleValue) else b)
+            if all(isinstance(x, TupleValue) and len(x) == n or x is None for x in (a, b)):
+                return TupleValue(self.merge_value(f"{name}[{k}]", None if a is None else a[k],
+                                                   None if b is None else b[k], a_block, b_block, node)
+                                  for k in range(n))
+            if isinstance(a, TupleValue) and isinstance(b, TupleValue):
+                raise self.error(f"'{name}' is a tuple of {len(a)} values in one branch and of {len(b)} in the "
+                                 f"other", node)
+        if not isinstance(a, (ir.Var, type(None))) or not isinstance(b, (ir.Var, type(None))):
+            raise self.error(f"'{name}' refers to different objects in the two branches", node)
+        if a is not None and b is not None and a.type is not b.type:
+            a, b = self.unify_literals(a, b)
+            if a.type is not b.type and name.startswith(RETVAL):  # see jumps.py
+                raise self.error(f"return statements return different types ({T.type_name(a.type)} and "
+                                 f"{T.type_name(b.type)}); convert explicitly", node)
+            if a.type is not b.type:
+                raise self.error(f"'{name}' is {T.type_name(a.type)} in one branch and "
+                                 f"{T.type_name(b.type)} in the other", node)
+        line = self.src.line_of(node)
+        phi = self.new_var((a or b).type, label=name, mutable=True)
+        if a is not None:
+            a_block.append(ir.Copy(line=line, out=phi, src=a))
+        if b is not None:
+            b_block.append(ir.Copy(line=line, out=phi, src=b))
+        return phi
 
     def range_args(self, node):
         """(start, end, step) of ``for i in range(...)``; "static" for ``static(...)``, "query" else."""
@@ -491,8 +514,10 @@ class StatementMixin:
                 raise self.error("range() step must not be zero", node.iter)
             trip = len(range(start.const, end.const, step.const))
             # unrolled: short loops (up to max_unroll) and, as in Warp, any loop whose body takes static() of
-            # its variable; not loops that can stop early (break, return: a flag ends them)
-            forced = static_reads(node.body, name)
+            # its variable (or indexes a tuple with it); not loops that can stop early (break, return: a flag
+            # ends them)
+            tuples = {n for n, v in self.symbols.items() if isinstance(v, TupleValue)}
+            forced = static_reads(node.body, name) or indexes_tuple(node.body, name, tuples)
             if ((trip <= self.options.get("max_unroll", MAX_UNROLL) or forced) and not has_jump(node.body)
                     and not getattr(node, "_sk_stop", ())):
                 for i in range(start.const, end.const, step.const):
@@ -509,7 +534,7 @@ class StatementMixin:
         carried_vars = dict(carried)
         stop = [carried_vars[f] for f in getattr(node, "_sk_stop", ()) if f in carried_vars]
         self.emit(ir.For(var=loop_var, start=start, end=end, step=step, body=body,
-                         carried=[m for _, m in carried], stop=stop))
+                         carried=carried_vars_of(carried), stop=stop))
         self.after_loop(before, carried)
 
     def query_for(self, node):
@@ -580,14 +605,14 @@ class StatementMixin:
             raise self.error("while ... else is not supported in kernels", node)
         carried_pairs, before = self.enter_loop(node.body + [ast.Expr(node.test)])
         self.push_block()
-        saved, self.inplace_vars = self.inplace_vars, frozenset(m for _, m in carried_pairs)
+        saved, self.inplace_vars = self.inplace_vars, frozenset(carried_vars_of(carried_pairs))
         try:
             cond = self.to_bool(self.eval_value(node.test), node)
         finally:
             self.inplace_vars = saved
         cond_block = self.pop_block()
         body = self.run_loop_body(node.body, carried_pairs)
-        self.emit(ir.While(cond_block=cond_block, cond=cond, body=body, carried=[m for _, m in carried_pairs]))
+        self.emit(ir.While(cond_block=cond_block, cond=cond, body=body, carried=carried_vars_of(carried_pairs)))
         self.after_loop(before, carried_pairs)
 
     def loop_body(self, stmts, extra):
@@ -601,14 +626,20 @@ class StatementMixin:
         pairs = []
         for n in assigned_names(stmts):
             v = self.symbols.get(n)
-            if isinstance(v, ir.Var):
-                if v.is_const and not T.is_scalar(v.type):
-                    v = self.materialise(v)
-                m = self.new_var(v.type, label=n, mutable=True)
-                self.emit(ir.Copy(out=m, src=v))
-                self.symbols[n] = m
+            if isinstance(v, ir.Var) or isinstance(v, TupleValue) and v.is_values():
+                m = self.symbols[n] = self.carried_copy(n, v)
                 pairs.append((n, m))
         return pairs, before
+
+    def carried_copy(self, name, v):
+        """A mutable copy of ``v`` that a loop carries (of a tuple: one per element)."""
+        if isinstance(v, TupleValue):
+            return TupleValue(self.carried_copy(f"{name}[{k}]", x) for k, x in enumerate(v))
+        if v.is_const and not T.is_scalar(v.type):
+            v = self.materialise(v)
+        m = self.new_var(v.type, label=name, mutable=True)
+        self.emit(ir.Copy(out=m, src=v))
+        return m
 
     def run_loop_body(self, stmts, carried_pairs):
         saved = (self.loop_carried, self.terminated)
@@ -627,25 +658,32 @@ class StatementMixin:
 
     def write_back(self):
         for n, m in self.loop_carried:
-            cur = self.symbols.get(n)
-            if cur is m or cur is None:
-                continue
-            if not isinstance(cur, ir.Var):
-                raise self.error(f"'{n}' must stay a value inside the loop, got {describe(cur)}")
+            self.write_back_value(n, m, self.symbols.get(n))
+
+    def write_back_value(self, n, m, cur):
+        if cur is m or cur is None:
+            return
+        if isinstance(m, TupleValue):
+            if not isinstance(cur, TupleValue) or len(cur) != len(m):
+                raise self.error(f"'{n}' must stay a tuple of {len(m)} values inside the loop, got {describe(cur)}")
+            for k, (x, y) in enumerate(zip(m, cur)):
+                self.write_back_value(f"{n}[{k}]", x, y)
+            return
+        if not isinstance(cur, ir.Var):
+            raise self.error(f"'{n}' must stay a value inside the loop, got {describe(cur)}")
+        if cur.type is not m.type:
+            cur = self.literal_as(cur, m.type)
             if cur.type is not m.type:
-                cur = self.literal_as(cur, m.type)
-                if cur.type is not m.type:
-                    raise self.error(f"'{n}' changes type inside the loop ({T.type_name(m.type)} -> "
-                                     f"{T.type_name(cur.type)}); convert it explicitly")
-            self.emit(ir.Copy(out=m, src=cur))
+                raise self.error(f"'{n}' changes type inside the loop ({T.type_name(m.type)} -> "
+                                 f"{T.type_name(cur.type)}); convert it explicitly")
+        self.emit(ir.Copy(out=m, src=cur))
 
     def export_return_values(self, entry, carried_pairs):
         """A value returned from inside a loop (see jumps.py) is first assigned there: carry it out."""
         for n, v in list(self.symbols.items()):
-            if n not in entry and n.startswith(RETVAL) and isinstance(v, ir.Var):
-                m = self.new_var(v.type, label=n, mutable=True)
-                self.emit(ir.Copy(out=m, src=v))
-                carried_pairs.append((n, m))
+            if n not in entry and n.startswith(RETVAL) and (isinstance(v, ir.Var) or isinstance(v, TupleValue)
+                                                            and v.is_values()):
+                carried_pairs.append((n, self.carried_copy(n, v)))
 
     def after_loop(self, before, carried_pairs):
         new_locals = {n for n in self.symbols if n not in before}

@@ -30,12 +30,26 @@ SK_INLINE void print_value(uint64 v) { printf("%llu\n", (unsigned long long)v); 
 SK_INLINE void print_value(half v) { printf("%g\n", double(float(v))); }
 SK_INLINE void print_value(float v) { printf("%g\n", double(v)); }
 SK_INLINE void print_value(double v) { printf("%g\n", v); }
-template <typename V> SK_INLINE void print_value(const V& v) {
-    const unsigned n = value_traits<V>::length;
-    printf("[");
-    for (unsigned i = 0; i < n; ++i) printf(i + 1 < n ? "%g, " : "%g", double(float(flat(v)[i])));
-    printf("]\n");
+// vectors, quaternions, matrices (a row per line) and transforms as Warp prints them: "%g " per component
+template <unsigned N, typename T> SK_INLINE void print_value(const vec_t<N, T>& v) {
+    for (unsigned i = 0; i < N; ++i) printf("%g ", double(float(v.c[i])));
+    printf("\n");
 }
+template <typename T> SK_INLINE void print_value(const quat_t<T>& q) {
+    printf("%g %g %g %g\n", double(float(q.x)), double(float(q.y)), double(float(q.z)), double(float(q.w)));
+}
+template <unsigned R, unsigned C, typename T> SK_INLINE void print_value(const mat_t<R, C, T>& m) {
+    for (unsigned i = 0; i < R; ++i) {
+        for (unsigned j = 0; j < C; ++j) printf("%g ", double(float(m.data[i][j])));
+        printf("\n");
+    }
+}
+template <typename T> SK_INLINE void print_value(const transform_t<T>& t) {
+    printf("(%g %g %g) (%g %g %g %g)\n", double(float(t.p.c[0])), double(float(t.p.c[1])), double(float(t.p.c[2])),
+           double(float(t.q.x)), double(float(t.q.y)), double(float(t.q.z)), double(float(t.q.w)));
+}
+// structs, arrays and other handles (as in Warp)
+template <typename V> SK_INLINE void print_value(const V&) { printf("<type without print implementation>\n"); }
 template <typename T> SK_INLINE void print(const T& v) { print_value(v); }
 
 template <typename T> SK_INLINE bool values_equal(const T& a, const T& b) {

@@ -475,7 +475,10 @@ def capture_debug_dot_print(graph: Graph, path: str, verbose: bool = False) -> N
 class ScopedCapture:
     """``with ScopedCapture() as cap: ...`` captures the block into ``cap.graph`` (see :func:`capture_begin`)."""
 
-    def __init__(self, device=None, stream: Stream | None = None, force_module_load=None, external: bool = False):
+    def __init__(self, device=None, stream: Stream | None = None, force_module_load=None, external: bool = False,
+                 apic: bool = False):
+        if apic:  # Warp's saveable (APIC) graphs
+            raise NotImplementedError("ScopedCapture(apic=True): saveable graph capture is not supported")
         self.device = device
         self.stream = stream
         self.force_module_load = force_module_load
