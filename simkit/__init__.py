@@ -12,9 +12,9 @@
 """
 from . import autograd, collision, config, io, model, optim, solvers, types
 from . import geometry  # Warp's warp.geometry: IsoSurfaceMarchingCubes, IsoSurfaceBase
-from .collision import (Bvh, BvhQuery, HashGrid, HashGridQuery, MarchingCubes, Mesh, MeshQueryAABB, MeshQueryPoint,
-                        MeshQueryRay)
-from .collision import MeshQuery, is_cubql_available
+from . import utils  # Warp's wp.utils: array_sum, array_scan, radix_sort_pairs, ...
+from .collision import (Bvh, BvhQuery, HashGrid, HashGridQuery, MarchingCubes, Mesh, MeshQuery, MeshQueryAABB,
+                        MeshQueryPoint, MeshQueryRay, is_cubql_available)
 from .model import Control, Model, ModelBuilder, State
 from .solvers import RigidBodySolver, SemiImplicitEulerSolver, SPHSolver, XPBDSolver
 from .kernels import (CompileError, CompilerNotFoundError, CompileTypeError, CompileValueError, Function, Kernel,
@@ -52,13 +52,11 @@ def synchronize():
         driver.synchronize_all()
 
 
-__all__ = (["autograd", "collision", "config", "geometry", "io", "model", "optim", "solvers", "types",
-            "Control", "Model",
-            "ModelBuilder",
-            "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver", "Bvh", "BvhQuery",
-            "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid", "HashGridQuery", "MarchingCubes", "Mesh",
-            "MeshQuery", "is_cubql_available",
-            "CompileError",
+__all__ = (["autograd", "collision", "config", "geometry", "io", "model", "optim", "solvers", "types", "utils",
+            "Control",
+            "Model", "ModelBuilder", "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver",
+            "Bvh", "BvhQuery", "MeshQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid",
+            "HashGridQuery", "MarchingCubes", "Mesh", "is_cubql_available", "CompileError",
             "CompileTypeError", "CompileValueError", "WarpCodegenError", "WarpCodegenTypeError",
             "WarpCodegenValueError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
             "constant", "func", "func_grad", "func_native", "func_replay", "kernel", "overload", "static", "struct",

@@ -15,6 +15,7 @@ ALLOWED = {
     "model": {"kernels", "runtime", "collision", "model", "config", "version"},
     "solvers": {"kernels", "runtime", "collision", "model", "solvers", "config", "version"},
     "io": {"kernels", "runtime", "collision", "model", "io", "config", "version"},
+    "utils": {"kernels", "runtime", "utils", "config", "version"},
 }
 MAX_LINES = 800
 

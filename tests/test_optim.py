@@ -62,9 +62,156 @@ def test_optimizer_matches_reference_and_converges(device, name):
     assert losses[-1] < 1e-2 * losses[0]
 
 
-def test_optimizer_rejects_arrays_without_gradients(device):
-    with pytest.raises(ValueError, match="requires_grad"):
-        sk.optim.SGD([sk.zeros(3, device=device)])
+# ---------------------------------------------------------------- Warp's interface: step(grad), set_params, state
+
+def _numpy_sgd(x, grads, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, state=np.float64):
+    """PyTorch's/Warp's SGD, in the precision ``state`` (x rounded to its own dtype after each step)."""
+    x, b = x.copy(), None
+    for g in grads:
+        d = g.astype(state) + state(weight_decay) * x.astype(state)
+        if momentum:
+            b = d if b is None else state(momentum) * b + state(1 - dampening) * d
+            d = d + state(momentum) * b if nesterov else b
+        x = (x.astype(state) - state(lr) * d).astype(x.dtype)
+    return x
+
+
+def _numpy_adam_steps(x, grads, lr, b1=0.9, b2=0.999, eps=1e-8, state=np.float64):
+    """Adam with bias correction, in the precision ``state`` (x rounded to its own dtype after each step)."""
+    x, m, v = x.copy(), 0, 0
+    for t, g in enumerate(grads, 1):
+        g = g.astype(state)
+        m = state(b1) * m + state(1 - b1) * g
+        v = state(b2) * v + state(1 - b2) * g * g
+        mhat, vhat = m / state(1 - b1 ** t), v / state(1 - b2 ** t)
+        x = (x.astype(state) - state(lr) * mhat / (np.sqrt(vhat) + state(eps))).astype(x.dtype)
+    return x
+
+
+DTYPES = {"float16": (sk.float16, np.float16, np.float32, (5,)), "float32": (sk.float32, np.float32, np.float32, (5,)),
+          "float64": (sk.float64, np.float64, np.float64, (2, 3)), "vec3": (sk.vec3, np.float32, np.float32, (4, 3)),
+          "mat22d": (sk.mat22d, np.float64, np.float64, (3, 2, 2)), "vec2h": (sk.vec2h, np.float16, np.float32, (3, 2))}
+SETTINGS = {"sgd": {}, "momentum": {"momentum": 0.9}, "dampening": {"momentum": 0.8, "dampening": 0.3},
+            "nesterov": {"momentum": 0.9, "nesterov": True}, "weight_decay": {"momentum": 0.5, "weight_decay": 0.1},
+            "adam": None}
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("setting", SETTINGS)
+@pytest.mark.parametrize("form", ["step()", "step(grad)"])
+def test_optimizers_match_numpy(device, dtype, setting, form):
+    # two parameter arrays (the second of another shape), four steps of random gradients; the
+    # update in the state's precision (float32 for float16 parameters), the parameter rounded once per step
+    sk_dtype, np_dtype, state, shape = DTYPES[dtype]
+    rng = np.random.default_rng(7)
+    x0 = [rng.uniform(-1, 1, shape).astype(np_dtype), rng.uniform(-1, 1, (2,) + shape[1:]).astype(np_dtype)]
+    grads = [[rng.uniform(-1, 1, x.shape).astype(np_dtype) for _ in range(4)] for x in x0]
+    params = [sk.array(x, dtype=sk_dtype, requires_grad=form == "step()", device=device) for x in x0]
+    lr = 0.1 if setting != "adam" else 0.05
+    kw = SETTINGS[setting]
+    opt = sk.optim.Adam(params, lr=lr) if setting == "adam" else sk.optim.SGD(params, lr=lr, **kw)
+    for k in range(4):
+        if form == "step()":
+            for p, g in zip(params, grads):
+                p.grad.assign(sk.array(g[k], dtype=sk_dtype, device=device))
+            opt.step()
+        else:
+            opt.step([sk.array(g[k], dtype=sk_dtype, device=device) for g in grads])
+    assert opt.t == 4
+    for p, x, g in zip(params, x0, grads):
+        if setting == "adam":
+            expect = _numpy_adam_steps(x, g, lr, state=state)
+        else:
+            expect = _numpy_sgd(x, g, lr, **kw, state=state)
+        tol = {np.float16: 2e-3, np.float32: 2e-6, np.float64: 1e-12}[np_dtype]
+        np.testing.assert_allclose(p.numpy().astype(np.float64), expect, rtol=tol, atol=tol)
+    state_dtype = {sk.float16: sk.float32, sk.vec2h: sk.vec2}.get(sk_dtype, sk_dtype)
+    for a in (opt.m + opt.v if setting == "adam" else opt.b):
+        assert a.dtype is state_dtype and a.device == params[0].device
+    assert [a.shape for a in (opt.m if setting == "adam" else opt.b)] == [p.shape for p in params]
+
+
+def test_set_params_later_keeps_fitting_state_and_reset_zeroes_it(device):
+    # params=None, then set_params; the state arrays follow the parameters' shapes, and set_params with
+    # parameters of the same shape and dtype keeps them (and what they hold); reset: the next step is a first one
+    opt = sk.optim.SGD(lr=0.1, momentum=0.9)
+    assert opt.params is None and opt.b == []
+    a = sk.array(np.ones(3, np.float32), device=device)
+    opt.set_params([a])
+    opt.step([sk.array(np.ones(3, np.float32), device=device)])
+    np.testing.assert_allclose(a.numpy(), 0.9)
+    b0 = opt.b[0]
+    same = sk.array(np.ones(3, np.float32), device=device)
+    opt.set_params([same, sk.zeros(2, dtype=sk.vec3, device=device)])
+    assert opt.b[0] is b0 and opt.b[1].dtype is sk.vec3 and opt.b[1].shape == (2,)
+    opt.step([sk.array(np.ones(3, np.float32), device=device), sk.zeros(2, dtype=sk.vec3, device=device)])
+    np.testing.assert_allclose(same.numpy(), 1 - 0.1 * 1.9, rtol=1e-6)       # b = 0.9 * 1 + 1: momentum kept
+    opt.set_params([sk.zeros(4, device=device)])
+    assert opt.b[0] is not b0 and opt.b[0].shape == (4,) and not opt.b[0].numpy().any()
+    opt.reset_internal_state()
+    assert opt.t == 0
+    adam = sk.optim.Adam([a], lr=0.1)
+    adam.step([sk.array(np.full(3, 2.0, np.float32), device=device)])
+    assert adam.m[0].numpy().any() and adam.t == 1
+    adam.reset_internal_state()
+    assert not adam.m[0].numpy().any() and not adam.v[0].numpy().any() and adam.t == 0
+
+
+def test_state_follows_parameters_to_another_device(cuda_device):
+    # a parameter replaced by one of the same shape and dtype on another device: its state moves with it
+    def cpu(fill=0.0):
+        return sk.full(4, fill, dtype=sk.float32, device="cpu")
+
+    for opt in (sk.optim.Adam([cpu(), cpu()], lr=0.02), sk.optim.SGD([cpu(), cpu()], momentum=0.9)):
+        names = ("m", "v") if isinstance(opt, sk.optim.Adam) else ("b",)
+        for n in names:
+            getattr(opt, n)[0].fill_(1.0)
+        kept = [getattr(opt, n)[1] for n in names]
+        moved = sk.zeros(4, device=cuda_device)
+        opt.set_params([moved, opt.params[1]])
+        for n, k in zip(names, kept):
+            assert getattr(opt, n)[0].device == moved.device and (getattr(opt, n)[0].numpy() == 1.0).all()
+            assert getattr(opt, n)[1] is k
+        opt.step([sk.ones(4, device=cuda_device), cpu(1.0)])
+        assert (moved.numpy() < 0).all() and (opt.params[1].numpy() < 0).all()
+        opt.set_params([cpu(), opt.params[1]])
+        assert all(getattr(opt, n)[0].device.alias == "cpu" and getattr(opt, n)[0].numpy().any() for n in names)
+
+
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_optimizer_errors(device, name):
+    cls = getattr(sk.optim, name)
+    with pytest.raises(RuntimeError, match=rf"{name} parameters must be set before calling step\(\), got None"):
+        cls().step([])
+    p = sk.zeros(2, device=device)
+    opt = cls([p])
+    with pytest.raises(ValueError, match=r"reads each parameter's .grad, and parameter 0 has none.*requires_grad"):
+        opt.step()
+    with pytest.raises(TypeError, match=f"{name} gradient dtype must match parameter dtype float32, got int32"):
+        opt.step([sk.zeros(2, dtype=sk.int32, device=device)])
+    with pytest.raises(TypeError, match=f"{name} gradient dtype must match parameter dtype float32, got float64"):
+        opt.step([sk.zeros(2, dtype=sk.float64, device=device)])
+    with pytest.raises(ValueError, match=rf"{name} gradient shape must match parameter shape \(2,\), got \(2, 1\)"):
+        opt.step([sk.zeros((2, 1), device=device)])
+    with pytest.raises(ValueError, match=r"2 gradient arrays for 1 parameters"):
+        opt.step([p, p])
+    with pytest.raises(TypeError, match=r"grad must be a list of arrays, one per parameter, got array"):
+        opt.step(p)
+    with pytest.raises(ValueError, match=r"gradient must be a contiguous array"):
+        opt.step([sk.zeros(4, device=device)[::2]])
+    with pytest.raises(TypeError, match=r"parameter 1, an array of int32 \(its components must be float16"):
+        cls([p, sk.zeros(2, dtype=sk.int32)])
+    with pytest.raises(ValueError, match="parameter 0 is not a contiguous array"):
+        cls([sk.zeros(4, device=device)[::2]])
+    with pytest.raises(TypeError, match="params must be a list of arrays, got array"):
+        cls(p)
+    assert not p.numpy().any()                                              # (no error stepped)
+
+
+def test_gradient_on_another_device_is_rejected(cuda_device):
+    opt = sk.optim.Adam([sk.zeros(2, device="cpu")])
+    with pytest.raises(ValueError, match="Adam gradient device must match parameter device cpu, got cuda:0"):
+        opt.step([sk.zeros(2, device=cuda_device)])
 
 
 def test_minimize_runs_gradient_descent_until_the_tolerance():

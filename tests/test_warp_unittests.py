@@ -2,15 +2,11 @@
 
 Each file listed in ``warp_unittest_known.KNOWN`` is read from the installed warp-lang with only its
 imports rewritten (``import warp as wp`` -> ``import simkit as wp``; tests/warp_unittests.py) and
-every test method in it runs on simkit's devices. Everything must pass except the tests listed there
+every test method in it runs, as a pytest item of its own, on simkit's devices. Everything must pass except the tests listed there
 with a reason; the list must name only tests that exist. This file runs the files of no group
 (``warp_unittest_known.GROUPS``); tests/test_warp_unittests_<group>.py run the others.
 """
-import pytest
 import warp_unittests
 from warp_unittest_known import KNOWN, files
 
-
-@pytest.mark.parametrize("name", files(None))
-def test_warp_unittest_file(name):
-    warp_unittests.check_file(name, KNOWN[name])
+test_warp_unittest, test_known_failures_name_tests = warp_unittests.make_tests(files(None), KNOWN)

@@ -31,6 +31,9 @@ def tests_dir() -> str | None:
 def rewrite(src: str) -> str:
     src = re.sub(r"^(\s*)import warp as (\w+)$", r"\1import simkit as \2", src, flags=re.M)
     src = re.sub(r"^(\s*)import warp$", r"\1import simkit as warp", src, flags=re.M)
+    # (``warp.optim.Adam``: simkit's optimizers; the files that import it use ``warp.`` for nothing else)
+    src = re.sub(r"^(\s*)import warp\.optim$", r"\1import simkit as warp", src, flags=re.M)
+    src = src.replace("from warp.utils import", "from simkit.utils import")
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
     src = src.replace("wp._src.types.", "wp.types.")  # (Warp's internal module: its public names are wp.types)
     src = src.replace("from warp._src.utils import map_cache", "from simkit.runtime.map import map_cache")
@@ -115,25 +118,42 @@ def run_case(test) -> unittest.TestResult:
     return result
 
 
-def check_file(name: str, known: dict) -> None:
-    """Run every test method of warp-lang's file ``name``; fail unless all pass except those ``known`` lists
-    (a key matches each method whose name contains it) and every key of ``known`` still names a test."""
+def cases_of(name: str) -> dict:
+    """:func:`cases`, loaded once per file."""
+    if name not in _CASES:
+        _CASES[name] = cases(name)
+    return _CASES[name]
+
+
+_CASES: dict = {}
+
+
+def make_tests(file_names: list, known_of: dict):
+    """The two pytest test functions of a group of warp-lang's files: ``test_warp_unittest`` runs one test method
+    (one pytest item per method, id ``file::Class.method``; a method ``known_of[file]`` lists is skipped with its
+    reason), ``test_known_failures_name_tests`` checks that every listed key of a file still names a test."""
     import pytest
 
-    if tests_dir() is None:  # pragma: no cover - warp-lang is a test dependency
-        pytest.skip("warp-lang's tests are not installed")
-    all_cases = cases(name)
-    unused = [key for key in known if not any(key in c for c in all_cases)]
-    assert not unused, f"{name}: no test matches {unused} any more; remove them from warp_unittest_known.py"
-    failed, passed = [], 0
-    for case_name, case in all_cases.items():
-        if any(key in case_name for key in known):
-            continue
-        result = run_case(case)
+    params = []
+    for name in file_names if tests_dir() is not None else []:
+        for case_name in cases_of(name):
+            why = next((reason for key, reason in known_of[name].items() if key in case_name), None)
+            params.append(pytest.param(name, case_name, id=f"{name}::{case_name}",
+                                       marks=[pytest.mark.skip(reason=f"listed: {why}")] if why else []))
+
+    @pytest.mark.parametrize("name, case_name", params)
+    def test_warp_unittest(name, case_name):
+        result = run_case(cases_of(name)[case_name])
         problems = result.errors + result.failures
-        if problems:
-            failed.append(f"{case_name}:\n{problems[0][1][-1500:]}")
-        elif not result.skipped:
-            passed += 1
-    assert not failed, f"{len(failed)} of warp-lang's tests in {name} failed:\n\n" + "\n\n".join(failed)
-    assert passed > 0, f"{name}: no test ran"
+        assert not problems, f"warp-lang's {name}::{case_name} failed:\n{problems[0][1][-3000:]}"
+        if result.skipped:
+            pytest.skip(result.skipped[0][1])
+
+    @pytest.mark.parametrize("name", file_names)
+    def test_known_failures_name_tests(name):
+        if tests_dir() is None:  # pragma: no cover - warp-lang is a test dependency
+            pytest.skip("warp-lang's tests are not installed")
+        unused = [key for key in known_of[name] if not any(key in c for c in cases_of(name))]
+        assert not unused, f"{name}: no test matches {unused} any more; remove them from warp_unittest_known.py"
+
+    return test_warp_unittest, test_known_failures_name_tests

@@ -73,7 +73,6 @@ def dtype_to_numpy(simkit_dtype) -> np.dtype:
     return np.dtype(t._np)
 
 
-
 def load_module(module=None, device=None, recursive: bool = False, block_dim=None) -> None:
     """Compile (or fetch from the cache) the kernels of ``module`` (a module or its name; default: the
     calling module) for ``device`` now, as Warp's ``load_module`` does, instead of at their first launch:
