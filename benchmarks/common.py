@@ -263,6 +263,23 @@ class Table:
         return "\n".join(lines)
 
 
+def ratio_table(title: str, times: dict) -> list:
+    """Markdown lines of a titled table of ``times`` ({name: Timing}; the first is the baseline, numpy): time per
+    call and the baseline's time over each one's."""
+    base = next(iter(times.values())).median
+    lines = ["", title, "", "| implementation | time per call | numpy time / this |", "|---|---|---|"]
+    return lines + [f"| {k} | {fmt_time(t.median)} | {base / t.median:.3g}x |" for k, t in times.items()]
+
+
+def write_report(lines: list, markdown_path: str | None) -> None:
+    """Print the report, and write it to ``markdown_path`` too when given."""
+    text = "\n".join(lines)
+    print(text)
+    if markdown_path:
+        with open(markdown_path, "w") as f:
+            f.write(text + "\n")
+
+
 def kv_markdown(rows: list) -> str:
     return "\n".join(f"- **{k}**: {v}" for k, v in rows)
 

@@ -69,15 +69,8 @@ def main(argv=None):
                             (f"call overhead, {N_SMALL} elements", N_SMALL, 200)):
         common.progress(title)
         fns, _ = contenders(n, not args.no_warp)
-        times = common.bench_interleaved(fns, rounds=rounds, block=block)
-        base = times["numpy"].median
-        lines += ["", title, "", "| implementation | time per call | numpy time / this |", "|---|---|---|"]
-        lines += [f"| {k} | {common.fmt_time(t.median)} | {base / t.median:.3g}x |" for k, t in times.items()]
-    text = "\n".join(lines)
-    print(text)
-    if args.markdown:
-        with open(args.markdown, "w") as f:
-            f.write(text + "\n")
+        lines += common.ratio_table(title, common.bench_interleaved(fns, rounds=rounds, block=block))
+    common.write_report(lines, args.markdown)
     return 0
 
 

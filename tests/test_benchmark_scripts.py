@@ -151,3 +151,14 @@ def test_map_benchmark_checks_and_times_every_contender(tmp_path, monkeypatch):
             and r[0].strip() in ("numpy", "simkit map", "simkit operators")]
     assert [r[0].strip() for r in rows] == ["numpy", "simkit map", "simkit operators"] * 2
     assert all(float(r[2].strip().rstrip("x")) > 0 for r in rows)
+
+
+def test_array_algorithms_benchmark_checks_and_times_every_contender(tmp_path):
+    mod = _load("array_algorithms")
+    out = tmp_path / "algorithms.md"
+    assert mod.main(["--quick", "--no-warp", "--n", "5000", "--markdown", str(out)]) == 0
+    rows = [r for r in (line.split("|")[1:-1] for line in out.read_text().splitlines()) if len(r) == 3
+            and r[0].strip() not in ("implementation", "---")]
+    assert [r[0].strip() for r in rows] == ["numpy (argsort stable + gather)", "simkit", "numpy (cumsum)", "simkit",
+                                            "numpy (sum)", "simkit"]
+    assert all(float(r[2].strip().rstrip("x")) > 0 for r in rows)
