@@ -13,7 +13,7 @@ import math
 import operator
 
 from .. import config
-from ..kernels import kernel
+from ..kernels import func, kernel
 from ..kernels import lang as sk
 from ..kernels import types as T
 from ..runtime import array, empty
@@ -23,7 +23,8 @@ REDUCE_SCALARS = (T.float32, T.float64)
 
 
 @kernel(_parallel_min=1)
-def _sum_partial(values: array(dtype=T.Any, ndim=3), partial: array(dtype=T.Any, ndim=3), count: int, chunk: int):
+def _sum_partial(values: array(dtype=T.Any, ndim=3), partial: array(dtype=T.Any, ndim=3), count: int,
+                 chunk: int):
     o, i, b = sk.tid()
     s = values.dtype(0)
     for t in range(b * chunk, sk.min(count, b * chunk + chunk)):
@@ -31,33 +32,29 @@ def _sum_partial(values: array(dtype=T.Any, ndim=3), partial: array(dtype=T.Any,
     partial[o, i, b] = s
 
 
-@kernel(_parallel_min=1)
-def _inner_partial(a: array(dtype=T.Any, ndim=3), b: array(dtype=T.Any, ndim=3), partial: array(dtype=T.Any, ndim=3),
-                   count: int, chunk: int):
-    o, i, k = sk.tid()
-    s = partial.dtype(0)
-    for t in range(k * chunk, sk.min(count, k * chunk + chunk)):
-        s = s + a[o, t, i] * b[o, t, i]
-    partial[o, i, k] = s
+@func
+def _inner(a: T.Float, b: T.Float):
+    return a * b
+
+
+@func
+def _inner(a: T.vector(length=T.Any, dtype=T.Float), b: T.vector(length=T.Any, dtype=T.Float)):  # noqa: F811
+    return sk.dot(a, b)
+
+
+@func
+def _inner(a: T.matrix(shape=(T.Any, T.Any), dtype=T.Float),  # noqa: F811
+           b: T.matrix(shape=(T.Any, T.Any), dtype=T.Float)):
+    return sk.ddot(a, b)
 
 
 @kernel(_parallel_min=1)
-def _inner_partial_vec(a: array(dtype=T.Any, ndim=3), b: array(dtype=T.Any, ndim=3),
-                       partial: array(dtype=T.Any, ndim=3), count: int, chunk: int):
+def _inner_partial(a: array(dtype=T.Any, ndim=3), b: array(dtype=T.Any, ndim=3),
+                   partial: array(dtype=T.Any, ndim=3), count: int, chunk: int):
     o, i, k = sk.tid()
     s = partial.dtype(0)
     for t in range(k * chunk, sk.min(count, k * chunk + chunk)):
-        s = s + sk.dot(a[o, t, i], b[o, t, i])
-    partial[o, i, k] = s
-
-
-@kernel(_parallel_min=1)
-def _inner_partial_mat(a: array(dtype=T.Any, ndim=3), b: array(dtype=T.Any, ndim=3),
-                       partial: array(dtype=T.Any, ndim=3), count: int, chunk: int):
-    o, i, k = sk.tid()
-    s = partial.dtype(0)
-    for t in range(k * chunk, sk.min(count, k * chunk + chunk)):
-        s = s + sk.ddot(a[o, t, i], b[o, t, i])
+        s = s + _inner(a[o, t, i], b[o, t, i])
     partial[o, i, k] = s
 
 
@@ -68,9 +65,6 @@ def _sum_partials(partial: array(dtype=T.Any, ndim=3), out: array(dtype=T.Any, n
     for b in range(partial.shape[2]):
         s = s + partial[o, i, b]
     out[o, i] = s
-
-
-_PARTIAL = {"sum": _sum_partial, "scalar": _inner_partial, "vector": _inner_partial_vec, "matrix": _inner_partial_mat}
 
 
 def _normalize_axis(operation: str, axis, ndim: int) -> int:
@@ -114,7 +108,7 @@ def _output(operation, out, shape, dtype, device):
     return out, False
 
 
-def _finish(kind, inputs, out, count, axis, tape):
+def _finish(partial_kernel, inputs, out, count, axis, tape):
     """Reduce ``inputs`` (one (outer, axis, inner) array for a sum, two for an inner product) into ``out``."""
     dev = out.device
     o, _, i = inputs[0].shape[:3]
@@ -122,8 +116,7 @@ def _finish(kind, inputs, out, count, axis, tape):
     out2 = target.reshape((o, i))
     nb, chunk = _chunks(o * i, count, dev)
     partial = empty((o, i, nb), dtype=out.dtype, device=dev, requires_grad=tape)
-    k = _PARTIAL[kind]
-    run(k, (o, i, nb), [*inputs, partial, count, chunk], dev, tape=tape)
+    run(partial_kernel, (o, i, nb), [*inputs, partial, count, chunk], dev, tape=tape)
     run(_sum_partials, (o, i), [partial, out2], dev, tape=tape)
     if target is not out:
         out.assign(target)
@@ -172,7 +165,7 @@ def array_sum(values: array, out: array | None = None, value_count: int | None =
     if scalar_type(dt) not in REDUCE_SCALARS or not (T.is_scalar(dt) or T.is_vector(dt) or T.is_matrix(dt)):
         raise RuntimeError(f"Unsupported data type: {type_repr(dt)}")
     v3 = _contiguous(values).reshape(_split(values.shape, axis))
-    _finish("sum", [v3], out, value_count, axis, _needs_grad(values))
+    _finish(_sum_partial, [v3], out, value_count, axis, _needs_grad(values))
     return out.numpy()[0] if axis is None and host else out
 
 
@@ -206,7 +199,6 @@ def array_inner(a: array, b: array, out: array | None = None, count: int | None 
         return out
     if st not in REDUCE_SCALARS or not (T.is_scalar(a.dtype) or T.is_vector(a.dtype) or T.is_matrix(a.dtype)):
         raise RuntimeError(f"Unsupported data type: {type_repr(a.dtype)}")
-    kind = "scalar" if T.is_scalar(a.dtype) else "vector" if T.is_vector(a.dtype) else "matrix"
     split = _split(a.shape, axis)
-    _finish(kind, [_contiguous(x).reshape(split) for x in (a, b)], out, count, axis, _needs_grad(a, b))
+    _finish(_inner_partial, [_contiguous(x).reshape(split) for x in (a, b)], out, count, axis, _needs_grad(a, b))
     return out.numpy()[0] if axis is None and host else out
