@@ -14,6 +14,10 @@ verbose: bool = bool(int(os.environ.get("SIMKIT_VERBOSE", "0")))
 #: module, whose messages always name the file and line that caused them, so this changes nothing.
 verbose_warnings: bool = False
 
+#: Warn (``ArrayAccessWarning``) when an operation recorded on a Tape overwrites an array that an earlier
+#: recorded launch read (simkit/runtime/access_check.py; ``backward()`` refuses such a recording either way).
+verify_autograd_array_access: bool = False
+
 #: Kernel cache directory (default: $SIMKIT_CACHE_DIR or ~/.cache/simkit/<version>).
 cache_dir: str | None = os.environ.get("SIMKIT_CACHE_DIR")
 

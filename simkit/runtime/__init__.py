@@ -25,6 +25,7 @@ from ..kernels import api as _api
 
 _api.PYTHON_SCOPE = _pyscope.evaluate
 from .tape import Tape, TapeError, active_tape, checkpoint
+from .access_check import ArrayAccessWarning
 from .map import OPERATORS as _OPERATORS, map
 
 for _name, _op in _OPERATORS.items():  # a + b, 2.0 * a, a **= 2: elementwise kernels (runtime/map.py)
@@ -39,7 +40,7 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "Event", "ScopedCapture", "ScopedTimer", "CpuGraph", "ScopedStream", "Stream", "CapturedStep", "capture_begin",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
            "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",
-           "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "active_tape", "checkpoint", "map",
+           "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "ArrayAccessWarning", "active_tape", "checkpoint", "map",
            "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
            "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",
            "device_to_jax", "jax_kernel"] + list(_warp_api_all)

@@ -95,8 +95,9 @@ class array:
                  retain_grad: bool = False, *, _np_view=None, _owner=None, _grad=None, _zero: bool = True):
         dtype = T.Any if dtype is typing.Any else T.normalize_dtype(dtype)  # array(dtype=typing.Any): generic
         self._desc = None
-        # [all modifications, overwrites]: shared by views of the same memory (see runtime/tape.py)
-        self._ver = _owner._ver if isinstance(_owner, array) else [0, 0]
+        # [all modifications, overwrites, read by a recorded launch]: shared by views of the same memory
+        # (see runtime/tape.py and runtime/access_check.py)
+        self._ver = _owner._ver if isinstance(_owner, array) else [0, 0, False]
         self._grad = None
         self._requires_grad = False
         if data is None and shape is None and ptr is None and _np_view is None:
@@ -286,6 +287,26 @@ class array:
     def _overwritten(self):
         self._ver[0] += 1
         self._ver[1] += 1
+
+    @property
+    def _is_read(self) -> bool:
+        """Read by a launch recorded on a Tape whose ``backward()`` has not yet run (tracked with
+        ``config.verify_autograd_array_access``; shared by views of the same memory)."""
+        return bool(self._ver[2])
+
+    def mark_read(self):
+        """Flag this array (and its views) as read by a recorded launch (runtime/access_check.py)."""
+        self._ver[2] = True
+
+    def mark_write(self, arg_name: str | None = None, kernel_name: str | None = None, filename: str | None = None,
+                   lineno: int | None = None):
+        """This array is about to be written by a recorded operation: warns (``ArrayAccessWarning``) when
+        a recorded launch read it before (runtime/access_check.py)."""
+        from .access_check import mark_write
+
+        where = f" ({filename}:{lineno})" if filename else ""
+        subject = f"array '{arg_name}' of kernel '{kernel_name}'{where}" if arg_name else "array"
+        mark_write(self, subject)
 
     # ------------------------------------------------------------------ properties
 

@@ -31,7 +31,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..kernels import analysis
-from . import handles
+from . import access_check, handles
 
 _active: list = []
 
@@ -289,11 +289,15 @@ class Tape:
                         f"reads; its gradient cannot be computed from the overwritten values. Pass separate "
                         f"arrays.")
         op = _Launch(kernel, spec, dims, args, device, self, before)
+        if access_check.enabled():
+            access_check.launch(kernel, spec, access, args)
         for _, a, version in op.stores:
             self._recorded_overwrite(a, version)
         self.ops.append(op)
 
     def record_copy(self, dest, src):
+        if access_check.enabled():
+            access_check.copy(dest, src)
         self._recorded_overwrite(dest, dest._wversion)
         self.ops.append(_Copy(dest, src))
 
@@ -371,6 +375,10 @@ class Tape:
                     restored[id(op.structure)] = op.state
         for op in reversed(self.ops):
             op.backward()
+        self._clear_read_flags()  # (the reads are consumed: config.verify_autograd_array_access)
+
+    def _clear_read_flags(self):
+        access_check.clear(a for op in self.ops for a in op.arrays())
 
     @property
     def gradients(self) -> "_Gradients":
@@ -391,6 +399,7 @@ class Tape:
     def reset(self):
         """Forget the recorded operations and zero their gradients."""
         self.zero()
+        self._clear_read_flags()
         self.ops = []
         self.scopes = []
         self._overwrites = {}
