@@ -271,6 +271,7 @@ class FakeDriver:
         values = {A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: cc // 10,
                   A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: cc % 10,
                   A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: 4,
+                  A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK: 48 * 1024,
                   A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: self.resident_threads,
                   A.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: 1}
         return self.ok(values[attr]) if attr in values else self.err(1, 1)

@@ -225,12 +225,15 @@ def test_refit_and_rebuild(device, tree_layout):
     alo.assign(lo + shift)
     ahi.assign(hi + shift)
     qlo, qhi = random_boxes(200, seed=12, size=0.3)
-    for update in (bvh.refit, bvh.rebuild):
+    for update in (bvh.refit, bvh.rebuild, lambda: bvh.rebuild("median"), lambda: bvh.rebuild("lbvh")):
         update()
         assert bvh.id == bvh_id
         got = run_aabb(bvh, qlo, qhi, device)
         for i in range(200):
             assert got[i] == overlap_ref(lo + shift, hi + shift, qlo[i], qhi[i])
+    assert bvh.constructor == "sah"  # ("lbvh" builds SAH)
+    with pytest.raises(ValueError, match="constructor must be one of"):
+        bvh.rebuild("octree")
 
 
 def test_depth_is_bounded_on_pathological_input(device):

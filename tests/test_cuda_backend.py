@@ -233,6 +233,13 @@ def test_strided_copies_and_fill(backend, dtype):
     np.testing.assert_array_equal(dst.numpy(), host[::2])
 
 
+def test_device_properties(fake_cuda):
+    """Counts from the driver's attributes (the emulated GPU: 4 SMs, 48 KiB); the CPU reports 0."""
+    gpu, cpu = sk.get_device("cuda:1"), sk.get_device("cpu")
+    assert (gpu.sm_count, gpu.max_shared_memory_per_block) == (4, 48 * 1024)
+    assert (cpu.sm_count, cpu.max_shared_memory_per_block) == (0, 0)
+
+
 def test_copy_between_devices(fake_cuda):
     host = np.arange(50, dtype=np.float32)
     a = sk.array(host, device="cuda:0")

@@ -436,6 +436,8 @@ def test_runtime_helpers():
     assert wp.is_cpu_available() and wp.is_device_available("cpu") and not wp.is_device_available("cuda:99")
     assert wp.get_cuda_devices() == ([d for d in wp.get_devices() if d.is_cuda] if wp.is_cuda_available() else [])
     assert wp.get_preferred_device() == wp.get_device("cuda:0" if wp.is_cuda_available() else "cpu")
+    archs = wp.get_cuda_supported_archs()  # (NVRTC's list; cuda-python is a test dependency)
+    assert 80 in archs and 90 in archs and archs == sorted(archs) and all(isinstance(a, int) for a in archs)
     assert wp.dtype_from_numpy(np.float64) is wp.float64 and wp.dtype_from_numpy(np.uint8) is wp.uint8
     assert wp.dtype_to_numpy(wp.vec3d) == np.float64 and wp.dtype_to_numpy(wp.int16) == np.int16
     with pytest.raises(TypeError):

@@ -136,8 +136,11 @@ class Bvh:
     def num_nodes(self) -> int:
         return self._tree.num_nodes
 
-    def rebuild(self):
-        """Build a new tree from the current boxes (after large motions; ``refit`` keeps the tree)."""
+    def rebuild(self, constructor: str | None = None):
+        """Build a new tree from the current boxes (after large motions; ``refit`` keeps the tree).
+        ``constructor``: switch the construction algorithm ("sah" | "median"; "lbvh" and None build SAH)."""
+        if constructor is not None:
+            self.constructor = check_constructor(constructor, self._groups, "Bvh.rebuild")
         lo, hi = self.lowers.numpy(), self.uppers.numpy()
         check_finite("lowers", lo, "Bvh")
         check_finite("uppers", hi, "Bvh")

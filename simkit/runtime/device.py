@@ -27,6 +27,16 @@ class Device:
     def __repr__(self):
         return f'Device("{self.alias}")'
 
+    @property
+    def sm_count(self) -> int:
+        """Streaming multiprocessors of a GPU (0 for the CPU)."""
+        return 0 if self.is_cpu else _driver_state(self).sm_count
+
+    @property
+    def max_shared_memory_per_block(self) -> int:
+        """Bytes of shared memory one block may use on a GPU (0 for the CPU)."""
+        return 0 if self.is_cpu else _driver_state(self).max_shared_memory_per_block
+
     def __str__(self):
         return self.alias
 
@@ -45,6 +55,12 @@ class Device:
 _cpu = Device("cpu", name=os.uname().machine if hasattr(os, "uname") else "cpu")
 _cuda_devices: list | None = None
 _default: Device | None = None
+
+
+def _driver_state(device):
+    from ..kernels.backends.cuda import driver
+
+    return driver.state(device)
 
 
 def _register_hooks():

@@ -53,6 +53,16 @@ def get_cuda_device(ordinal: int | None = None) -> Device:
     return get_device(f"cuda:{int(ordinal)}")
 
 
+def get_cuda_supported_archs() -> list:
+    """The GPU compute capabilities NVRTC compiles for, as ints (e.g. [75, 80, 86, 89, 90, ...]); [] where
+    cuda-python's NVRTC is not installed. A GPU is not needed."""
+    try:
+        from ..kernels.backends.cuda.module import supported_archs
+    except ImportError:
+        return []
+    return list(supported_archs())
+
+
 def get_preferred_device() -> Device:
     """cuda:0 where a GPU is present, else the CPU."""
     return get_device("cuda:0") if is_cuda_available() else get_device("cpu")
@@ -94,4 +104,4 @@ def load_module(module=None, device=None, recursive: bool = False, block_dim=Non
 
 
 __all__ = ["clear_kernel_cache", "load_module", "is_cpu_available", "is_device_available", "get_cuda_devices",
-           "get_cuda_device", "get_preferred_device", "dtype_from_numpy", "dtype_to_numpy"]
+           "get_cuda_device", "get_cuda_supported_archs", "get_preferred_device", "dtype_from_numpy", "dtype_to_numpy"]

@@ -226,6 +226,10 @@ class _DeviceState:
             return int(check(api.cuDeviceGetAttribute(a, self.dev), "cuDeviceGetAttribute"))
 
         self.sm_count = attr(A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        try:
+            self.max_shared_memory_per_block = attr(A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)
+        except CudaError:
+            self.max_shared_memory_per_block = 48 * 1024  # (every GPU since Kepler)
         try:  # threads one SM holds at once: a launch of sm_count x this fills the GPU
             self.resident_threads = attr(A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)
         except CudaError:
