@@ -62,6 +62,15 @@ def test_negative_shapes_are_refused(shape):
         sk.zeros(shape, dtype=int)
 
 
+@pytest.mark.parametrize("make", [lambda: sk.zeros(2**31, dtype=sk.int8), lambda: sk.empty((2, 2**31), dtype=int),
+                                  lambda: sk.array(np.broadcast_to(np.zeros(1, np.int8), (2**31,)), dtype=sk.int8)])
+def test_axes_over_int32_are_refused_before_allocating(make):
+    # kernels index each axis with int32 (the array descriptor); the broadcast view allocates nothing
+    with pytest.raises(ValueError, match="must not exceed the maximum representable value of a signed 32-bit"):
+        make()
+    assert sk.zeros(2**31 - 1, dtype=sk.int8, device="cpu").shape == (2**31 - 1,)
+
+
 def test_n_keyword_and_no_shape_as_in_warp():
     # Warp's older ``n=`` keyword gives a 1D length; no shape at all gives an empty array
     np.testing.assert_array_equal(sk.zeros(n=3, dtype=int).numpy(), np.zeros(3))

@@ -31,6 +31,17 @@ def draws(seed: int, u: sk.array(dtype=float), ur: sk.array(dtype=float), n: sk.
 
 
 @sk.kernel
+def cdf_draws(seed: int, cdf: sk.array(dtype=float), idx: sk.array(dtype=int), ref: sk.array(dtype=int),
+              same_state: sk.array(dtype=int)):
+    i = sk.tid()
+    state = sk.rand_init(seed, i)
+    copy = state
+    idx[i] = sk.sample_cdf(state, cdf)
+    ref[i] = sk.lower_bound(cdf, sk.randf(copy))  # the same draw, searched by hand
+    same_state[i] = int(state == copy)  # sample_cdf advanced its state by one draw
+
+
+@sk.kernel
 def samples(seed: int, sphere: sk.array(dtype=sk.vec3), surface: sk.array(dtype=sk.vec3),
             cube: sk.array(dtype=sk.vec3), hemi: sk.array(dtype=sk.vec3), hemi_surface: sk.array(dtype=sk.vec3),
             disk: sk.array(dtype=sk.vec2), ring: sk.array(dtype=sk.vec2), square: sk.array(dtype=sk.vec2),
@@ -378,3 +389,24 @@ def test_curlnoise_gradient(device):
                       device=device)
             f.append(o.numpy().astype(np.float64))
         np.testing.assert_allclose(pa.grad.numpy()[:, d], (f[0] - f[1]) / (2 * h), atol=2e-2, rtol=1e-2)
+
+
+@pytest.mark.parametrize("cdf", [
+    np.cumsum(np.arange(1.0, 11.0)) / 55.0,   # weights 1..10
+    np.array([0.0, 0.0, 0.5, 0.5, 1.0]),      # empty bins are never drawn
+    np.array([0.25, 0.5]),                    # a CDF that ends below 1: the rest goes to the last bin
+])
+def test_sample_cdf(device, cdf):
+    n = N
+    c = sk.array(cdf.astype(np.float32), dtype=float, device=device)
+    idx, ref, same = (sk.zeros(n, dtype=int, device=device) for _ in range(3))
+    sk.launch(cdf_draws, dim=n, inputs=[5, c], outputs=[idx, ref, same], device=device)
+    idx, ref = idx.numpy(), ref.numpy()
+    np.testing.assert_array_equal(idx, ref)
+    assert same.numpy().all()
+    assert idx.min() >= 0 and idx.max() <= len(cdf) - 1
+    probs = np.diff(np.concatenate([[0.0], np.minimum(cdf, 1.0)]))
+    probs[-1] += 1.0 - min(cdf[-1], 1.0)
+    freq = np.bincount(idx, minlength=len(cdf)) / n
+    np.testing.assert_allclose(freq, probs, atol=0.006)
+    assert np.all(freq[probs == 0.0] == 0.0)

@@ -63,7 +63,7 @@ def atomic_add(*args: Any, **kwargs: Any) -> Any:
     ...
 
 def atomic_and(*args: Any, **kwargs: Any) -> Any:
-    """Atomically store a[i...] AND value (bitwise, integer elements); returns the old value. ``a[i] &= value`` in a kernel calls it.
+    """Atomically store a[i...] AND value (bitwise; integer elements, integer vectors and matrices component by component); returns the old value. ``a[i] &= value`` in a kernel calls it.
 
     Overloads:
         atomic_and(a: array(dtype=Any, ndim=1), i: Int, value: Any) -> _dtype
@@ -118,7 +118,7 @@ def atomic_min(*args: Any, **kwargs: Any) -> Any:
     ...
 
 def atomic_or(*args: Any, **kwargs: Any) -> Any:
-    """Atomically store a[i...] OR value (bitwise, integer elements); returns the old value. ``a[i] |= value`` in a kernel calls it.
+    """Atomically store a[i...] OR value (bitwise; integer elements, integer vectors and matrices component by component); returns the old value. ``a[i] |= value`` in a kernel calls it.
 
     Overloads:
         atomic_or(a: array(dtype=Any, ndim=1), i: Int, value: Any) -> _dtype
@@ -140,7 +140,7 @@ def atomic_sub(*args: Any, **kwargs: Any) -> Any:
     ...
 
 def atomic_xor(*args: Any, **kwargs: Any) -> Any:
-    """Atomically store a[i...] XOR value (bitwise, integer elements); returns the old value. ``a[i] ^= value`` in a kernel calls it.
+    """Atomically store a[i...] XOR value (bitwise; integer elements, integer vectors and matrices component by component); returns the old value. ``a[i] ^= value`` in a kernel calls it.
 
     Overloads:
         atomic_xor(a: array(dtype=Any, ndim=1), i: Int, value: Any) -> _dtype
@@ -1011,6 +1011,10 @@ def rshift(*args: Any, **kwargs: Any) -> Any:
         rshift(a: vector_Any_Int, b: vector_Any_Int) -> type of 0
         rshift(a: matrix_AnyxAny_Int, b: matrix_AnyxAny_Int) -> type of 0
     """
+    ...
+
+def sample_cdf(state: Any, cdf: Any) -> Any:
+    """A random index of a discrete distribution given by its CDF (a 1D array of float32, non-decreasing, last element 1): the first i with cdf[i] >= u for u uniform in [0, 1), found by binary search; len(cdf) - 1 if none is, 0 for an empty array. Advances state."""
     ...
 
 def sample_triangle(state: Any) -> Any:

@@ -85,6 +85,19 @@ def _infer_dtype(data):
     return T.scalar_from_numpy(arr.dtype)
 
 
+INT32_MAX = 2**31 - 1
+
+
+def check_shape(shape) -> None:
+    """Each axis of an array is indexed with int32 in kernels (its descriptor's shape): refuse longer ones."""
+    if any(int(s) < 0 for s in shape):
+        raise ValueError(f"Array shapes must be non-negative, got {tuple(shape)}")
+    if any(int(s) > INT32_MAX for s in shape):
+        raise ValueError(f"Array shapes must not exceed the maximum representable value of a signed 32-bit integer "
+                         f"({INT32_MAX}), got {tuple(int(s) for s in shape)}: kernels index each axis with int32; "
+                         f"use more dimensions")
+
+
 class array:
     """A typed array. See the module docstring."""
 
@@ -135,8 +148,7 @@ class array:
                 dtype = T.float32
             self.dtype = dtype
             shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
-            if any(int(s) < 0 for s in shape):
-                raise ValueError(f"Array shapes must be non-negative, got {shape}")
+            check_shape(shape)
             nd, esh = np_dtype_of(dtype)
             self._alloc(shape, nd, esh, zero=_zero, pinned=pinned)  # (_zero=False: every element is written next)
         if ndim is not None and ndim != self.ndim:
@@ -180,6 +192,7 @@ class array:
             src = src.reshape((1,) + esh)
         if len(shape) > 4:
             raise ValueError(f"arrays have at most 4 dimensions, got shape {shape}")
+        check_shape(shape)
         dev = self._target_device()
         if dev.is_cpu:
             if not copy:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import types as T
-from .array import array, copy
+from .array import array, check_shape, copy
 
 
 def _shape(shape, n=None) -> tuple:
@@ -18,8 +18,7 @@ def _shape(shape, n=None) -> tuple:
     if shape is None:
         shape = 0  # Warp: an empty array
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s) for s in shape)
-    if any(s < 0 for s in shape):
-        raise ValueError(f"Array shapes must be non-negative, got {shape}")
+    check_shape(shape)
     return shape
 
 

@@ -57,12 +57,38 @@ def _dims(dim) -> tuple:
     return dims
 
 
+_INT32_MAX = 2**31 - 1
+# the CPU entry's thread loop counts in int32 (codegen.py, SK_CPU_FOR): larger CPU launches are refused
+CPU_MAX_THREADS = _INT32_MAX
+
+
+def check_cpu_size(kernel, size: int) -> None:
+    if size > CPU_MAX_THREADS:
+        raise ValueError(f"launch of {size} threads of kernel '{kernel.key}' on the CPU: at most 2**31 - 1 "
+                         f"per CPU launch (a CUDA device takes more)")
+
+
 def bounds_bytes(dims: tuple, flags: int = 0) -> bytes:
+    """The native launch bounds (int32 extents, int64 thread count) and the thread count."""
     size = 1
     for d in dims:
         size *= d
-    shape = list(dims) + [1] * (4 - len(dims))
+    if len(dims) == 1 and dims[0] > _INT32_MAX:  # (a 1D launch's extent is its thread count: not read)
+        shape = [_INT32_MAX, 1, 1, 1]
+    else:
+        for a, d in enumerate(dims):
+            if d > _INT32_MAX:
+                raise ValueError(f"launch dim {dims}: extent {d} of dimension {a} exceeds 2**31 - 1 (tid() indices "
+                                 f"are int32); only a 1D launch may have more threads")
+        shape = list(dims) + [1] * (4 - len(dims))
     return _BOUNDS.pack(*shape, len(dims), flags, size), size
+
+
+def check_tid_extent(kernel, spec, dims: tuple) -> None:
+    """Refuse a 1D launch of more than 2**31 - 1 threads of a kernel that reads tid() (an int32)."""
+    if len(dims) == 1 and dims[0] > _INT32_MAX and (spec.ir is None or spec.ir.uses_tid):
+        raise ValueError(f"kernel '{kernel.key}' uses tid() with extent {dims[0]} in dimension 0: tid() returns "
+                         f"int32 indices, at most 2**31 - 1 = {_INT32_MAX}; launch a 2D grid instead")
 
 
 def _arg_type(kernel: Kernel, name: str, value):
@@ -131,15 +157,32 @@ def _indexed_arg(kernel, name, t, v, device) -> indexedarray:
     return v
 
 
+def _adjoint_arg(kernel, name, t, g, device) -> array:
+    """An explicit adjoint array of an array parameter, checked."""
+    if not isinstance(g, array) or g.is_type:
+        raise TypeError(f"kernel '{kernel.key}' adjoint of argument '{name}': expected {T.type_name(t)}, "
+                        f"got {type(g).__name__}")
+    if g.dtype is not t.dtype or g.ndim != t.ndim:
+        raise TypeError(f"kernel '{kernel.key}' adjoint of argument '{name}': expected {T.type_name(t)}, got "
+                        f"array(dtype={T.type_name(g.dtype)}, ndim={g.ndim})")
+    if g.device != device:
+        raise ValueError(f"kernel '{kernel.key}' adjoint of argument '{name}': array is on {g.device.alias}, "
+                         f"launch is on {device.alias}")
+    return g
+
+
 def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
     offsets, size = spec.layout
     buf = bytearray(size)
     contiguous = True
     for k, (name, t, off, v) in enumerate(zip(kernel.param_names, spec.types, offsets, args)):
         if isinstance(t, T.IndexedArrayType):
-            v = args[k] = _indexed_arg(kernel, name, t, v, device)
-            b = v._descriptor()
-            contiguous = contiguous and v.data.is_contiguous
+            if v is None:
+                b = T.pack_value(t, None)
+            else:
+                v = args[k] = _indexed_arg(kernel, name, t, v, device)
+                b = v._descriptor()
+                contiguous = contiguous and v.data.is_contiguous
         elif isinstance(t, T.ArrayType):
             if v is not None and not isinstance(v, array):  # numpy, CUDA array interface, DLPack: zero copy
                 v = args[k] = interop.as_array(v, t, device, f"kernel '{kernel.key}' argument '{name}'")
@@ -157,20 +200,17 @@ def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
             else:
                 b = v._descriptor()
                 if adj is not None and adj[k] is not None:  # explicit adjoint array (adjoint=True launches)
-                    b = v._descriptor_with_grad(adj[k])
+                    b = v._descriptor_with_grad(_adjoint_arg(kernel, name, t, adj[k], device))
                 if contiguous and not v.is_contiguous:
                     contiguous = False
         elif T.is_scalar(t):
             b = _pack_scalar(kernel, name, t, v)
         elif T.is_value(t):
-            if isinstance(v, T.value_base) and type(v) is not t and v.size != t._length:
-                raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, "
-                                f"got {type(v).__name__}")
-            try:
-                b = T.pack_value(t, v)
-            except (TypeError, ValueError) as e:
-                raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}: {e}") from None
+            b = _pack_composite(kernel, name, t, v)
         elif T.is_struct(t):
+            if v is None:
+                raise ArgumentError(f"kernel '{kernel.key}' argument '{name}' expects {t.__name__} but got None "
+                                    f"(a struct argument needs an instance: {t.__name__}())")
             if not isinstance(v, t):
                 raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected struct {t.__name__}, "
                                 f"got {type(v).__name__}")
@@ -185,6 +225,48 @@ def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
             raise TypeError(f"kernel '{kernel.key}' argument '{name}': unsupported parameter type")
         buf[off:off + len(b)] = b
     return bytes(buf), contiguous
+
+
+class ArgumentError(TypeError, RuntimeError):
+    """A launch argument that does not fit its parameter (a TypeError; also the RuntimeError Warp raises)."""
+
+
+class ArgumentValueError(TypeError, ValueError):
+    """A launch argument that cannot be converted to its parameter's type (a TypeError; also the ValueError
+    Warp raises)."""
+
+
+_SHORT = {"float16": "h", "float32": "f", "float64": "d", "int8": "b", "uint8": "ub", "int16": "s",
+          "uint16": "us", "int32": "i", "uint32": "ui", "int64": "l", "uint64": "ul"}
+
+
+def warp_type_name(t) -> str:
+    """Warp's name of a vector / matrix / quaternion / transform type (vec3f, mat22d, quatf, transformf)."""
+    code = _SHORT.get(T.type_name(t._dtype), T.type_name(t._dtype))
+    if t._kind == "vector":
+        return f"vec{t._length}{code}"
+    if t._kind == "matrix":
+        return f"mat{t._shape[0]}{t._shape[1]}{code}"
+    return ("quat" if t._kind == "quaternion" else "transform") + code
+
+
+def _pack_composite(kernel, name, t, v) -> bytes:
+    """A vector / matrix / quaternion / transform argument: a value of the type, or a sequence of its
+    components. A single number is refused (as Warp 1.19 does for Python and Warp scalars; simkit's
+    scalars are numpy scalars, so numpy scalars and bools are refused too)."""
+    if isinstance(v, T.value_base) and type(v) is not t and v.size != t._length:
+        raise ArgumentError(f"kernel '{kernel.key}' argument '{name}' expects {warp_type_name(t)} but got "
+                            f"{type(v).__name__}")
+    if v is not None and (isinstance(v, (bool, int, float, np.generic)) or not hasattr(v, "__len__")):
+        wname = warp_type_name(t)
+        raise ArgumentError(f"kernel '{kernel.key}' argument '{name}' expects {wname} but got a single value of "
+                            f"type {type(v).__name__}; construct the value explicitly, e.g. {wname}(...)")
+    try:
+        return T.pack_value(t, v)
+    except (TypeError, ValueError) as e:
+        got = "None" if v is None else f"{type(v).__name__} ({e})"
+        raise ArgumentValueError(f"Failed to convert argument for param {name} to {warp_type_name(t)} in kernel "
+                                 f"'{kernel.key}': expected {t._length} components, got {got}") from None
 
 
 def _pack_scalar(kernel, name, t, v) -> bytes:
@@ -254,12 +336,21 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         packed, contiguous = _check_and_pack(kernel, spec, args, device)
     b = _bounds_cache.get(dim) if dim.__class__ is int else None
     bounds, size = b if b is not None else _bounds(dim)
+    if size > _INT32_MAX:
+        check_tid_extent(kernel, spec, _dims(dim))
     if adjoint:
-        if record_cmd:
-            raise ValueError("launch(record_cmd=True) records forward launches; adjoint=True is not supported")
+        adj = None
         if adj_inputs is not None or adj_outputs is not None:
             adj = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
+            if len(adj) != len(args):
+                raise ValueError(f"kernel '{kernel.key}' takes {len(args)} arguments, but adj_inputs and adj_outputs "
+                                 f"give {len(adj)} adjoints (None for an array's own .grad)")
             packed, contiguous = _check_and_pack(kernel, spec, args, device, adj)
+        if record_cmd:
+            from .launch_cmd import Launch
+
+            return Launch._recorded(kernel, spec, device, args, dim, packed, contiguous, block_dim, max_blocks,
+                                    adj=adj if adj is not None else [None] * len(args))
         _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True,
              max_blocks=max_blocks)
         return
@@ -275,7 +366,8 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     if record_cmd:
         from .launch_cmd import Launch
 
-        return Launch(kernel, spec, native, device, args, dim, packed, contiguous, block_dim, max_blocks)
+        return Launch._recorded(kernel, spec, device, args, dim, packed, contiguous, block_dim, max_blocks,
+                                native=native)
     recording = record_tape and tape._active and tape._active[-1] is not None
     # arrays the kernel reads and then writes: the tape keeps their values from before the launch
     before = tape.inplace_inputs(kernel, spec, args) if recording and spec.writes and any(
@@ -283,8 +375,8 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     if size:
         entry, unit = native
         if device.is_cpu:
-            if size >= 2**31:
-                raise ValueError(f"launch of {size} threads on the CPU: at most 2**31 - 1 per launch")
+            if size > CPU_MAX_THREADS:
+                check_cpu_size(kernel, size)
             threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1
             if cpu_graph.active:
                 _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous,
@@ -331,6 +423,8 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
     """Run a packed launch of ``size`` threads; raise the error it reported (on the CPU: read only when
     ``check``; on the GPU the unit knows which kernels report errors)."""
     if device.is_cpu:
+        if size > CPU_MAX_THREADS:
+            check_cpu_size(kernel, size)
         threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1
         if cpu_graph.active:
             _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous, check, keep)

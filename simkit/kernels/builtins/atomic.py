@@ -16,8 +16,10 @@ def _value_matches(info):
 
 
 def _int_value_matches(info):
-    """Bitwise atomics: integer elements only."""
-    return T.is_int(info.arg_types[0].dtype) and _value_matches(info)
+    """Bitwise atomics: integer elements (scalars, or vectors / matrices of integers) only."""
+    dtype = info.arg_types[0].dtype
+    return (T.is_int(dtype) or (T.is_vector(dtype) or T.is_matrix(dtype)) and T.is_int(dtype._dtype)) \
+        and _value_matches(info)
 
 
 def _scalar_value_matches(info):
@@ -43,7 +45,8 @@ for _nd in (1, 2, 3, 4):
     for _key, _op in (("atomic_and", "AND"), ("atomic_or", "OR"), ("atomic_xor", "XOR")):
         add_builtin(_key, {"a": ArrayType(Any, _nd), **_idx, "value": Any}, _dtype, native=f"sk::{_key}<SKC>",
                     checked=True, side_effects=True, replay=False, differentiable=False, match=_int_value_matches,
-                    doc=f"Atomically store a[i...] {_op} value (bitwise, integer elements); returns the old value. "
+                    doc=f"Atomically store a[i...] {_op} value (bitwise; integer elements, integer vectors and "
+                        f"matrices component by component); returns the old value. "
                         f"``a[i] {dict(AND='&', OR='|', XOR='^')[_op]}= value`` in a kernel calls it.",
                     group="atomic")
     add_builtin("atomic_cas", {"a": ArrayType(Any, _nd), **_idx, "compare": Any, "value": Any}, _dtype,

@@ -15,16 +15,16 @@ which recomputes the same numbers. None of them is differentiable except
 from __future__ import annotations
 
 from ..registry import add_builtin
-from ..types import float32, int32, uint32, vector
+from ..types import ArrayType, float32, int32, uint32, vector
 
 vec2 = vector(2, float32)
 vec3 = vector(3, float32)
 vec4 = vector(4, float32)
 
 
-def _draw(key, inputs, result, doc):
-    add_builtin(key, {"state": uint32, **inputs}, result, differentiable=False, side_effects=True, inout=("state",),
-                doc=doc, group="random")
+def _draw(key, inputs, result, doc, native=None):
+    add_builtin(key, {"state": uint32, **inputs}, result, native=native, differentiable=False, side_effects=True,
+                inout=("state",), doc=doc, group="random")
 
 
 add_builtin("rand_init", {"seed": int32}, uint32, differentiable=False, group="random",
@@ -45,6 +45,10 @@ _draw("randf", {"low": float32, "high": float32}, float32,
 _draw("randn", {}, float32, "A random float32 from the standard normal distribution; advances state.")
 _draw("poisson", {"lam": float32}, uint32,
       "A random count from the Poisson distribution of mean lam; advances state.")
+_draw("sample_cdf", {"cdf": ArrayType(float32, 1)}, int32,
+      "A random index of a discrete distribution given by its CDF (a 1D array of float32, non-decreasing, "
+      "last element 1): the first i with cdf[i] >= u for u uniform in [0, 1), found by binary search; "
+      "len(cdf) - 1 if none is, 0 for an empty array. Advances state.", native="sk::sample_cdf<SKC>")
 
 _draw("sample_unit_square", {}, vec2, "A point uniform in the square [-0.5, 0.5]^2; advances state.")
 _draw("sample_unit_cube", {}, vec3, "A point uniform in the cube [-0.5, 0.5]^3; advances state.")

@@ -183,7 +183,7 @@ SK_ATOMIC_FORWARD(atomic_exch, atomic_elem<T>::exch(p, v))
 
 // bitwise and / or / xor of integer elements: a compare-and-swap loop on the element's bits
 template <int OP, typename T>
-SK_INLINE T atomic_bitwise(T* p, const T& v) {
+SK_INLINE T atomic_bitwise_scalar(T* p, const T& v) {
     typedef typename bits_of<T>::type B;
     B* pb = reinterpret_cast<B*>(p);
     B old = *reinterpret_cast<volatile B*>(pb);
@@ -195,6 +195,14 @@ SK_INLINE T atomic_bitwise(T* p, const T& v) {
         old = prev;
     }
     return T(old);
+}
+// integer vectors / matrices: component by component (each component atomic on its own, as in Warp)
+template <int OP, typename T>
+SK_INLINE T atomic_bitwise(T* p, const T& v) {
+    T old;
+    for (unsigned n = 0; n < value_traits<T>::length; ++n)
+        flat(old)[n] = atomic_bitwise_scalar<OP>(flat(*p) + n, flat(v)[n]);
+    return old;
 }
 SK_ATOMIC_FORWARD(atomic_and, atomic_bitwise<0>(p, v))
 SK_ATOMIC_FORWARD(atomic_or, atomic_bitwise<1>(p, v))

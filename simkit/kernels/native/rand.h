@@ -14,6 +14,7 @@
 
 #include "core.h"
 #include "scalar.h"
+#include "array.h"
 
 namespace sk {
 
@@ -56,6 +57,14 @@ SK_INLINE float32 randn(uint32& state) {
     float32 u1 = 1.0f - randf(state);
     float32 u2 = randf(state);
     return m::sqrt(-2.0f * m::log(u1)) * m::cos(SK_TWO_PI_F * u2);
+}
+
+// Inverse-transform sampling of a discrete distribution: the first index whose CDF value is >= u
+// (the search stays in [0, n - 1], so its loads are always in bounds).
+template <bool C>
+SK_INLINE int32 sample_cdf(uint32& state, const array_t<float32>& cdf) {
+    const float32 u = randf(state);
+    return lower_bound<C>(cdf, u);
 }
 
 // ---------------------------------------------------------------------------
