@@ -152,6 +152,8 @@ KNOWN = {
     "test_rand": {"test_rand_": "compares Warp's random streams bit for bit (streams need not match, LANGUAGE.md)",
                   "test_randn": "compares Warp's random streams bit for bit (streams need not match, LANGUAGE.md)"},
     "test_atomic_bitwise": {},
+    "test_kernel_cache": {},
+    "test_snippet": {},
     "test_implicit_init": {},
     "test_devices": {
         "unmap_": "wp.map_cuda_device / unmap_cuda_device (aliases for external CUDA contexts)",
