@@ -18,6 +18,10 @@ verbose_warnings: bool = False
 #: recorded launch read (simkit/runtime/access_check.py; ``backward()`` refuses such a recording either way).
 verify_autograd_array_access: bool = False
 
+#: After each launch, warn (``NonFiniteWarning``) where the kernel wrote NaN or infinity into an array
+#: (simkit/runtime/verify_fp.py; synchronises and reads the written arrays back: a debugging mode).
+verify_fp: bool = bool(int(os.environ.get("SIMKIT_VERIFY_FP", "0")))
+
 #: Kernel cache directory (default: $SIMKIT_CACHE_DIR or ~/.cache/simkit/<version>).
 cache_dir: str | None = os.environ.get("SIMKIT_CACHE_DIR")
 

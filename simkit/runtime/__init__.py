@@ -26,6 +26,7 @@ from ..kernels import api as _api
 _api.PYTHON_SCOPE = _pyscope.evaluate
 from .tape import Tape, TapeError, active_tape, checkpoint
 from .access_check import ArrayAccessWarning
+from .verify_fp import NonFiniteWarning
 from .memory_pools import *  # noqa: F401,F403
 from .memory_pools import __all__ as _memory_pools_all
 from .map import OPERATORS as _OPERATORS, map
@@ -42,7 +43,7 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "Event", "ScopedCapture", "ScopedTimer", "CpuGraph", "ScopedStream", "Stream", "CapturedStep", "capture_begin",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
            "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",
-           "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "ArrayAccessWarning", "active_tape", "checkpoint", "map",
+           "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "ArrayAccessWarning", "NonFiniteWarning", "active_tape", "checkpoint", "map",
            "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
            "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",
            "device_to_jax", "jax_kernel"] + list(_warp_api_all) + list(_memory_pools_all)

@@ -393,6 +393,10 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
                 raise_kernel_error(kernel, err)
     if spec.writes:
         tape.bump_written(spec, kernel, args)
+        if config.verify_fp:
+            from . import verify_fp
+
+            verify_fp.check(kernel, spec, args, tape.spec_access(spec))
     if recording:
         tape._active[-1].record_launch(kernel, spec, _dims(dim), args[:len(inputs)], args[len(inputs):], device,
                                        before)
