@@ -412,3 +412,31 @@ def test_tape_gradients_and_zero_reach_arrays_inside_structs(device):
     np.testing.assert_array_equal(g.inner.m.numpy(), [3.0, 3.0])
     tape.zero()
     np.testing.assert_array_equal(h.inner.m.grad.numpy(), [0.0, 0.0])
+
+
+def _make_counter_struct():
+    @sk.struct
+    class Counter:
+        x: int
+
+    return Counter
+
+
+CounterA, CounterB = _make_counter_struct(), _make_counter_struct()  # two classes, one layout (one C name)
+
+
+@sk.kernel
+def two_identical_structs(s1: CounterA, s2: CounterB, out: sk.array(dtype=int)):
+    out[0] = s1.x
+    out[1] = s2.x
+    local = CounterB()
+    local.x = s1.x + s2.x
+    out[2] = local.x
+
+
+def test_identical_structs_from_one_factory_share_one_definition():
+    s1, s2 = CounterA(), CounterB()
+    s1.x, s2.x = 17, 42
+    out = sk.zeros(3, dtype=int)
+    sk.launch(two_identical_structs, 1, inputs=[s1, s2, out])
+    np.testing.assert_array_equal(out.numpy(), [17, 42, 59])

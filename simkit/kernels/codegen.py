@@ -434,6 +434,9 @@ def gen_module(name: str, kernels: list, funcs: list, structs: list, options: di
     from .adjoint import adj_func_signature, gen_adjoints, gen_struct_accum
 
     parts = [PRELUDE.format(version=version, defines=defines, extra=extra), f"// module: {name}"]
+    by_cname = {}  # (identical struct classes, e.g. made twice by one factory function, share a C name)
+    structs = [by_cname.setdefault(s._simkit_struct.cname, s) for s in structs
+               if s._simkit_struct.cname not in by_cname]
     parts += [gen_struct(s) for s in structs]
     grads = any(getattr(f, "uses_grad", False) for f in list(funcs) + list(kernels))
     if grads:  # grad(f) in forward code calls funcs' adjoints: declared before the funcs, defined after
