@@ -9,6 +9,7 @@ mismatch).
 from __future__ import annotations
 
 import contextlib
+import ctypes  # noqa: F401 - the tests use it through ``import *`` (as Warp's unittest_utils gives it)
 import importlib.util
 import functools
 import io

@@ -22,6 +22,7 @@ import sys
 from . import types as T
 from .frontend import SourceInfo, build
 from .frontend.builder import Py, TupleValue
+from .frontend.statics import declare as declare_statics
 
 
 def _annotations(pyfunc) -> dict:
@@ -188,7 +189,7 @@ class Kernel:
         self.generic = any(T.is_generic(t) for t in self.param_types.values())
         self.specs: dict = {}
         self._by_signature: dict = {}   # a launch's argument signature -> spec (runtime/launch.py)
-        self._src = None
+        self._src = declare_statics(pyfunc)  # static(...) is evaluated now, once (frontend/statics.py)
         if module == "unique":  # as in Warp: a module of its own (its own options, compiled alone)
             module = f"{pyfunc.__module__}.{_sanitize(pyfunc.__qualname__)}.unique{self.instance}"
         elif module is not None and not isinstance(module, str):
@@ -329,12 +330,13 @@ class Function:
 
     def add_overload(self, pyfunc):
         types = _param_types(pyfunc, required=False)
+        src = declare_statics(pyfunc)  # static(...) is evaluated now, once (frontend/statics.py)
         for i, (_, t, _) in enumerate(self.overloads):
             if list(t.values()) == list(types.values()):
-                self.overloads[i] = (pyfunc, types, None)  # redefinition replaces
+                self.overloads[i] = (pyfunc, types, src)  # redefinition replaces
                 self.specs.clear()
                 return
-        self.overloads.append((pyfunc, types, None))
+        self.overloads.append((pyfunc, types, src))
 
     def _source(self, i):
         pyfunc, types, src = self.overloads[i]
@@ -496,7 +498,7 @@ def func_replay(forward: Function):
 
 def constant(x):
     """Mark a global as a compile-time constant (its value is baked into kernels that use it)."""
-    return x
+    return T.check_constant(x)
 
 
 def static(expr):

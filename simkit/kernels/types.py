@@ -25,6 +25,9 @@ import typing
 
 import numpy as np
 
+from . import types_value as _TV
+from .types_scalar import ScalarMeta, numpy_attributes, value_numpy_attributes
+
 # ---------------------------------------------------------------------------
 # Generic markers
 
@@ -63,8 +66,9 @@ Int = _IntMarker()
 # Scalars
 
 
-class scalar_base:
-    """Base of the scalar type classes; ``float32(1.5)`` gives ``np.float32(1.5)``."""
+class scalar_base(metaclass=ScalarMeta):
+    """Base of the scalar type classes; ``float32(1.5)`` gives ``np.float32(1.5)``, an instance of
+    ``float32`` as ``isinstance`` sees it; ``np.dtype(float32)`` is numpy's float32 (types_scalar.py)."""
 
     _type_name = ""
     _ctype = ""
@@ -91,6 +95,7 @@ def _scalar(name, np_dtype, ctypes_type, kind, cname=None):
             "_size": dt.itemsize,
             "_kind": kind,
             "__doc__": f"{name} scalar type.",
+            **numpy_attributes(dt),
         },
     )
     return cls
@@ -113,6 +118,8 @@ float_types = (float16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 scalar_types = (bool,) + int_types + float_types
 _np_to_scalar = {t._np: t for t in scalar_types}
+scalar_base._numpy_instances = tuple(_np_to_scalar)
+handle = uint64  # (Warp's name for the uint64 ids of meshes, BVHs and hash grids)
 
 
 def is_scalar(t) -> _py.bool:
@@ -196,10 +203,7 @@ def _transform_parts(args, kw) -> tuple:
 def _components(a, np_dt) -> np.ndarray:
     """``a`` as a flat array of ``np_dt``; an integer out of an integer type's range wraps, as a C cast (and Warp's
     ctypes) does: ``vec3ub(1, -2, 3)`` holds 254."""
-    try:
-        return np.asarray(a, dtype=np_dt).reshape(-1)
-    except OverflowError:
-        return np.asarray(a, dtype=np.int64).astype(np_dt).reshape(-1)
+    return _TV.cast(a, np_dt).reshape(-1)
 
 
 class value_base(np.ndarray):
@@ -230,6 +234,11 @@ class value_base(np.ndarray):
                                 f"got {type(args[0]).__name__}")
             flat = np.full(n, _components(args[0], np_dt)[0], dtype=np_dt)
         else:
+            if cls._kind == "matrix" and len(args) == cls._shape[0] > 1 and _py.all(np.ndim(a) > 0 for a in args):
+                for a in args:  # one argument per row
+                    if np.size(a) != cls._shape[1]:
+                        raise TypeError(f"{cls.__name__}: Invalid argument in matrix constructor, expected row of "
+                                        f"length {cls._shape[1]}, got {a!r}")
             parts = [_components(a, np_dt) for a in args]
             flat = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
             if flat.size != n:
@@ -238,6 +247,15 @@ class value_base(np.ndarray):
 
     def __array_finalize__(self, obj):
         pass
+
+    # v[i], m[i, j], m[i] (a row: a vector view), slices; invalid keys and values raise as in Warp
+    def __getitem__(self, key):
+        return _TV.get_item(self, key)
+
+    def __setitem__(self, key, value):
+        _TV.set_item(self, key, value)
+
+    from_ptr = classmethod(_TV.from_ptr)  # (a copy of the value at a native address)
 
     def __array_wrap__(self, out, context=None, return_scalar=False):
         # results of numpy ufuncs keep the class only when the shape still fits
@@ -330,21 +348,12 @@ class value_base(np.ndarray):
     def set_col(self, c: int, value) -> None:
         self[:, c] = self._matrix_axis(1, c)(value)
 
-    # component names
-    def _comp(i):  # noqa: N805
-        def get(self):
-            return self[i]
+    # component names (an AttributeError past the end: a vec2 has no .z), and no assigning swizzles (v.xy = ...)
+    x, y, z, w = (_TV.component(i, c) for i, c in enumerate("xyzw"))
 
-        def set(self, v):
-            self[i] = v
-
-        return property(get, set)
-
-    x = _comp(0)
-    y = _comp(1)
-    z = _comp(2)
-    w = _comp(3)
-    del _comp
+    def __setattr__(self, name, value):
+        _TV.check_attribute(self, name)
+        super().__setattr__(name, value)
 
 
 _value_cache: dict = {}
@@ -371,7 +380,8 @@ def _value_type(kind, shape, dtype, name=None):
         (value_base,),
         {"_kind": kind, "_shape": shape, "_dtype": dtype, "_length": length, "_generic": generic,
          # Warp's names for the same facts, which code written for Warp reads
-         "_shape_": shape, "_length_": length, "_wp_scalar_type_": dtype},
+         "_shape_": shape, "_length_": length, "_wp_scalar_type_": dtype,
+         **({} if generic else value_numpy_attributes(dtype._np, shape))},
     )
     _value_cache[key] = cls
     return cls
@@ -668,6 +678,9 @@ def pack_value(t, value) -> bytes:
     raise TypeError(f"cannot pack {type_name(t)}")
 
 
+check_constant = _TV.check_constant  # (what ``constant(x)`` accepts)
+
+
 def subscript_args(item) -> tuple:
     """(dtype, ndim) of ``array[float]`` or ``array[float, Literal[2]]`` (Warp's annotation style)."""
     if not isinstance(item, tuple):
@@ -681,7 +694,7 @@ def subscript_args(item) -> tuple:
 
 
 __all__ = [
-    "Any", "Scalar", "Float", "Int", "bool", "int8", "uint8", "int16", "uint16", "int32",
+    "Any", "Scalar", "Float", "Int", "bool", "handle", "int8", "uint8", "int16", "uint16", "int32",
     "uint32", "int64", "uint64", "float16", "float32", "float64", "vector", "matrix",
     "quaternion", "transformation", "ArrayType", *sorted(_aliases),
 ]

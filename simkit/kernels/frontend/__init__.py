@@ -6,7 +6,8 @@ import inspect
 
 from .. import ir
 from .. import types as T
-from ..errors import CompileError
+from ..errors import CompileError, CompileTypeError
+from .assign import AssignMixin
 from .builder import FunctionBuilder, SourceInfo, TupleValue
 from .expressions import ExpressionMixin
 from .jumps import lower_jumps
@@ -23,7 +24,7 @@ class _Predeclare(CompileError):
         self.name, self.type = name, type_
 
 
-class Builder(GradMixin, SliceMixin, StatementMixin, ExpressionMixin, FunctionBuilder):
+class Builder(GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixin, FunctionBuilder):
     def lookup(self, name, node):
         if name not in self.symbols and name in self.loop_locals:
             t = self.loop_local_types.get(name)
@@ -107,6 +108,26 @@ class Builder(GradMixin, SliceMixin, StatementMixin, ExpressionMixin, FunctionBu
         return fn.specialize(args, self)
 
 
+KERNEL_RETURN_ERROR = ("kernels cannot return a value. Write results to output arguments, and omit the return "
+                       "annotation or use `-> None`.")
+
+
+def check_kernel_returns(b, src):
+    """A kernel returns nothing: no ``return value`` (``return None`` included) and no return annotation
+    other than ``None``."""
+    ann = getattr(src.pyfunc, "__annotations__", {}).get("return", inspect.Signature.empty)
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, {**src.globals, **src.closure})  # noqa: S307 - the user's own annotation
+        except Exception:
+            pass
+    if ann not in (inspect.Signature.empty, None, type(None), "None"):
+        raise b.error(KERNEL_RETURN_ERROR, src.node.returns or src.node, CompileTypeError)
+    for node in ast.walk(src.node):
+        if isinstance(node, ast.Return) and node.value is not None:
+            raise b.error(KERNEL_RETURN_ERROR, node, CompileTypeError)
+
+
 def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dict | None = None,
           src: SourceInfo | None = None) -> ir.Function:
     """Translate ``pyfunc`` with the given parameter types into an ``ir.Function``."""
@@ -114,9 +135,7 @@ def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dic
     b = Builder(src, name=name, is_kernel=is_kernel, param_types=param_types, options=options)
     if not getattr(src, "jumps_lowered", False):
         if is_kernel:  # checked before lowering, which drops kernel return values
-            for node in ast.walk(src.node):
-                if isinstance(node, ast.Return) and node.value is not None:
-                    raise b.error("kernels cannot return a value; write results to an output array", node)
+            check_kernel_returns(b, src)
         lower_jumps(src.node, is_kernel)
         src.jumps_lowered = True
     predeclared = {}

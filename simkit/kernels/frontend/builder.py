@@ -19,6 +19,12 @@ from .. import types as T
 from ..errors import CompileError, CompileTypeError
 
 
+class CompileNameError(CompileError, KeyError):
+    """A kernel reads a name that is defined nowhere (also a ``KeyError``, as Warp raises)."""
+
+    __str__ = CompileError.__str__  # (not KeyError's repr of the message)
+
+
 class Py:
     """A compile-time Python object met while evaluating an expression (module, function, type)."""
 
@@ -201,7 +207,7 @@ class FunctionBuilder:
         found = _language_name(name)
         if found is not None:  # a builtin or type named bare (``vec3(...)``, ``expect_eq``), as Warp allows
             return self.to_value(found)
-        raise self.error(f"unknown name '{name}'", node)
+        raise self.error(f"unknown name '{name}'", node, CompileNameError)
 
     def to_value(self, obj):
         """A Python object referenced from a kernel: constants become Vars, the rest stays Py."""

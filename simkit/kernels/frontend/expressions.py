@@ -6,6 +6,8 @@ import builtins as pybuiltins
 import enum
 import operator
 
+import numpy as np
+
 from .. import ir
 from .. import registry as R
 from .. import types as T
@@ -13,6 +15,7 @@ from ..api import GradOf
 from ..errors import CompileLimitError, CompileTypeError, CompileValueError
 from .builder import Py, ShapeOf, TupleValue, describe
 from .slices import has_slice
+from .statics import RESOLVED, evaluate as evaluate_static
 
 BINOPS = {
     ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "div", ast.FloorDiv: "floordiv",
@@ -87,6 +90,9 @@ class ExpressionMixin:
             try:
                 return self.to_value(getattr(base.obj, attr))
             except AttributeError:
+                py = getattr(pybuiltins, attr, None)
+                if getattr(base.obj, "__name__", None) == "simkit" and py is not None and py in PY_TYPES:
+                    return Py(py)  # wp.float(x) / wp.int(x) in kernels: Warp's builtin casts (not module names)
                 raise self.error(f"'{ast.unparse(node.value)}' has no attribute '{attr}'", node) from None
         if isinstance(base, ir.Var):
             t = base.type
@@ -327,6 +333,8 @@ class ExpressionMixin:
     # ------------------------------------------------------------------ calls
 
     def expr_Call(self, node):
+        if getattr(node, RESOLVED, None) is not None:  # static(...) resolved at declaration (statics.py)
+            return self.eval_static(node)
         fn = self.eval(node.func)
         if not isinstance(fn, Py):
             raise self.error(f"'{ast.unparse(node.func)}' is not callable", node)
@@ -520,6 +528,7 @@ class ExpressionMixin:
                 raise self.error(f"{factory.__name__}(): '{name}' must be a compile-time constant", node)
             return v.const
         dtype = const_kw("dtype")
+        pq = {k: kw.pop(k) for k in ("p", "q") if k in kw} if factory is T.transformation else {}
         if kw and factory is T.vector:
             length = const_kw("length")
         elif kw and factory is T.matrix:
@@ -529,10 +538,10 @@ class ExpressionMixin:
         if kw:
             raise self.error(f"{factory.__name__}() got unexpected arguments: {', '.join(kw)}", node)
         values = [a for a in args if isinstance(a, ir.Var)]
-        if len(values) != len(args):
+        if len(values) != len(args) or not all(isinstance(a, ir.Var) for a in pq.values()):
             raise self.error(f"{factory.__name__}() arguments must be values", node)
         if dtype is None:
-            typed = [a.type for a in values if not a.weak]
+            typed = [a.type for a in values + list(pq.values()) if not a.weak]
             dtype = T.scalar_of(typed[0]) if typed else T.float32
         dtype = PY_TYPES.get(dtype, dtype)
         like = values[0].type if len(values) == 1 and T.is_value(values[0].type) else None
@@ -551,7 +560,7 @@ class ExpressionMixin:
             target = T.matrix(tuple(length), dtype)
         else:
             target = factory(dtype)
-        return self.construct(target, values, {}, node)
+        return self.construct(target, values, pq, node)
 
     def eval_len(self, node):
         if len(node.args) != 1:
@@ -567,22 +576,52 @@ class ExpressionMixin:
         raise self.error(f"len() of {T.type_name(v.type)}", node)
 
     def eval_static(self, node):
-        return self.to_value(self.static_value(node))
+        value = self.static_value(node)
+        if T.is_struct(type(value)):
+            return self.static_struct(value, type(value).__name__, node)
+        return self.to_value(value)
+
+    def static_struct(self, value, path, node):
+        """A struct instance that ``static(...)`` returned, built in the kernel field by field."""
+        t = type(value)
+        values = {}
+        for name, ft in t._simkit_struct.fields.items():
+            f = getattr(value, name)
+            if isinstance(ft, T.ArrayType):
+                if f is None:
+                    continue  # (a null array, as a zeroed struct holds)
+                raise self.error(f"static() returned a struct holding an array ({path}.{name}); arrays cannot be "
+                                 f"created inside kernels: pass the struct as a kernel argument", node)
+            if T.is_struct(ft):
+                values[name] = self.static_struct(f, f"{path}.{name}", node)
+            elif T.is_scalar(ft):
+                values[name] = self.const(f.value if hasattr(f, "value") else f, ft)
+            else:
+                values[name] = self.const(tuple(float(x) if T.is_float(ft._dtype) else int(x)
+                                                for x in np.asarray(f).reshape(-1).tolist()), ft)
+        return self.construct_struct(t, [], values, node)
 
     def static_value(self, node):
-        """The Python value of ``static(expr)``, evaluated now in the function's global/closure scope."""
-        if len(node.args) != 1:
+        """The Python value of ``static(expr)``: the one found when the function was declared, else (it reads
+        a local) evaluated now, in the function's global/closure scope and its locals (see statics.py)."""
+        if len(node.args) != 1 or node.keywords:
             raise self.error("static() takes one expression", node)
         expr = ast.unparse(node.args[0])
-        scope = dict(self.src.globals)
-        scope.update(self.src.closure)
-        for name, v in self.symbols.items():  # locals, as Warp sees them: constants by value, others by type
-            if isinstance(v, (Py, TupleValue, ir.Var)):
-                scope[name] = _static_local(name, v)
-        try:
-            value = eval(compile(ast.Expression(node.args[0]), self.src.filename, "eval"), scope)  # noqa: S307
-        except Exception as e:  # pragma: no cover - message path
-            raise self.error(f"static({expr}) failed: {type(e).__name__}: {e}", node) from None
+        found = getattr(node, RESOLVED, None)
+        if found is not None:
+            kind, value = found
+            if kind == "error":
+                raise self.error(f"static({expr}) failed: {type(value).__name__}: {value}", node)
+        else:
+            scope = dict(self.src.globals)
+            scope.update(self.src.closure)
+            for name, v in self.symbols.items():  # locals, as Warp sees them: constants by value, others by type
+                if isinstance(v, (Py, TupleValue, ir.Var)):
+                    scope[name] = _static_local(name, v)
+            try:
+                value = evaluate_static(node.args[0], scope, self.src.filename)
+            except Exception as e:  # pragma: no cover - message path
+                raise self.error(f"static({expr}) failed: {type(e).__name__}: {e}", node) from None
         self.static_values.append((expr, repr(value)))
         return value
 

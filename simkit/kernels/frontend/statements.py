@@ -15,16 +15,10 @@ from .. import registry as R
 from .. import types as T
 from ..errors import CompileError
 from .builder import Py, TupleValue, describe
-from .expressions import BINOPS
 from .jumps import RETVAL
-from .slices import has_slice
 
 MAX_UNROLL = 16
 
-
-#: ``arr[i] op= x`` on an array element: the atomic builtin it calls (as in Warp)
-ATOMIC_AUGMENTED = {"add": "atomic_add", "sub": "atomic_sub", "bit_and": "atomic_and", "bit_or": "atomic_or",
-                    "bit_xor": "atomic_xor"}
 
 #: what advances each geometry query in ``for i in query:`` loops
 QUERY_NEXT = ("hash_grid_query_next", "bvh_query_next", "mesh_query_next")
@@ -187,191 +181,6 @@ class StatementMixin:
         for o, value in zip(outs, values):
             self.assign_to(ast.Name(id=o.id, ctx=ast.Store()), value)
 
-    def stmt_Assign(self, node):
-        if len(node.targets) != 1:  # a = b = value: one value, several names
-            value = self.eval(node.value)
-            for target in node.targets:
-                if not isinstance(target, ast.Name):
-                    raise self.error("chained assignment (a = b = c) only assigns names in kernels", target)
-                self.assign_to(target, value)
-            return
-        target = node.targets[0]
-        if isinstance(target, (ast.Tuple, ast.List)):
-            self._tid_targets = len(target.elts)
-            try:
-                value = self.eval(node.value)
-            finally:
-                self._tid_targets = 1
-            if not isinstance(value, TupleValue) or len(value) != len(target.elts):
-                n = len(value) if isinstance(value, TupleValue) else 1
-                raise self.error(f"cannot unpack {n} value(s) into {len(target.elts)} names", node)
-            for t, v in zip(target.elts, value):
-                self.assign_to(t, v)
-            return
-        self.assign_to(target, self.eval(node.value))
-
-    def stmt_AnnAssign(self, node):
-        if node.value is None:
-            raise self.error("a declaration needs a value: x: float = 0.0", node)
-        try:
-            ann = T.as_kernel_type(self.eval_annotation(node.annotation))
-        except TypeError as e:
-            raise self.error(str(e), node.annotation) from None
-        v = self.eval_value(node.value)
-        if v.type is not ann:
-            v = self.construct(ann, [v], {}, node)
-        self.assign_to(node.target, v)
-
-    def eval_annotation(self, node):
-        v = self.eval(node)
-        if isinstance(v, Py):
-            return v.obj
-        raise self.error(f"'{ast.unparse(node)}' is not a type", node)
-
-    def stmt_AugAssign(self, node):
-        key = BINOPS.get(type(node.op))
-        if key is None:
-            raise self.error(f"unsupported operator {type(node.op).__name__}=", node)
-        rhs = self.eval_value(node.value)
-        target = node.target
-        if isinstance(target, ast.Subscript):
-            base = self.eval(target.value)
-            if isinstance(base, ir.Var) and isinstance(base.type, T.ArrayType):
-                idx = self.index_values(target.slice)
-                if len(idx) == base.type.ndim and key in ATOMIC_AUGMENTED:
-                    # Warp semantics: arr[i] += x is an atomic add (&=, |=, ^= atomic bitwise ops)
-                    self.call_builtin(ATOMIC_AUGMENTED[key], [base] + idx + [self.match_weak(rhs, base.type.dtype)],
-                                      node)
-                    return
-        cur = self.eval_value(target)
-        self.assign_to(target, self.call_operator(key, [cur, rhs], node))
-
-    def match_weak(self, v, t):
-        return self.literal_as(v, t)
-
-    # ------------------------------------------------------------------ assignment targets
-
-    def element_component_store(self, target, value) -> bool:
-        """``arr[i].x = v`` / ``arr[i][k] = v``: write one component of an array element in place.
-
-        Lowered to ``store_component`` (no read of the element), so it is not an in-place
-        read-modify-write and its gradient is exact."""
-        from .expressions import COMPONENTS
-
-        if isinstance(target, ast.Attribute):
-            elem, comp_node = target.value, None
-        elif isinstance(target, ast.Subscript):
-            elem, comp_node = target.value, target.slice
-        else:
-            return False
-        if not isinstance(elem, ast.Subscript) or (comp_node is not None and has_slice(comp_node)):
-            return False
-        arr = self.eval(elem.value)
-        if not (isinstance(arr, ir.Var) and isinstance(arr.type, T.ArrayType)):
-            return False
-        dt = arr.type.dtype
-        idx = self.index_values(elem.slice)
-        if len(idx) != arr.type.ndim or not T.is_value(dt):
-            return False
-        if T.is_transform(dt) and comp_node is None:  # t.p / t.q: components 0-2 / 3-6, one by one
-            first, n = {"p": (0, 3), "q": (3, 4)}.get(target.attr, (None, 0))
-            if first is None or not (T.is_value(value.type) and value.type._length == n):
-                return False
-            for k in range(n):
-                part = self.call_builtin("extract", [value, self.const(k)], target)
-                part = self.match_weak(part, dt._dtype)
-                self.call_builtin("store_component", [arr] + idx + [self.const(first + k), part], target)
-            return True
-        if comp_node is None:
-            if target.attr not in COMPONENTS or COMPONENTS[target.attr] >= dt._length or T.is_matrix(dt):
-                return False
-            comp = self.const(COMPONENTS[target.attr])
-        else:
-            cidx = self.index_values(comp_node)
-            if T.is_matrix(dt):
-                if len(cidx) != 2:
-                    return False
-                ncols = self.const(dt._shape[1])
-                comp = self.call_builtin("add", [self.call_builtin("mul", [cidx[0], ncols], target), cidx[1]], target)
-            elif len(cidx) == 1:
-                comp = cidx[0]
-            else:
-                return False
-        value = self.match_weak(value, dt._dtype)
-        self.call_builtin("store_component", [arr] + idx + [comp, value], target)
-        return True
-
-    def assign_to(self, target, value):
-        if isinstance(target, (ast.Attribute, ast.Subscript)) and isinstance(value, ir.Var) and \
-                self.element_component_store(target, value):
-            return
-        if isinstance(target, ast.Name):
-            if isinstance(value, ir.Var) and value.is_const and not T.is_scalar(value.type):
-                value = self.materialise(value)
-            self.symbols[target.id] = value
-            if isinstance(value, ir.Var) and value.label is None and not value.is_const:
-                value.label = target.id
-            return
-        if not isinstance(value, ir.Var):
-            raise self.error(f"cannot assign {describe(value)} here", target)
-        if isinstance(target, ast.Subscript):
-            base = self.eval(target.value)
-            if isinstance(base, ir.Var) and isinstance(base.type, T.ArrayType):
-                idx = self.index_values(target.slice)
-                if len(idx) != base.type.ndim:
-                    raise self.error(f"a {base.type.ndim}D array needs {base.type.ndim} indices to be "
-                                     f"assigned, got {len(idx)}", target)
-                value = self.match_weak(value, base.type.dtype)
-                if value.type is not base.type.dtype:
-                    raise self.error(f"cannot store a {T.type_name(value.type)} value in an array of "
-                                     f"{T.type_name(base.type.dtype)}; convert it explicitly", target)
-                self.call_builtin("store", [base] + idx + [value], target)
-                return
-            if isinstance(base, ir.Var) and T.is_value(base.type) and has_slice(target.slice):
-                self.assign_slice(target, value, target)
-                return
-            if isinstance(base, ir.Var) and T.is_value(base.type):
-                idx = self.index_values(target.slice)
-                value = self.match_weak(value, base.type._dtype)
-                new = self.call_builtin("assign", [base] + idx + [value], target)
-                self.assign_to(target.value, new)
-                return
-            raise self.error(f"cannot assign into {describe(base)}", target)
-        if isinstance(target, ast.Attribute):
-            base = self.eval_value(target.value)
-            t = base.type
-            from .expressions import COMPONENTS
-
-            if T.is_struct(t):
-                fields = t._simkit_struct.fields
-                if target.attr not in fields:
-                    raise self.error(f"struct '{t.__name__}' has no field '{target.attr}'", target)
-                ft = fields[target.attr]
-                value = self.match_weak(value, ft)
-                if value.type != ft:  # (array types are equal, not identical)
-                    raise self.error(f"field '{target.attr}' is {T.type_name(ft)}, "
-                                     f"got {T.type_name(value.type)}", target)
-                new = self.new_var(t)
-                self.emit(ir.SetField(out=new, src=base, field=target.attr, value=value))
-            elif T.is_transform(t) and target.attr in ("p", "q"):
-                key = "transform_set_translation" if target.attr == "p" else "transform_set_rotation"
-                new = self.call_builtin(key, [base, value], target)
-            elif (T.is_vector(t) or T.is_quat(t)) and target.attr in COMPONENTS:
-                value = self.match_weak(value, t._dtype)
-                new = self.call_builtin("assign", [base, self.const(COMPONENTS[target.attr]), value], target)
-            else:
-                raise self.error(f"cannot assign attribute '{target.attr}' of {T.type_name(t)}", target)
-            self.assign_to(target.value, new)
-            return
-        raise self.error(f"cannot assign to '{ast.unparse(target)}'", target)
-
-    def materialise(self, v):
-        """A named copy of a constant vector/matrix (so component writes have a variable)."""
-        out = self.new_var(v.type)
-        self.emit(ir.Call(out=out, args=[self.const(c, v.type._dtype) for c in v.const],
-                          callee=f"sk::make<{self.ctype(v.type)}>", kind="make"))
-        return out
-
     # ------------------------------------------------------------------ control flow
 
     def stmt_If(self, node):
@@ -444,6 +253,8 @@ class StatementMixin:
         it = node.iter
         if not (isinstance(it, ast.Call)):
             return "query"
+        if getattr(it, "_sk_static", None) is not None:  # static(...) resolved at declaration (statics.py)
+            return "static"
         fn = self.eval(it.func)
         if isinstance(fn, Py) and getattr(fn.obj, "_simkit_static", False):
             return "static"  # static() iterable: handled by caller
@@ -645,16 +456,27 @@ class StatementMixin:
         saved = (self.loop_carried, self.terminated)
         self.loop_carried, self.terminated = carried_pairs, False
         self.loop_depth += 1
-        entry = set(self.symbols)
+        entry = dict(self.symbols)
         self.push_block()
         self.exec_block(stmts)
         if not self.terminated:
+            self.check_objects_kept(entry)
             self.write_back()
             self.export_return_values(entry, carried_pairs)
         body = self.pop_block()
         self.loop_depth -= 1
         self.loop_carried, self.terminated = saved
         return body
+
+    def check_objects_kept(self, entry):
+        """A name bound to a compile-time object (a function, a module, a type) keeps it through a dynamic loop:
+        the body is compiled once, so a rebinding inside it cannot take effect from the next iteration on."""
+        for n, v in entry.items():
+            cur = self.symbols.get(n)
+            if isinstance(v, Py) and cur is not v and not (isinstance(cur, Py) and cur.obj is v.obj):
+                raise self.error(f"'{n}' is {describe(v)} (a compile-time object) and is rebound inside a dynamic "
+                                 f"loop to {describe(cur)}; the loop body is compiled once, so this cannot work: "
+                                 f"bind it before the loop, or use a separate name")
 
     def write_back(self):
         for n, m in self.loop_carried:

@@ -1,0 +1,52 @@
+"""How the scalar type objects (``simkit.float32``, ...) meet numpy and ``isinstance``.
+
+A scalar type names its numpy dtype, so numpy takes the simkit type wherever it takes a dtype::
+
+    >>> import numpy as np, simkit as sk
+    >>> np.zeros(3, dtype=sk.float16).dtype
+    dtype('float16')
+    >>> np.dtype([("x", sk.int32), ("flag", sk.bool)])
+    dtype([('x', '<i4'), ('flag', '?')])
+
+numpy >= 2.4 reads the class attribute ``__numpy_dtype__``; older numpy reads a ``dtype`` class
+attribute instead, which the types then carry too.
+
+A scalar constructor returns a numpy scalar (``sk.float32(1.5)`` is ``np.float32(1.5)``), and
+``isinstance`` agrees with it: a numpy scalar is an instance of the simkit type of its dtype::
+
+    >>> isinstance(sk.int16(3), sk.int16), isinstance(np.float64(1.0), sk.float32)
+    (True, False)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+# numpy 2.4 added the ``__numpy_dtype__`` protocol (and deprecates reading a ``dtype`` attribute)
+NUMPY_DTYPE_PROTOCOL = np.lib.NumpyVersion(np.__version__) >= "2.4.0"
+
+
+class ScalarMeta(type):
+    """Metaclass of the scalar types. ``isinstance(x, T)`` is also True for a numpy scalar whose dtype is
+    one ``T`` stands for: its own dtype for a concrete scalar type (not for a user's subclass of one),
+    any simkit scalar dtype for the base class."""
+
+    def __instancecheck__(cls, obj) -> bool:
+        if type.__instancecheck__(cls, obj):
+            return True
+        dtypes = cls.__dict__.get("_numpy_instances")
+        return dtypes is not None and isinstance(obj, np.generic) and obj.dtype in dtypes
+
+
+def numpy_attributes(dt: np.dtype) -> dict:
+    """The class attributes that make numpy read a scalar type as ``dt``."""
+    attrs = {"__numpy_dtype__": dt, "_numpy_instances": (dt,)}
+    if not NUMPY_DTYPE_PROTOCOL:  # pragma: no cover - numpy < 2.4
+        attrs["dtype"] = dt
+    return attrs
+
+
+def value_numpy_attributes(np_dt: np.dtype, shape: tuple) -> dict:
+    """A vector/matrix type reads as numpy's subarray dtype of its components: ``np.dtype(vec3)`` is
+    ``('<f4', (3,))``, ``np.dtype(mat22d)`` ``('<f8', (2, 2))`` (numpy >= 2.4; an ndarray subclass cannot
+    carry the older ``dtype`` class attribute)."""
+    return {"__numpy_dtype__": np.dtype((np_dt, shape))} if NUMPY_DTYPE_PROTOCOL else {}
