@@ -22,10 +22,9 @@ WARP_STREAMS = ("compares with images of Warp's noise: simkit's lattice hash dif
 SCALAR_VALUE = "simkit's scalar values are numpy scalars (no ctypes .value)"
 VALUE_NAME = "Warp's own names in messages (vec3f; simkit says vec3)"
 NATIVE_QUIET = "silences errors through Warp's native runtime (runtime.core, None under simkit)"
-AUX_AS_WARP = ("its kernels come from a Warp helper module the test imports with `from warp.tests import aux_...` "
-               "(not rewritten: they run under warp-lang)")
+USER_OPERATOR = ("a @func named add / sub in the kernel's module does not replace + and - between float32 values "
+                 "(simkit takes user operators for structs)")
 BF16 = "uses wp.bfloat16 (simkit has no bfloat16)"
-ISOLATED = "Warp's make_isolated_kernel test helper (not in the shim)"
 KERNEL_NAME = "Warp-only kernel options (kernel(name=...), entry_point_abi)"
 TILES = "tiles (wp.launch_tiled, tile_* builtins; out of scope, ../shared/LANGUAGE.md)"
 
@@ -157,9 +156,9 @@ KNOWN = {
                   "test_randn": "compares Warp's random streams bit for bit (streams need not match, LANGUAGE.md)"},
     "test_atomic_bitwise": {},
     "test_codegen": {
-        "array_slot_augassign_uses_user_operator": AUX_AS_WARP,
-        "overloaded_slot_update_backward_rejected": AUX_AS_WARP,
-        "slot_updates_ignore_nonmatching_operator_overloads": AUX_AS_WARP,
+        "array_slot_augassign_uses_user_operator": USER_OPERATOR,
+        "overloaded_slot_update_backward_rejected": USER_OPERATOR,
+        "slot_updates_ignore_nonmatching_operator_overloads": USER_OPERATOR,
         "assign_static_function_to_local": INTERNALS,
         "rebind_observed_through_shared_source": INTERNALS,
         "shared_source_across_redeclarations": INTERNALS,
@@ -175,9 +174,12 @@ KNOWN = {
         "include_dirs": INTERNALS, "line_directive": INTERNALS, "grid_stride_precedence": INTERNALS,
         "entry_point_abi": KERNEL_NAME, "external_constant_params": KERNEL_NAME, "kernel_name": KERNEL_NAME,
         "generic_unique_module_hash_includes_kernel_name": KERNEL_NAME,
-        "error_collection_construct": ISOLATED, "error_global_var": ISOLATED,
-        "error_return_annotation_mismatch": ISOLATED, "error_unmatched_arguments": ISOLATED,
-        "invalid_namespace_path": ISOLATED,
+        "error_collection_construct": "a list literal in a kernel is taken as a tuple (Warp refuses it)",
+        "error_global_var": "Warp's error class and wording (simkit: a CompileError, 'cannot index array(...) in a "
+                            "kernel')",
+        "error_return_annotation_mismatch": "return annotations of a @func are not checked against what it returns",
+        "error_unmatched_arguments": "Warp's error class and wording (simkit: a CompileTypeError naming the operator)",
+        "invalid_namespace_path": "Warp's error class (AttributeError; simkit: a CompileError naming the attribute)",
         "error_kernel_return": "the same error class and rule; Warp's message starts with 'Warp kernels'",
         "error_generic_kernel_return": "the same error class and rule; Warp's message starts with 'Warp kernels'",
         "error_mutating_constant_in_dynamic_loop": "simkit carries a value reassigned in a dynamic loop correctly "
@@ -193,7 +195,8 @@ KNOWN = {
     "test_static": {
         "construct_static_struct": "a @func called from Python cannot return a struct (runtime/pyscope.py)",
         "construct_static_nested_struct": "a @func called from Python cannot return a struct (runtime/pyscope.py)",
-        "invalid_static_expression": ISOLATED, "static_expression_return_types": ISOLATED,
+        "invalid_static_expression": "Warp's wording of the error",
+        "static_expression_return_types": "an unused static() of an array is not refused",
         "nested_static_single_evaluation": INTERNALS + " (evaluated once, then reads k.adj)",
         "static_deferred_outer_resolvable_inner": INTERNALS + " (semantics: tests/test_static_exprs.py)",
         "static_failure_divergence_on_shared_tree": INTERNALS + " (simkit reports the error when it builds)",

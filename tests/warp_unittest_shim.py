@@ -47,6 +47,17 @@ def get_test_devices_with_graph_capture_allocation(mode=None):
     return get_cuda_test_devices(mode)
 
 
+def get_test_devices_with_cuda_graph_module_load(mode=None):
+    """Devices where a module may be loaded while a CUDA graph is captured (the CUDA devices here)."""
+    return get_cuda_test_devices(mode)
+
+
+def make_isolated_kernel(func, **kwargs):
+    """A kernel in a module of its own, keyed on its definition site (a broken one then fails alone)."""
+    key = f"{func.__module__}.{func.__qualname__}:{func.__code__.co_firstlineno}"
+    return wp.kernel(func, module=key, **kwargs)
+
+
 get_cuda_test_devices_with_mempool = get_cuda_test_devices
 
 

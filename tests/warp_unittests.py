@@ -35,6 +35,7 @@ def rewrite(src: str) -> str:
     src = re.sub(r"^(\s*)import warp\.optim$", r"\1import simkit as warp", src, flags=re.M)
     src = src.replace("from warp.utils import", "from simkit.utils import")
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
+    src = re.sub(r"^(\s*)from warp\.tests import ", rf"\1from {PACKAGE} import ", src, flags=re.M)  # (aux modules)
     src = src.replace("wp._src.types.", "wp.types.")  # (Warp's internal module: its public names are wp.types)
     src = src.replace("from warp._src.utils import map_cache", "from simkit.runtime.map import map_cache")
     src = src.replace("from warp.fem import Sample as", "from warp_unittest_shim import FemSample as")
