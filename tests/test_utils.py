@@ -240,6 +240,88 @@ def test_array_sum_inner_gradients_against_finite_differences(device, axis, dtyp
     np.testing.assert_allclose(b.grad.numpy(), _fd(lambda v: loss(x, v), y), rtol=1e-6, atol=1e-8)
 
 
+@pytest.mark.parametrize("dtype", [sk.float32, sk.float64])
+def test_array_sum_inner_long_arrays_exact(device, dtype):
+    """Whole-array reductions long enough for several blocks (on the CPU: the vectorized lane path of
+    utils/reduce_lanes.py, whose last vector is partial or absent): integer-valued data, so every summation
+    order gives numpy's exact result."""
+    np_t = np.float32 if dtype == sk.float32 else np.float64
+    for n in (8192, 8193, 8192 + 31, 100_003, 1 << 18):
+        x = RNG.integers(-50, 50, size=n).astype(np_t)
+        y = RNG.integers(-3, 4, size=n).astype(np_t)
+        a, b = sk.array(x, dtype=dtype, device=device), sk.array(y, dtype=dtype, device=device)
+        assert float(sk.utils.array_sum(a)) == float(x.astype(np.float64).sum())
+        assert float(sk.utils.array_inner(a, b)) == float(np.dot(x.astype(np.float64), y))
+        for count in (n - 1, 8191, 10_000):
+            count = min(count, n)
+            out = sk.zeros(1, dtype=dtype, device=device)
+            sk.utils.array_sum(a, out=out, value_count=count)
+            assert out.numpy()[0] == x[:count].astype(np.float64).sum(), (n, count)
+            sk.utils.array_inner(a, b, out=out, count=count)
+            assert out.numpy()[0] == np.dot(x[:count].astype(np.float64), y[:count]), (n, count)
+    # an axis along which everything lies, 2-D outputs, and an out that is a strided view
+    x = RNG.integers(-50, 50, size=(1, 20_000)).astype(np_t)
+    a = sk.array(x, dtype=dtype, device=device)
+    for axis in (1, -1):
+        np.testing.assert_array_equal(sk.utils.array_sum(a, axis=axis).numpy(), x.sum(axis=1, keepdims=True))
+    big = sk.zeros((1, 4), dtype=dtype, device=device)
+    sk.utils.array_sum(a, out=big[:, ::4], axis=1)
+    assert big.numpy()[0, 0] == x.sum() and not big.numpy()[0, 1:].any()
+    np.testing.assert_array_equal(sk.utils.array_inner(a, a, axis=1).numpy(), (x * x).sum(axis=1, keepdims=True))
+
+
+def test_array_sum_lanes_float32_accuracy():
+    """float32 sums of a million values keep many partial sums (lanes, blocks, accumulators per thread): far
+    closer to the float64 sum than one running float32 total (numpy's cumsum: about 2e-5 off here)."""
+    x = RNG.random(1 << 20).astype(np.float32)
+    exact = x.astype(np.float64).sum()
+    running = float(np.cumsum(x)[-1])
+    got = float(sk.utils.array_sum(sk.array(x, dtype=sk.float32)))
+    assert abs(got - exact) < abs(running - exact) / 10
+    assert abs(got - exact) / exact < 1e-6
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1])
+def test_array_sum_inner_gradients_of_long_arrays(device, axis):
+    """Reductions recorded on a Tape over axes long enough for several blocks per output and a partial last
+    group of four: d sum(w * s) / dx = w broadcast, d sum(w * inner(a, b)) / da = w * b."""
+    shape = (9000, 3) if axis != 1 else (3, 9000)
+    x, y = RNG.random(shape), RNG.random(shape)
+    oshape = (1,) if axis is None else tuple(1 if d == axis else n for d, n in enumerate(shape))
+    w = RNG.random(oshape)
+    a = sk.array(x, dtype=sk.float64, device=device, requires_grad=True)
+    b = sk.array(y, dtype=sk.float64, device=device, requires_grad=True)
+    s = sk.zeros(oshape, dtype=sk.float64, device=device, requires_grad=True)
+    d = sk.zeros(oshape, dtype=sk.float64, device=device, requires_grad=True)
+    tape = sk.Tape()
+    with tape:
+        sk.utils.array_sum(a, out=s, axis=axis)
+        sk.utils.array_inner(a, b, out=d, axis=axis)
+    np.testing.assert_allclose(s.numpy(), x.sum(axis=axis, keepdims=axis is not None).reshape(oshape), rtol=1e-12)
+    tape.backward(grads={s: sk.array(w, dtype=sk.float64, device=device),
+                         d: sk.array(w, dtype=sk.float64, device=device)})
+    wb = np.broadcast_to(w.reshape(w.shape if axis is not None else (1, 1)), shape)
+    np.testing.assert_allclose(a.grad.numpy(), wb + wb * y, rtol=1e-12)
+    np.testing.assert_allclose(b.grad.numpy(), wb * x, rtol=1e-12)
+
+
+def test_array_sum_lanes_graph_capture():
+    """A captured whole-array CPU sum on the lane path replays on new data, while calls outside the graph
+    (which reuse their partial sums' storage) run in between."""
+    n = 50_000
+    x, total, other = sk.zeros(n, dtype=float), sk.zeros(1, dtype=float), sk.zeros(1, dtype=float)
+    sk.utils.array_sum(x, out=total)
+    with sk.ScopedCapture("cpu", force_module_load=False) as cap:
+        sk.utils.array_sum(x, out=total)
+    rng = np.random.default_rng(3)
+    for _ in range(2):
+        xv = rng.integers(-9, 9, size=n).astype(np.float32)
+        x.assign(xv)
+        sk.utils.array_sum(sk.array(-xv, dtype=float), out=other)
+        sk.capture_launch(cap.graph)
+        assert total.numpy()[0] == xv.astype(np.float64).sum() == -other.numpy()[0]
+
+
 # --- array_cast / runlength_encode --------------------------------------------------------------------------
 
 def test_array_cast(device):

@@ -52,6 +52,12 @@ def get_test_devices_with_cuda_graph_module_load(mode=None):
     return get_cuda_test_devices(mode)
 
 
+@contextlib.contextmanager
+def suppress_native_error_output():
+    """Warp silences its native library's stderr here; simkit's native code reports through exceptions."""
+    yield
+
+
 def make_isolated_kernel(func, **kwargs):
     """A kernel in a module of its own, keyed on its definition site (a broken one then fails alone)."""
     key = f"{func.__module__}.{func.__qualname__}:{func.__code__.co_firstlineno}"

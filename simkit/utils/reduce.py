@@ -2,7 +2,9 @@
 
 Every reduction is one shape: the input seen as (outer, axis, inner), reduced over the middle axis into
 (outer, inner) (the inner product of vectors and matrices: ``dot``/``ddot`` per element). The reduced axis is
-split into ``nb`` chunks when there are few outputs: partial sums (outer, inner, nb), then their sum.
+split into ``nb`` chunks when there are few outputs: partial sums (outer, inner, nb), then their sum (one
+launch when a single chunk does). A whole-array CPU reduction of scalars not recorded on a Tape takes the
+vectorized path of reduce_lanes.py instead.
 
 Unlike Warp's, these are recorded on a Tape when an input requires a gradient: ``tape.backward`` gives
 ``values.grad`` (``array_sum``), ``a.grad`` and ``b.grad`` (``array_inner``).
@@ -17,19 +19,35 @@ from ..kernels import func, kernel
 from ..kernels import lang as sk
 from ..kernels import types as T
 from ..runtime import array, empty
+from . import reduce_lanes as lanes
 from ._common import NCPU, no_host_result, run, scalar_type, type_repr, types_equal
 
 REDUCE_SCALARS = (T.float32, T.float64)
 
+# Each thread keeps four accumulators: independent chains of adds that the processor overlaps (with one, every
+# add waits for the previous one). On a GPU, thread b of nb reads entries b, b + nb, ... (neighbouring threads
+# read neighbouring addresses). A whole-array CPU sum of scalars takes the vectorized path of reduce_lanes.py.
+
 
 @kernel(_parallel_min=1)
 def _sum_partial(values: array(dtype=T.Any, ndim=3), partial: array(dtype=T.Any, ndim=3), count: int,
-                 chunk: int):
+                 chunk: int, first: int, step: int):
     o, i, b = sk.tid()
-    s = values.dtype(0)
-    for t in range(b * chunk, sk.min(count, b * chunk + chunk)):
-        s = s + values[o, t, i]
-    partial[o, i, b] = s
+    t0 = b * first
+    n = sk.min(chunk, (count - t0 + step - 1) // step)
+    s0 = values.dtype(0)
+    s1 = values.dtype(0)
+    s2 = values.dtype(0)
+    s3 = values.dtype(0)
+    for q in range(n // 4):
+        t = t0 + 4 * q * step
+        s0 = s0 + values[o, t, i]
+        s1 = s1 + values[o, t + step, i]
+        s2 = s2 + values[o, t + 2 * step, i]
+        s3 = s3 + values[o, t + 3 * step, i]
+    for k in range(n - n % 4, n):
+        s0 = s0 + values[o, t0 + k * step, i]
+    partial[o, i, b] = (s0 + s1) + (s2 + s3)
 
 
 @func
@@ -50,12 +68,23 @@ def _inner(a: T.matrix(shape=(T.Any, T.Any), dtype=T.Float),  # noqa: F811
 
 @kernel(_parallel_min=1)
 def _inner_partial(a: array(dtype=T.Any, ndim=3), b: array(dtype=T.Any, ndim=3),
-                   partial: array(dtype=T.Any, ndim=3), count: int, chunk: int):
+                   partial: array(dtype=T.Any, ndim=3), count: int, chunk: int, first: int, step: int):
     o, i, k = sk.tid()
-    s = partial.dtype(0)
-    for t in range(k * chunk, sk.min(count, k * chunk + chunk)):
-        s = s + _inner(a[o, t, i], b[o, t, i])
-    partial[o, i, k] = s
+    t0 = k * first
+    n = sk.min(chunk, (count - t0 + step - 1) // step)
+    s0 = partial.dtype(0)
+    s1 = partial.dtype(0)
+    s2 = partial.dtype(0)
+    s3 = partial.dtype(0)
+    for q in range(n // 4):
+        t = t0 + 4 * q * step
+        s0 = s0 + _inner(a[o, t, i], b[o, t, i])
+        s1 = s1 + _inner(a[o, t + step, i], b[o, t + step, i])
+        s2 = s2 + _inner(a[o, t + 2 * step, i], b[o, t + 2 * step, i])
+        s3 = s3 + _inner(a[o, t + 3 * step, i], b[o, t + 3 * step, i])
+    for j in range(n - n % 4, n):
+        s0 = s0 + _inner(a[o, t0 + j * step, i], b[o, t0 + j * step, i])
+    partial[o, i, k] = (s0 + s1) + (s2 + s3)
 
 
 @kernel
@@ -65,6 +94,8 @@ def _sum_partials(partial: array(dtype=T.Any, ndim=3), out: array(dtype=T.Any, n
     for b in range(partial.shape[2]):
         s = s + partial[o, i, b]
     out[o, i] = s
+
+
 
 
 def _normalize_axis(operation: str, axis, ndim: int) -> int:
@@ -108,18 +139,31 @@ def _output(operation, out, shape, dtype, device):
     return out, False
 
 
-def _finish(partial_kernel, inputs, out, count, axis, tape):
+def _finish(partial_kernel, inputs, out, count, tape):
     """Reduce ``inputs`` (one (outer, axis, inner) array for a sum, two for an inner product) into ``out``."""
     dev = out.device
     o, _, i = inputs[0].shape[:3]
     target = out if out.is_contiguous else empty(out.shape, dtype=out.dtype, device=dev)
-    out2 = target.reshape((o, i))
     nb, chunk = _chunks(o * i, count, dev)
-    partial = empty((o, i, nb), dtype=out.dtype, device=dev, requires_grad=tape)
-    run(partial_kernel, (o, i, nb), [*inputs, partial, count, chunk], dev, tape=tape)
-    run(_sum_partials, (o, i), [partial, out2], dev, tape=tape)
+    first, step = (chunk, 1) if dev.is_cpu else (1, nb)  # a contiguous run per block, or interleaved blocks
+    if nb == 1:  # one block per output: it writes the output itself
+        run(partial_kernel, (o, i, 1), [*inputs, target.reshape((o, i, 1)), count, chunk, first, step], dev,
+            tape=tape)
+    else:
+        partial = empty((o, i, nb), dtype=out.dtype, device=dev, requires_grad=tape)
+        run(partial_kernel, (o, i, nb), [*inputs, partial, count, chunk, first, step], dev, tape=tape)
+        run(_sum_partials, (o, i), [partial, target.reshape((o, i))], dev, tape=tape)
     if target is not out:
         out.assign(target)
+
+
+def _reduce(partial_kernel, inner: bool, inputs, out, count, axis, tape):
+    """``inputs`` (one array, or the two of an inner product) reduced into ``out`` over ``axis``."""
+    if not tape and lanes.applies(inputs, count, axis):
+        lanes.reduce(inner, inputs, out, count)
+        return
+    split = _split(inputs[0].shape, axis)
+    _finish(partial_kernel, [_contiguous(x).reshape(split) for x in inputs], out, count, tape)
 
 
 def _count_shape(a: array, count, axis, what: str) -> tuple[int, tuple]:
@@ -164,8 +208,7 @@ def array_sum(values: array, out: array | None = None, value_count: int | None =
     dt = values.dtype
     if scalar_type(dt) not in REDUCE_SCALARS or not (T.is_scalar(dt) or T.is_vector(dt) or T.is_matrix(dt)):
         raise RuntimeError(f"Unsupported data type: {type_repr(dt)}")
-    v3 = _contiguous(values).reshape(_split(values.shape, axis))
-    _finish(_sum_partial, [v3], out, value_count, axis, _needs_grad(values))
+    _reduce(_sum_partial, False, [values], out, value_count, axis, _needs_grad(values))
     return out.numpy()[0] if axis is None and host else out
 
 
@@ -199,6 +242,5 @@ def array_inner(a: array, b: array, out: array | None = None, count: int | None 
         return out
     if st not in REDUCE_SCALARS or not (T.is_scalar(a.dtype) or T.is_vector(a.dtype) or T.is_matrix(a.dtype)):
         raise RuntimeError(f"Unsupported data type: {type_repr(a.dtype)}")
-    split = _split(a.shape, axis)
-    _finish(_inner_partial, [_contiguous(x).reshape(split) for x in (a, b)], out, count, axis, _needs_grad(a, b))
+    _reduce(_inner_partial, True, [a, b], out, count, axis, _needs_grad(a, b))
     return out.numpy()[0] if axis is None and host else out
