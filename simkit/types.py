@@ -109,7 +109,7 @@ def types_equal(a, b, match_generic: bool = False) -> bool:
     return False
 
 
-_SUFFIX = {"float16": "h", "float32": "f", "float64": "d", "int8": "b", "uint8": "ub", "int16": "s",
+_SUFFIX = {"float16": "h", "bfloat16": "bf", "float32": "f", "float64": "d", "int8": "b", "uint8": "ub", "int16": "s",
            "uint16": "us", "int32": "i", "uint32": "ui", "int64": "l", "uint64": "ul"}
 
 

@@ -228,17 +228,11 @@ def test_launch_bounds_past_int32():
 
 
 def test_launches_past_int32_are_checked():
+    """A 1D launch past 2**31 - 1 of a kernel reading tid() is refused (its int32 index would wrap); CPU
+    launches of more threads run (tests/test_cpu_large_launch.py)."""
     out = sk.zeros(1, dtype=int, device="cpu")
     with pytest.raises(ValueError, match="kernel 'arange' uses tid\\(\\) with extent 2147483648.*int32"):
         sk.launch(arange, dim=2**31, inputs=[out], device="cpu")
-    with pytest.raises(ValueError, match="2147483648 threads of kernel 'no_tid' on the CPU: at most 2\\*\\*31 - 1"):
-        sk.launch(no_tid, dim=2**31, inputs=[out], device="cpu")
-    with pytest.raises(ValueError, match="4294967296 threads of kernel 'no_tid' on the CPU"):
-        sk.launch(no_tid, dim=(2**16, 2**16), inputs=[out], device="cpu")
-    cmd = sk.launch(no_tid, dim=4, inputs=[out], device="cpu", record_cmd=True)
-    cmd.set_dim(2**31)  # a GPU would take it
-    with pytest.raises(ValueError, match="on the CPU"):
-        cmd.launch()
     cmd2 = sk.launch(arange, dim=4, inputs=[out], device="cpu", record_cmd=True)
     with pytest.raises(ValueError, match="uses tid\\(\\)"):
         cmd2.set_dim(2**31)

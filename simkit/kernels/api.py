@@ -53,7 +53,7 @@ class GradOf:
 
 
 # names that exist as types/factories in Python and must not be shadowed
-_RESERVED = {"vector", "matrix", "quaternion", "transformation", "cast", "bool", "int", "float"}
+_RESERVED = {"vector", "matrix", "quaternion", "transformation", "bool", "int", "float"}
 
 
 def builtin_functions() -> dict:

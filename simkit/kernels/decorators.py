@@ -22,6 +22,7 @@ import sys
 from . import types as T
 from .frontend import SourceInfo, build
 from .frontend.builder import Py, TupleValue
+from .frontend.funcargs import FunctionArg, bind_function_arg, describe_arg, mismatch_hint
 from .frontend.statics import declare as declare_statics
 
 
@@ -64,6 +65,12 @@ def _param_types(pyfunc, *, required: bool) -> dict:
             types[name] = T.Any
             continue
         try:
+            if ann is Function:  # a function value (frontend/funcargs.py): a compile-time constant of @funcs
+                if required:
+                    raise TypeError("kernel parameters cannot be Functions (a function is a compile-time "
+                                    "constant): call the @func in the kernel, or pass it to a @func parameter")
+                types[name] = Function
+                continue
             types[name] = T.as_kernel_type(ann)
             if required and isinstance(types[name], T.TupleType):
                 raise TypeError(f"kernel parameters cannot be tuples ({T.type_name(types[name])}); pass "
@@ -168,7 +175,7 @@ class Kernel:
 
     def __init__(self, func, key: str | None = None, module: str | None = None, options: dict | None = None, *,
                  enable_backward: bool | None = None, module_options: dict | None = None,
-                 _inline_body: bool = False, _parallel_min: int | None = None):
+                 _inline_body: bool = False, _parallel_min: int | None = None, _src=None):
         from .module import check_options, get_module
 
         pyfunc = func
@@ -189,7 +196,10 @@ class Kernel:
         self.generic = any(T.is_generic(t) for t in self.param_types.values())
         self.specs: dict = {}
         self._by_signature: dict = {}   # a launch's argument signature -> spec (runtime/launch.py)
-        self._src = declare_statics(pyfunc)  # static(...) is evaluated now, once (frontend/statics.py)
+        from .sources import remember
+
+        remember(pyfunc)  # (its file's lines as they are now: read when it is built)
+        self._src = _src or declare_statics(pyfunc)  # static(...) is evaluated now, once (frontend/statics.py)
         if module == "unique":  # as in Warp: a module of its own (its own options, compiled alone)
             module = f"{pyfunc.__module__}.{_sanitize(pyfunc.__qualname__)}.unique{self.instance}"
         elif module is not None and not isinstance(module, str):
@@ -207,8 +217,20 @@ class Kernel:
 
     def source(self) -> SourceInfo:
         if self._src is None:
-            self._src = SourceInfo(self.func)
+            from .sources import source_info
+
+            self._src = source_info(self.func)  # (the lines of its file as they were at its definition)
         return self._src
+
+    @property
+    def is_generic(self) -> bool:
+        """Warp's name: a parameter is generic (``Any``); each launch's argument types pick a specialisation."""
+        return self.generic
+
+    @property
+    def overloads(self) -> dict:
+        """The specialisations of a generic kernel made so far, by argument types (Warp's name)."""
+        return {t: s for t, s in self.specs.items() if t is not None}
 
     @property
     def enable_backward(self) -> bool | None:
@@ -243,21 +265,48 @@ _KERNEL_HINTS = ("launch_bounds", "grid_stride")
 
 
 def kernel(f=None, *, key: str | None = None, module=None, enable_backward: bool | None = None,
-           module_options: dict | None = None, _inline_body: bool = False, _parallel_min: int | None = None,
-           **hints):
+           module_options: dict | None = None, name: str | None = None, _inline_body: bool = False,
+           _parallel_min: int | None = None, **hints):
     """Decorate a Python function as a kernel (typed parameters, launched over a grid).
 
-    ``module="unique"`` gives the kernel a module of its own; ``module_options`` sets that module's
-    options (as ``set_module_options``)."""
+    ``module="unique"`` gives the kernel a module of its own; ``module_options`` (with ``module="unique"``
+    only) sets that module's options (as ``set_module_options``). ``name``: Warp's spelling of ``key``.
+    A definition met again with the same code and the same values around it (a kernel made in a loop or a
+    factory) returns the kernel made the first time (simkit/kernels/identity.py)."""
     unknown = sorted(set(hints) - set(_KERNEL_HINTS))
     if unknown:
         raise TypeError(f"kernel() got unsupported option(s) {', '.join(unknown)} (simkit takes key, module, "
                         f"enable_backward, module_options; {', '.join(_KERNEL_HINTS)} are accepted as hints)")
-    opts = dict(key=key, module=module, module_options=module_options, enable_backward=enable_backward,
+    from .module import check_module_options
+
+    check_module_options(module_options, module, "kernel()")
+    opts = dict(key=key or name, module=module, module_options=module_options, enable_backward=enable_backward,
                 _inline_body=_inline_body, _parallel_min=_parallel_min)
     if f is None:
-        return lambda g: Kernel(g, **opts)
-    return Kernel(f, **opts)
+        return lambda g: _make_kernel(g, opts, hints)
+    return _make_kernel(f, opts, hints)
+
+
+def _make_kernel(f, opts: dict, hints: dict) -> Kernel:
+    """A new Kernel, or the live one made by an identical definition (see ``kernel``)."""
+    from . import identity
+
+    src = declare_statics(f)  # static(...) is evaluated now, once (frontend/statics.py)
+    key = None
+    if opts["module"] == "unique" or "<locals>" in f.__qualname__ or (f.__module__, f.__qualname__) in _instances:
+        module = opts["module"]
+        module = module if module is None or isinstance(module, str) else module.__name__
+        options = {**opts, "module": module, "module_options": tuple(sorted((opts["module_options"] or {}).items()))}
+        from .module import compile_options  # (the global options its translation reads: max_unroll ...)
+
+        key = identity.kernel_key(f, src, (f.__module__, f.__qualname__, tuple(sorted(options.items())),
+                                           tuple(sorted(hints.items())), tuple(sorted(compile_options().items()))))
+        found = identity.lookup(key)
+        if found is not None:
+            return found
+    k = Kernel(f, **opts, _src=src)
+    identity.remember(key, k)
+    return k
 
 
 def overload(kernel, arg_types=None):
@@ -328,7 +377,28 @@ class Function:
         self.instance = instance_index(pyfunc)
         self.add_overload(pyfunc)
 
+    def find_overload(self, pyfunc):
+        """The index of the overload with ``pyfunc``'s parameter types, or None."""
+        types = list(_param_types(pyfunc, required=False).values())
+        return next((i for i, (_, t, _) in enumerate(self.overloads) if list(t.values()) == types), None)
+
+    def redefined(self, pyfunc) -> Function:
+        """A new Function: these overloads with ``pyfunc`` in place of the one of its parameter types (and
+        the custom adjoints of the others)."""
+        fn = Function(pyfunc)
+        i = self.find_overload(pyfunc)
+        fn.overloads = self.overloads[:i] + fn.overloads + self.overloads[i + 1:]
+        types = list(self.overloads[i][1].values())
+        for name in ("custom_grads", "custom_replays"):
+            kept = [g for g in getattr(self, name) if list(_param_types(g, required=False).values())[:len(types)]
+                    != types]
+            setattr(fn, name, kept)
+        return fn
+
     def add_overload(self, pyfunc):
+        from .sources import remember
+
+        remember(pyfunc)  # (its file's lines as they are now: read when it is built)
         types = _param_types(pyfunc, required=False)
         src = declare_statics(pyfunc)  # static(...) is evaluated now, once (frontend/statics.py)
         for i, (_, t, _) in enumerate(self.overloads):
@@ -341,7 +411,9 @@ class Function:
     def _source(self, i):
         pyfunc, types, src = self.overloads[i]
         if src is None:
-            src = SourceInfo(pyfunc)
+            from .sources import source_info
+
+            src = source_info(pyfunc)
             self.overloads[i] = (pyfunc, types, src)
         return src
 
@@ -356,20 +428,29 @@ class Function:
                 continue
             coerced, concrete, ok = [], {}, True
             for (pname, spec), a in zip(types.items(), args):
-                a = _coerce_literal(spec, a, builder)
-                if not T.types_match(spec, a.type):
+                matched, bound = bind_function_arg(spec, a)  # a Function parameter: its function value
+                if matched is None:
+                    a = _coerce_literal(spec, a, builder)
+                    matched, bound = T.types_match(spec, a.type), a.type
+                if not matched:
                     ok = False
                     break
                 coerced.append(a)
-                concrete[pname] = a.type
+                concrete[pname] = bound
             if ok:
                 return self._spec(i, concrete), coerced
-        got = ", ".join(T.type_name(a.type) for a in args)
+        got = ", ".join(describe_arg(a) for a in args)
         sigs = "; ".join(f"{self.key}(" + ", ".join(f"{n}: {T.type_name(t)}" for n, t in ty.items()) + ")"
                          for _, ty, _ in self.overloads)
-        raise TypeError(f"no overload of @func '{self.key}' takes ({got}); candidates: {sigs}")
+        hint = next((h for _, ty, _ in self.overloads if len(ty) == len(args) for h in [mismatch_hint(ty, args)]
+                     if h), "")
+        raise TypeError(f"no overload of @func '{self.key}' takes ({got}); candidates: {sigs}{hint}")
 
     def _spec(self, i, concrete: dict) -> FuncSpec:
+        functions = [n for n, t in concrete.items() if isinstance(t, FunctionArg)]
+        if functions and (self.native is not None or self._custom_for(i, self.custom_grads + self.custom_replays)):
+            raise TypeError(f"@func '{self.key}' has Function parameters ('{functions[0]}'): they are not supported "
+                            f"with custom gradients or replay functions (@func_grad, @func_replay) or @func_native")
         tuples = [n for n, t in concrete.items() if isinstance(t, T.TupleType)]
         if tuples and (self.native is not None or self._custom_for(i, self.custom_grads + self.custom_replays)):
             raise TypeError(f"@func '{self.key}' has a @func_native body or a custom adjoint: its parameter "
@@ -455,16 +536,32 @@ def func(f=None, *, module=None, inline: bool | None = None):
     ``module`` and ``inline`` are accepted for Warp's signature: a @func compiles into the module of each
     kernel that calls it, and the C++ compiler decides what to inline."""
     if f is None:
-        return lambda g: func(g)
+        return lambda g: _declare_func(g, sys._getframe(1).f_locals)
+    return _declare_func(f, sys._getframe(1).f_locals)
+
+
+def _declare_func(f, scope: dict) -> Function:
+    """The @func for ``f``, as Warp: a @func of the same name already in the defining scope (the module, or
+    one run of the enclosing function for a closure) gains ``f`` as an overload; one of the same parameter
+    types is redefined: a new Function with ``f`` in its place (whoever holds the old one keeps it)."""
     key = (f.__module__, f.__qualname__)
-    if "<locals>" in f.__qualname__:  # a closure: each definition is its own function
-        return Function(f)
-    existing = _functions.get(key)
-    if existing is not None:
+    existing = scope.get(f.__name__)
+    if not (isinstance(existing, Function) and existing.qualname == f.__qualname__
+            and existing.overloads[0][0].__module__ == f.__module__):
+        existing = None if "<locals>" in f.__qualname__ else _functions.get(key)  # (closures: per run)
+    if existing is not None:  # kernels built with it are built again at their next launch
+        from .module import invalidate_users
+
+        invalidate_users(existing)
+    if existing is None or existing.native is not None:
+        fn = Function(f)
+    elif existing.find_overload(f) is None:
         existing.add_overload(f)
         return existing
-    fn = Function(f)
-    _functions[key] = fn
+    else:
+        fn = existing.redefined(f)
+    if "<locals>" not in f.__qualname__:
+        _functions[key] = fn
     return fn
 
 

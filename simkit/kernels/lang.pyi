@@ -241,12 +241,13 @@ def bvh_query_sphere(*args: Any, **kwargs: Any) -> Any:
     ...
 
 def cast(*args: Any, **kwargs: Any) -> Any:
-    """Convert x to the scalar type called (float32(x), int(x), uint8(x), bool(x), ...). Floats convert to integers by truncation toward zero; integers wrap around.
+    """Convert x to the scalar type called (float32(x), int(x), uint8(x), bool(x), ...). Floats convert to integers by truncation toward zero; integers wrap around. cast(a, dtype) instead reinterprets the bits of a as dtype (same size).
 
     Overloads:
         cast(x: Float) -> _target
         cast(x: Scalar) -> _target
         cast(x: bool) -> _target
+        cast(a: Any, dtype: Any) -> dtype
     """
     ...
 

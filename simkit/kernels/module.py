@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import weakref
 
 import numpy as np
 
@@ -52,7 +53,11 @@ def set_module_options(options: dict, module=None) -> None:
     ``max_unroll`` (static loops of at most this many iterations are unrolled). Its kernels compile
     with them at their next load. ``fast_math`` and ``lineinfo`` are accepted and change nothing."""
     check_options(options, "set_module_options")
-    get_module(_module_name(module)).options.update(options)
+    m = get_module(_module_name(module))
+    changed = any(m.options.get(k) != v for k, v in options.items())
+    m.options.update(options)
+    if changed:  # its kernels compiled with the old options are compiled again at their next launch
+        m.mark_modified()
 
 
 def check_options(options: dict, who: str) -> None:
@@ -60,12 +65,25 @@ def check_options(options: dict, who: str) -> None:
     unknown = sorted(set(options) - set(MODULE_OPTIONS) - set(IGNORED_OPTIONS))
     if unknown:
         raise ValueError(f"{who}: simkit takes {', '.join(MODULE_OPTIONS)} (and accepts "
-                         f"{', '.join(IGNORED_OPTIONS)}, without effect); not {', '.join(unknown)}")
+                         f"{', '.join(IGNORED_OPTIONS)}, without effect); not {', '.join(unknown)}. "
+                         f"Valid options are: {', '.join(MODULE_OPTIONS + IGNORED_OPTIONS)}")
     if "max_unroll" in options:
         n = options["max_unroll"]
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"{who}: max_unroll must be an int >= 0, got {n!r}")
         options["max_unroll"] = int(n)
+
+
+def check_module_options(options, module, who: str) -> None:
+    """``module_options`` of a kernel decorator, as Warp: a dict, for a ``module="unique"`` kernel only."""
+    if options is None:
+        return
+    if not isinstance(options, dict):
+        raise TypeError(f"{who}: module_options must be a dict, got {type(options).__name__}")
+    if module != "unique":
+        raise ValueError(f"{who}: module_options requires module=\"unique\" (a module of the kernel's own); set "
+                         f"the options of a shared module with simkit.set_module_options")
+    check_options(options, f"{who} module_options")
 
 
 def get_module_options(module=None) -> dict:
@@ -140,11 +158,36 @@ class Unit:
 class Module:
     def __init__(self, name: str):
         self.name = name
-        self.kernels: list = []
+        self._kernels: dict = {}  # id -> weak reference: a kernel nobody holds leaves its module
         self.options: dict = {"enable_backward": True}  # set_module_options (Warp's default listed)
 
+    @property
+    def kernels(self) -> list:
+        """The live kernels of this module, in the order they were defined."""
+        return [k for k in (r() for r in list(self._kernels.values())) if k is not None]
+
     def add_kernel(self, k):
-        self.kernels.append(k)
+        kid, table = id(k), self._kernels
+
+        def gone(ref):
+            if table.get(kid) is ref:
+                del table[kid]
+
+        table[kid] = weakref.ref(k, gone)
+
+    def mark_modified(self) -> None:
+        """Compile this module's kernels again at their next launch, reading again the values they use
+        (closure variables, globals, ``set_module_options``), as Warp's ``Module.mark_modified``. Launches
+        recorded before keep the code they were recorded with."""
+        for k in self.kernels:
+            _refresh_closure(getattr(k, "_src", None))
+            for s in k.specs.values():
+                if s.ir is not None:
+                    for f in _functions_used(s.ir):
+                        f.function.specs.clear()
+                        for _pyfunc, _types, src in f.function.overloads:
+                            _refresh_closure(src)
+                _reset(s)
 
     def invalidate_pending(self):
         """A new kernel specialisation appeared; it is compiled on its first launch."""
@@ -211,6 +254,61 @@ class Module:
             for s in specs:
                 s.native[kind] = (unit.entry(s.cname, which), unit)
         return unit
+
+
+def _refresh_closure(src) -> None:
+    """A kept SourceInfo's closure values read again (they were read when it was made)."""
+    if src is None or not src.pyfunc.__closure__:
+        return
+    for name, cell in zip(src.pyfunc.__code__.co_freevars, src.pyfunc.__closure__):
+        try:
+            src.closure[name] = cell.cell_contents
+        except ValueError:  # still empty
+            src.closure.pop(name, None)
+
+
+def _functions_used(fn_ir, found=None) -> list:
+    """The FuncSpecs a built kernel or function calls, directly or not."""
+    found = {} if found is None else found
+    for f in fn_ir.funcs:
+        if id(f) not in found:
+            found[id(f)] = f
+            for sub in (f.ir, f.grad_ir, f.replay_ir):
+                if sub is not None:
+                    _functions_used(sub, found)
+    return list(found.values())
+
+
+def _reset(spec) -> None:
+    """Forget a kernel specialisation's translation and native code: its next launch builds it again."""
+    spec.ir = None
+    spec.native = {}
+    for derived in ("_access", "_order", "_bump_steps"):  # (the tape's caches of its IR)
+        spec.__dict__.pop(derived, None)
+
+
+def invalidate_users(function) -> None:
+    """``function`` (a @func) was redefined, or gained an overload: every kernel built with it is built
+    again at its next launch, its names resolving anew (a kernel never runs a replaced body; an alias that
+    still holds the old @func keeps its body), and so is every @func built calling it."""
+    memo: dict = {}
+
+    def uses(f) -> bool:  # f: a FuncSpec
+        if id(f) not in memo:
+            memo[id(f)] = False  # (recursion guard)
+            subs = [x for x in (f.ir, f.grad_ir, f.replay_ir) if x is not None]
+            memo[id(f)] = f.function is function or any(uses(g) for x in subs for g in x.funcs)
+        return memo[id(f)]
+
+    for m in list(_modules.values()):
+        for k in m.kernels:
+            for s in k.specs.values():
+                used = _functions_used(s.ir) if s.ir is not None else []
+                if any(uses(f) for f in used):
+                    for f in used:
+                        if f.function is not function and uses(f):
+                            f.function.specs.clear()  # (a caller of it: built again, calling the new one)
+                    _reset(s)
 
 
 def _unit_name(name: str) -> str:

@@ -25,6 +25,7 @@ import typing
 
 import numpy as np
 
+from . import types_bf16 as _BF16
 from . import types_value as _TV
 from .types_scalar import ScalarMeta, numpy_attributes, value_numpy_attributes
 
@@ -113,11 +114,18 @@ uint64 = _scalar("uint64", np.uint64, ctypes.c_uint64, "u")
 float16 = _scalar("float16", np.float16, ctypes.c_uint16, "f")
 float32 = _scalar("float32", np.float32, ctypes.c_float, "f")
 float64 = _scalar("float64", np.float64, ctypes.c_double, "f")
+# bfloat16: host dtype ml_dtypes.bfloat16, or raw uint16 bits without ml_dtypes (types_bf16.py)
+bfloat16 = _scalar("bfloat16", _BF16.NP_DTYPE, ctypes.c_uint16, "f")
+bfloat16.__new__ = staticmethod(lambda cls, value=0: _BF16.scalar(value))
+if not _BF16.HAS_ML_DTYPES:  # pragma: no cover - (np.dtype(sk.bfloat16) is then object, as in Warp)
+    for _attr in ("__numpy_dtype__", "_numpy_instances", "dtype"):
+        if _attr in bfloat16.__dict__:
+            delattr(bfloat16, _attr)
 
-float_types = (float16, float32, float64)
+float_types = (float16, bfloat16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 scalar_types = (bool,) + int_types + float_types
-_np_to_scalar = {t._np: t for t in scalar_types}
+_np_to_scalar = {t._np: t for t in scalar_types if t is not bfloat16 or _BF16.HAS_ML_DTYPES}
 scalar_base._numpy_instances = tuple(_np_to_scalar)
 handle = uint64  # (Warp's name for the uint64 ids of meshes, BVHs and hash grids)
 
@@ -200,9 +208,11 @@ def _transform_parts(args, kw) -> tuple:
     return parts.get("p", (0, 0, 0)), parts.get("q", (0, 0, 0, 1))
 
 
-def _components(a, np_dt) -> np.ndarray:
+def _components(a, np_dt, scalar=None) -> np.ndarray:
     """``a`` as a flat array of ``np_dt``; an integer out of an integer type's range wraps, as a C cast (and Warp's
-    ctypes) does: ``vec3ub(1, -2, 3)`` holds 254."""
+    ctypes) does: ``vec3ub(1, -2, 3)`` holds 254. bfloat16 components round through float32 (types_bf16.py)."""
+    if scalar is bfloat16:
+        return _BF16.host_data(a).reshape(-1)
     return _TV.cast(a, np_dt).reshape(-1)
 
 
@@ -232,14 +242,14 @@ class value_base(np.ndarray):
             if not isinstance(args[0], (_py.int, _py.float, np.generic)):
                 raise TypeError(f"Invalid argument in {cls._kind} constructor: expected a scalar value, "
                                 f"got {type(args[0]).__name__}")
-            flat = np.full(n, _components(args[0], np_dt)[0], dtype=np_dt)
+            flat = np.full(n, _components(args[0], np_dt, cls._dtype)[0], dtype=np_dt)
         else:
             if cls._kind == "matrix" and len(args) == cls._shape[0] > 1 and _py.all(np.ndim(a) > 0 for a in args):
                 for a in args:  # one argument per row
                     if np.size(a) != cls._shape[1]:
                         raise TypeError(f"{cls.__name__}: Invalid argument in matrix constructor, expected row of "
                                         f"length {cls._shape[1]}, got {a!r}")
-            parts = [_components(a, np_dt) for a in args]
+            parts = [_components(a, np_dt, cls._dtype) for a in args]
             flat = np.concatenate(parts) if len(parts) > 1 else parts[0].copy()
             if flat.size != n:
                 raise ValueError(f"{cls.__name__} needs {n} values, got {flat.size}")
@@ -270,6 +280,10 @@ class value_base(np.ndarray):
         return f"{type(self).__name__}({', '.join(repr(x) for x in np.asarray(self).reshape(-1).tolist())})"
 
     def __str__(self) -> str:  # as Warp prints values: [1.0, 2.0, 3.0]; a matrix one row per line
+        if self._dtype is bfloat16:  # components print as their scalars do (ml_dtypes: 2, 3.14062)
+            rows = [[str(x) for x in r] for r in np.atleast_2d(np.asarray(self))]
+            rows = [("[" + ", ".join(r) + "]") for r in rows]
+            return "[" + ",\n ".join(rows) + "]" if np.ndim(self) == 2 else rows[0]
         rows = np.asarray(self).tolist()
         if np.ndim(self) == 2:
             return "[" + ",\n ".join(str(r) for r in rows) + "]"
@@ -660,9 +674,11 @@ def pack_value(t, value) -> bytes:
     if is_scalar(t):
         if t is float16:
             return np.float16(value).tobytes()
+        if t is bfloat16:
+            return _BF16.to_bytes(value)
         return t._np.type(value).tobytes()
     if is_value(t):
-        arr = np.asarray(value, dtype=t._dtype._np)
+        arr = _components(value, t._dtype._np, t._dtype) if t._dtype is bfloat16 else np.asarray(value, t._dtype._np)
         if arr.size != t._length:
             raise TypeError(f"expected {type_name(t)} ({t._length} values), got {arr.size} values")
         return arr.tobytes()
@@ -695,7 +711,7 @@ def subscript_args(item) -> tuple:
 
 __all__ = [
     "Any", "Scalar", "Float", "Int", "bool", "handle", "int8", "uint8", "int16", "uint16", "int32",
-    "uint32", "int64", "uint64", "float16", "float32", "float64", "vector", "matrix",
+    "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64", "vector", "matrix",
     "quaternion", "transformation", "ArrayType", *sorted(_aliases),
 ]
 _ = _PyAny

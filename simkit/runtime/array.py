@@ -22,6 +22,7 @@ import typing
 import numpy as np
 
 from ..kernels import types as T
+from ..kernels import types_bf16 as _BF16
 from ..kernels.backends import cpu_graph
 from .device import Device, get_device
 
@@ -72,6 +73,16 @@ def np_dtype_of(dtype):
     if T.is_struct(dtype):
         return dtype._simkit_struct.numpy_dtype(), ()
     raise TypeError(f"{T.type_name(dtype)} cannot be an array element type")
+
+
+def _is_bf16(dtype) -> bool:
+    return (T.is_scalar(dtype) or (T.is_value(dtype) and not dtype._generic)) and T.scalar_of(dtype) is T.bfloat16
+
+
+def _host_data(dtype, data, nd) -> np.ndarray:
+    """``data`` as numpy elements of ``nd`` for an array of ``dtype``; bfloat16 (and its vectors) convert
+    numbers through float32, rounded to nearest even, and take uint16 data as bit patterns (types_bf16.py)."""
+    return _BF16.host_data(data) if _is_bf16(dtype) else np.asarray(data, dtype=nd)
 
 
 def _infer_dtype(data):
@@ -169,7 +180,7 @@ class array:
         nd, esh = np_dtype_of(self.dtype)
         if T.is_struct(self.dtype) and not isinstance(data, np.ndarray):
             data = _struct_records(self.dtype, data)
-        src = data if isinstance(data, np.ndarray) and data.dtype == nd else np.asarray(data, dtype=nd)
+        src = data if isinstance(data, np.ndarray) and data.dtype == nd else _host_data(self.dtype, data, nd)
         if esh:
             k = len(esh)
             if src.shape[-k:] != esh:
@@ -423,6 +434,9 @@ class array:
     def __array_interface__(self):
         if not self.device.is_cpu:
             raise AttributeError("__array_interface__ is only available for CPU arrays; use .numpy()")
+        if self._np.dtype.kind == "V" and not T.is_struct(self.dtype):  # (numpy then reads __array__)
+            raise AttributeError("bfloat16 arrays have no __array_interface__ (no typestr names ml_dtypes.bfloat16); "
+                                 "np.asarray() reads them through __array__")
         return self._np.__array_interface__
 
     @property
@@ -547,6 +561,8 @@ class array:
         esh = np_dtype_of(self.dtype)[1]
         if esh and np.ndim(value) and np.shape(value) != esh and np.size(value) == int(np.prod(esh)):
             value = np.asarray(value).reshape(esh)          # a matrix's values given flat
+        if _is_bf16(self.dtype):
+            value = _BF16.host_data(value)
         if self.device.is_cpu:
             if T.is_struct(self.dtype) and isinstance(value, self.dtype):
                 value = _struct_records(self.dtype, value)
@@ -571,7 +587,7 @@ class array:
             copy(self, src)
             return self
         nd, esh = np_dtype_of(self.dtype)
-        data = np.asarray(src, dtype=nd).reshape(self.shape + esh)
+        data = _host_data(self.dtype, src, nd).reshape(self.shape + esh)
         if self.device.is_cpu:
             if cpu_graph.active:
                 _record_store(self._np, data.copy())

@@ -41,7 +41,7 @@ from .device import get_device
 # DLPack C structures (dlpack.h, v1.0)
 
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
-kDLInt, kDLUInt, kDLFloat, kDLBool = 0, 1, 2, 6
+kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool = 0, 1, 2, 4, 6
 FLAG_READ_ONLY, FLAG_IS_COPIED = 1, 2
 DLPACK_VERSION = (1, 0)
 
@@ -142,6 +142,8 @@ def dl_dtype(scalar) -> tuple:
     """(code, bits) of a simkit scalar type."""
     if scalar is T.bool:
         return kDLBool, 8
+    if scalar is T.bfloat16:
+        return kDLBfloat, 16
     code = kDLFloat if T.is_float(scalar) else kDLUInt if scalar._np.kind == "u" else kDLInt
     return code, 8 * np.dtype(scalar._np).itemsize
 
@@ -149,10 +151,27 @@ def dl_dtype(scalar) -> tuple:
 _FROM_DL = {dl_dtype(s): s for s in T.scalar_types}
 
 
+def _bits_as_bf16(scalar, dtype):
+    """uint16 data taken as a bfloat16 array (``dtype`` bfloat16, or a vector/matrix of it) is its bit
+    patterns, as Warp takes it: the scalar to view it as."""
+    if scalar is T.uint16 and dtype is not None and dtype is not T.Any:
+        want = T.normalize_dtype(dtype)
+        if (T.is_scalar(want) or T.is_value(want)) and T.scalar_of(want) is T.bfloat16:
+            return T.bfloat16
+    return scalar
+
+
+def _typestr(scalar) -> str:
+    """The array-interface typestr of a scalar type: bfloat16 data is described as its uint16 bits (as
+    Warp does; no typestr names a bfloat16), others by their numpy dtype."""
+    return "<u2" if scalar is T.bfloat16 else np.dtype(scalar._np).str
+
+
 def scalar_from_dl(code: int, bits: int, lanes: int = 1):
     s = _FROM_DL.get((code, bits))
     if s is None or lanes != 1:
-        names = {kDLInt: "int", kDLUInt: "uint", kDLFloat: "float", kDLBool: "bool", 4: "bfloat", 5: "complex"}
+        names = {kDLInt: "int", kDLUInt: "uint", kDLFloat: "float", kDLBool: "bool", kDLBfloat: "bfloat",
+                 5: "complex"}
         raise TypeError(f"DLPack dtype {names.get(code, f'code {code}')}{bits}"
                         f"{f'x{lanes}' if lanes != 1 else ''} has no simkit scalar type")
     return s
@@ -288,8 +307,9 @@ def cuda_array_interface(a: array) -> dict:
     ssize = np.dtype(scalar._np).itemsize
     from ..kernels.backends.cuda import driver
 
-    return {"shape": tuple(a.shape) + esh, "typestr": np.dtype(scalar._np).str,
-            "descr": [("", np.dtype(scalar._np).str)], "data": (a.ptr if a.size else 0, False),
+    typestr = _typestr(scalar)
+    return {"shape": tuple(a.shape) + esh, "typestr": typestr, "descr": [("", typestr)],
+            "data": (a.ptr if a.size else 0, False),
             "strides": None if a.is_contiguous else tuple(a.strides) + _contiguous(esh, ssize),
             "version": 3, "stream": driver.current_stream(a.device) or 1}  # 0 (NULL stream) is spelled 1
 
@@ -325,7 +345,8 @@ def _host_view(ptr, shape, strides, scalar, readonly, owner) -> np.ndarray:
     nd = np.dtype(scalar._np)
     if 0 in shape or not ptr:
         return np.zeros(shape, dtype=nd)
-    return np.asarray(_HostBuffer(ptr, tuple(shape), tuple(strides), nd.str, readonly, owner))
+    # (a typestr cannot name ml_dtypes.bfloat16: its bits are read as uint16, then viewed)
+    return np.asarray(_HostBuffer(ptr, tuple(shape), tuple(strides), _typestr(scalar), readonly, owner)).view(nd)
 
 
 def _wrap(ptr, shape, strides, scalar, dtype, device, readonly, owner) -> array:
@@ -403,7 +424,7 @@ def from_cuda_array_interface(obj, dtype=None, device=None) -> array:
     if iface.get("mask") is not None:
         raise TypeError("masked __cuda_array_interface__ arrays are not supported")
     nd = np.dtype(iface["typestr"])
-    scalar = T.scalar_from_numpy(nd)
+    scalar = _bits_as_bf16(T.scalar_from_numpy(nd), dtype)
     shape = tuple(int(s) for s in iface["shape"])
     strides = iface.get("strides") or _contiguous(shape, nd.itemsize)
     ptr, readonly = iface["data"]
@@ -446,10 +467,12 @@ def from_numpy_view(arr, dtype=None) -> array:
         arr = np.asarray(arr)  # zero copy for __array_interface__ / buffer objects
     if not arr.flags.aligned:
         raise TypeError("the numpy array is not aligned; a copy would be needed")
-    scalar = T.scalar_from_numpy(arr.dtype)
+    scalar = _bits_as_bf16(T.scalar_from_numpy(arr.dtype), dtype)
     if arr.dtype.byteorder == ">":
         raise TypeError("big-endian numpy arrays are not supported; a copy would be needed")
     _, _, dtype = regroup(arr.shape, arr.strides, scalar, dtype)
+    if scalar is T.bfloat16:
+        arr = arr.view(T.bfloat16._np)
     return array(dtype=dtype, device=get_device("cpu"), _np_view=arr, _owner=arr)
 
 

@@ -45,7 +45,7 @@ def _scalar_of_torch(t):
     torch = _torch()
     table = {torch.bool: T.bool, torch.int8: T.int8, torch.uint8: T.uint8, torch.int16: T.int16,
              torch.int32: T.int32, torch.int64: T.int64, torch.float16: T.float16, torch.float32: T.float32,
-             torch.float64: T.float64}
+             torch.float64: T.float64, torch.bfloat16: T.bfloat16}
     for name, s in (("uint16", T.uint16), ("uint32", T.uint32), ("uint64", T.uint64)):
         if hasattr(torch, name):
             table[getattr(torch, name)] = s

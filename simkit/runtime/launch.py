@@ -58,14 +58,15 @@ def _dims(dim) -> tuple:
 
 
 _INT32_MAX = 2**31 - 1
-# the CPU entry's thread loop counts in int32 (codegen.py, SK_CPU_FOR): larger CPU launches are refused
-CPU_MAX_THREADS = _INT32_MAX
+# the CPU entry's thread loop counts in int64 chunks of int32 loops (codegen.py, SK_CPU_FOR): the thread count
+# (an int64 in the launch bounds) is the limit
+CPU_MAX_THREADS = 2**63 - 1
 
 
 def check_cpu_size(kernel, size: int) -> None:
     if size > CPU_MAX_THREADS:
-        raise ValueError(f"launch of {size} threads of kernel '{kernel.key}' on the CPU: at most 2**31 - 1 "
-                         f"per CPU launch (a CUDA device takes more)")
+        raise ValueError(f"launch of {size} threads of kernel '{kernel.key}' on the CPU: at most 2**63 - 1 "
+                         f"per CPU launch")
 
 
 def bounds_bytes(dims: tuple, flags: int = 0) -> bytes:

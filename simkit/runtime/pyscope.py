@@ -21,42 +21,66 @@ from ..kernels.backends.cpu import cache_root
 _cache: dict = {}
 
 
-def _type_of(v):
+def _type_of(v, function=None):
+    """The kernel type of an argument; a @func's function-valued argument (to a Function parameter) is a
+    compile-time constant: its FunctionArg."""
+    if function is not None:
+        from ..kernels.frontend.funcargs import FunctionArg, function_target
+
+        if function_target(v) is not None:
+            return FunctionArg(v)
+        if callable(v) and not isinstance(v, type):
+            raise TypeError(f"@func '{function.key}' takes simkit functions (a @func or a builtin), not "
+                            f"{type(v).__name__} {getattr(v, '__name__', '')}".rstrip())
+    from .array import array
+
+    if isinstance(v, array):  # passed as it is: the kernel's parameter
+        return T.ArrayType(v.dtype, v.ndim)
     t = T.type_of_value(v)
-    if t is None or T.is_struct(t):
+    if t is None:
         raise TypeError(f"cannot pass {type(v).__name__} to a builtin from Python")
     return t
 
 
-def type_expr(t) -> str:
-    """Python source naming type ``t`` (``T`` being simkit.kernels.types) in a generated kernel file."""
-    if T.is_scalar(t):
-        return f"T.{t._type_name}"
-    if t._kind == "vector":
-        return f"T.vector({t._shape[0]}, T.{t._dtype._type_name})"
-    if t._kind == "matrix":
-        return f"T.matrix({t._shape}, T.{t._dtype._type_name})"
-    if t._kind == "quaternion":
-        return f"T.quaternion(T.{t._dtype._type_name})"
-    return f"T.transformation(T.{t._dtype._type_name})"
+def _type_id(t) -> str:
+    """A type's name in a generated file's comment (a struct's or a function's with its identity, so that
+    the file's hash tells apart structs or functions of one name)."""
+    if T.is_struct(t):
+        return f"{t.__module__}.{t.__qualname__}@{id(t):x}"
+    if isinstance(t, _function_arg()):
+        return f"{t!r}@{id(t.target):x}"
+    return T.type_name(t)
+
+
+def _function_arg():
+    from ..kernels.frontend.funcargs import FunctionArg
+
+    return FunctionArg
 
 
 def _compile(key: str, types: tuple, function=None):
-    """A one-thread kernel calling builtin ``key`` (or the @func ``function``) on ``types``."""
+    """A one-thread kernel calling builtin ``key`` (or the @func ``function``) on ``types``: the values come
+    in one-element arrays of types ``A[k]``, results go out in arrays of types ``R[k]`` (set as globals
+    of the generated file, as structs have no source name); function values are globals ``F<k>``."""
     rets = result_types(key, types, function)
     if function is None:
         callee = f"B = BuiltinFunction({key!r})"
     else:
         callee = "B = None  # the @func, set below"
-    params = [f"a{k}: sk.array(dtype={type_expr(t)})" for k, t in enumerate(types)]
-    params += [f"r{k}: sk.array(dtype={type_expr(t)})" for k, t in enumerate(rets)]
-    call = f"B({', '.join(f'a{k}[0]' for k in range(len(types)))})"
+    fa = _function_arg()
+    params = [f"a{k}: A[{k}]" if isinstance(t, T.ArrayType) else f"a{k}: sk.array(dtype=A[{k}])"
+              for k, t in enumerate(types) if not isinstance(t, fa)]
+    params += [f"r{k}: sk.array(dtype=R[{k}])" for k, t in enumerate(rets)]
+    call = f"B({', '.join(_arg(k, t, fa) for k, t in enumerate(types))})"
     body = [f"    {', '.join(f'v{k}' for k in range(len(rets)))} = {call}"] if rets else [f"    {call}"]
     body += [f"    r{k}[0] = v{k}" for k in range(len(rets))]
-    src = "\n".join(["import simkit as sk", "from simkit.kernels import types as T",
-                     "from simkit.kernels.api import BuiltinFunction", callee,
+    src = "\n".join(["import simkit as sk", "from simkit.kernels.api import BuiltinFunction", callee,
+                     f"# A: {', '.join(_type_id(t) for t in types)}", f"# R: {', '.join(_type_id(t) for t in rets)}",
+                     "A, R = PYSCOPE_TYPES  # (set by runtime/pyscope.py before this runs, with F<k>)",
                      "@sk.kernel", f"def k({', '.join(params)}):"] + body) + "\n"
-    mod = import_generated(src, f"simkit_pyscope_{key}", "pyscope", function)
+    preset = {f"F{k}": t.target for k, t in enumerate(types) if isinstance(t, fa)}
+    mod = import_generated(src, f"simkit_pyscope_{key}", "pyscope", function,
+                           {"PYSCOPE_TYPES": (types, tuple(rets)), **preset})
     if function is not None:
         mod.B = function  # (kernels resolve globals when they compile, at the first launch)
     return mod.k, rets
@@ -90,7 +114,11 @@ def result_types(key: str | None, types: tuple, function=None) -> list:
     """The result types of the overload of builtin ``key`` (or of the @func ``function``) that a kernel
     would call with arguments of these types (TypeError: none takes them)."""
     if function is not None:
-        spec, _ = function.specialize([ir.Var(f"a{k}", t) for k, t in enumerate(types)], None)
+        from ..kernels.frontend.builder import Py
+
+        fa = _function_arg()
+        args = [Py(t.target) if isinstance(t, fa) else ir.Var(f"a{k}", t) for k, t in enumerate(types)]
+        spec, _ = function.specialize(args, None)
         return list(spec.return_types)
     info = registry.CallInfo(list(types), [], [None] * len(types))
     b = registry.resolve(key, info)
@@ -107,20 +135,38 @@ def evaluate(key: str, args: tuple, function=None):
     from .array import array, zeros
     from .launch import launch
 
-    types = tuple(_type_of(a) for a in args)
+    types = tuple(_type_of(a, function) for a in args)
     cache_key = (key if function is None else function, types)
     entry = _cache.get(cache_key)
     if entry is None:
         entry = _cache[cache_key] = _compile(key, types, function)
     kernel, rets = entry
-    ins = [array(np.asarray(a).reshape((1,) + tuple(getattr(t, "_shape", ()))), dtype=t, device="cpu")
-           for a, t in zip(args, types)]
+    fa = _function_arg()
+    ins = [_one(a, t, array) for a, t in zip(args, types) if not isinstance(t, fa)]
     outs = [zeros(1, dtype=t, device="cpu") for t in rets]
     launch(kernel, 1, inputs=ins + outs, device="cpu", record_tape=False)
     vals = []
     for o, t in zip(outs, rets):
         v = o.numpy()[0]
-        vals.append(t(*np.asarray(v).reshape(-1)) if T.is_value(t) else v)
+        if T.is_struct(t):
+            vals.append(t._simkit_struct.unpack(v))
+        else:
+            vals.append(t(*np.asarray(v).reshape(-1)) if T.is_value(t) else v)
     if not vals:
         return None
     return vals[0] if len(vals) == 1 else tuple(vals)
+
+
+def _arg(k: int, t, fa) -> str:
+    """Argument ``k`` in the generated call: a function value's global, an array parameter, or the one
+    element of the array holding a value."""
+    return f"F{k}" if isinstance(t, fa) else (f"a{k}" if isinstance(t, T.ArrayType) else f"a{k}[0]")
+
+
+def _one(a, t, array):
+    """A one-element CPU array holding argument ``a`` of type ``t`` (an array argument: itself)."""
+    if isinstance(t, T.ArrayType):
+        return a
+    if T.is_struct(t):
+        return array([a], dtype=t, device="cpu")
+    return array(np.asarray(a).reshape((1,) + tuple(getattr(t, "_shape", ()))), dtype=t, device="cpu")

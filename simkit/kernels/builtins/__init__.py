@@ -1,2 +1,2 @@
 """Builtin declarations, one module per domain. Importing this package fills the registry."""
-from . import scalar, vector, matrix, quat, transform, spatial, array, atomic, random, utility  # noqa: F401
+from . import scalar, vector, matrix, quat, transform, spatial, array, atomic, random, utility, cast  # noqa: F401

@@ -55,3 +55,49 @@ for _nd in (1, 2, 3, 4):
                 doc="Atomically set a[i...] = value if it equals compare (scalar elements); returns the old "
                     "value.",
                 group="atomic")
+
+
+# ``arr[i].f.g op= v`` (frontend/assign.py): the op's overloads taking the field's byte offset in the element
+# as a last, compile-time argument (a FieldOffset, which only the compiler makes: users call these builtins
+# on whole elements). The native function gets the offset as a template argument (native/atomic.h).
+class FieldOffset(int):
+    """The byte offset of a struct field (or a component of one) in an array element."""
+
+    def __repr__(self):
+        return f"FieldOffset({int(self)})"
+
+
+_FIELD_OPS = {"atomic_add": 0, "atomic_sub": 1, "atomic_and": 2, "atomic_or": 3, "atomic_xor": 4}
+_FIELD_SCALARS = {"atomic_add": (T.int32, T.uint32, T.int64, T.uint64, T.float16, T.float32, T.float64)}
+_FIELD_SCALARS["atomic_sub"] = _FIELD_SCALARS["atomic_add"]
+for _key in ("atomic_and", "atomic_or", "atomic_xor"):
+    _FIELD_SCALARS[_key] = (T.int32, T.uint32, T.int64, T.uint64)
+
+
+def _field_matcher(key):
+    def match(info) -> bool:
+        v = info.arg_types[-2]
+        s = v if T.is_scalar(v) else (v._dtype if T.is_value(v) else None)
+        return T.is_struct(info.arg_types[0].dtype) and isinstance(info.const_values[-1], FieldOffset) \
+            and s in _FIELD_SCALARS[key]
+    return match
+
+
+def _field_native(op):
+    def native(info, ret):
+        return f"sk::atomic_field<SKC, {op}, {int(info.const_values[-1])}>"
+    return native
+
+
+def _field_type(info):
+    return info.arg_types[-2]
+
+
+for _nd in (1, 2, 3, 4):
+    _idx = {"ijkl"[d]: Int for d in range(_nd)}
+    for _key, _op in _FIELD_OPS.items():
+        add_builtin(_key, {"a": ArrayType(Any, _nd), **_idx, "value": Any, "offset": Any}, _field_type,
+                    native=_field_native(_op), checked=True, side_effects=True, replay=False, hidden=True,
+                    differentiable=_op < 2, match=_field_matcher(_key), group="atomic",
+                    doc="``a[i].field op= value``: the atomic op on a field of a struct element (at its byte "
+                        "offset); returns the field's old value.")

@@ -188,7 +188,8 @@ def _cast_native(info, ret):
 
 
 _CAST_DOC = ("Convert x to the scalar type called (float32(x), int(x), uint8(x), bool(x), ...). "
-             "Floats convert to integers by truncation toward zero; integers wrap around.")
+             "Floats convert to integers by truncation toward zero; integers wrap around. "
+             "cast(a, dtype) instead reinterprets the bits of a as dtype (same size).")
 add_builtin("cast", {"x": Float}, _target, native=_cast_native, constructor=True,
             match=_float_to_float, doc=_CAST_DOC, group="scalar")
 add_builtin("cast", {"x": Scalar}, _target, native=_cast_native, constructor=True, differentiable=False,

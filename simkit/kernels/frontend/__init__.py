@@ -8,7 +8,8 @@ from .. import ir
 from .. import types as T
 from ..errors import CompileError, CompileTypeError
 from .assign import AssignMixin
-from .builder import FunctionBuilder, SourceInfo, TupleValue
+from .builder import FunctionBuilder, Py, SourceInfo, TupleValue
+from .funcargs import describe_arg, function_target, is_function_param
 from .expressions import ExpressionMixin
 from .jumps import lower_jumps
 from .grad import GradMixin
@@ -44,9 +45,11 @@ class Builder(GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixi
 
     def call_func(self, fn, args, kw, node):
         """Call a user @func: pick the overload, specialise it for these argument types."""
+        takes_functions = any(is_function_param(t) for _, types, _ in fn.overloads for t in types.values())
         for a in list(args) + list(kw.values()):
-            if not isinstance(a, ir.Var) and not (isinstance(a, TupleValue) and a.is_values()):
-                raise self.error(f"argument of '{fn.key}' is not a value", node)
+            if not isinstance(a, ir.Var) and not (isinstance(a, TupleValue) and a.is_values()) and not (
+                    takes_functions and isinstance(a, Py)):  # (a function value: funcargs.py)
+                raise self.error(f"argument of '{fn.key}' is not a value: {describe_arg(a)}", node)
         error = None
         for bound in self.bind_func_args(fn, args, kw):
             try:
@@ -63,7 +66,8 @@ class Builder(GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixi
         if spec not in self.funcs:
             self.funcs.append(spec)
         outs = [self.new_var(t) for t in spec.return_types]
-        args = [v for a in args for v in (a.flat() if isinstance(a, TupleValue) else [a])]  # (tuples: their values)
+        args = [v for a in args if not isinstance(a, Py)  # (function values are no runtime arguments)
+                for v in (a.flat() if isinstance(a, TupleValue) else [a])]  # (tuples: their values)
         self.emit(ir.Call(out=outs[0] if outs else None, outs=outs[1:], args=args, callee=spec.cname,
                           kind="func", func=spec))
         if len(outs) > 1:
@@ -81,7 +85,8 @@ class Builder(GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixi
             except TypeError:
                 continue
             ba.apply_defaults()
-            vals = [v if isinstance(v, (ir.Var, TupleValue)) else self.default_value(v) for v in ba.arguments.values()]
+            vals = [v if isinstance(v, (ir.Var, TupleValue, Py)) else self.default_value(v)
+                    for v in ba.arguments.values()]
             if vals not in out:
                 out.append(vals)
         return out
@@ -93,14 +98,17 @@ class Builder(GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixi
         if isinstance(v, tuple):  # a tuple parameter's default
             return TupleValue(self.default_value(x) for x in v)
         value = self.to_value(v)
+        if isinstance(value, Py) and function_target(v) is not None:  # a Function parameter's default
+            return value
         if not isinstance(value, ir.Var):
             raise TypeError(f"default value {v!r} is not usable in kernels")
         return value
 
     def pick_overload(self, fn, args):
         """Overloads matching the literals' own types (``5`` is int32) win over ones that need a conversion."""
-        if len(fn.overloads) > 1 and any(a.weak for a in args):
-            strong = [ir.Var(a.name, a.type, const=a.const, is_const=a.is_const) if a.weak else a for a in args]
+        if len(fn.overloads) > 1 and any(getattr(a, "weak", False) for a in args):
+            strong = [ir.Var(a.name, a.type, const=a.const, is_const=a.is_const) if getattr(a, "weak", False) else a
+                      for a in args]
             try:
                 return fn.specialize(strong, self)
             except TypeError:
@@ -128,6 +136,26 @@ def check_kernel_returns(b, src):
             raise b.error(KERNEL_RETURN_ERROR, node, CompileTypeError)
 
 
+def return_annotation(src):
+    """The concrete type(s) a @func's return annotation declares: a list of types (a ``tuple[...]`` annotation:
+    one per value), or None where there is none to check (absent, ``None``, generic, not a kernel type)."""
+    ann = getattr(src.pyfunc, "__annotations__", {}).get("return", inspect.Signature.empty)
+    if isinstance(ann, str):
+        try:
+            ann = eval(ann, {**src.globals, **src.closure})  # noqa: S307 - the user's own annotation
+        except Exception:
+            return None
+    if ann in (inspect.Signature.empty, None, type(None)):
+        return None
+    try:
+        t = T.as_kernel_type(ann)
+    except TypeError:
+        return None
+    if T.is_generic(t):
+        return None
+    return list(t.types) if isinstance(t, T.TupleType) else [t]
+
+
 def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dict | None = None,
           src: SourceInfo | None = None) -> ir.Function:
     """Translate ``pyfunc`` with the given parameter types into an ``ir.Function``."""
@@ -139,8 +167,10 @@ def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dic
         lower_jumps(src.node, is_kernel)
         src.jumps_lowered = True
     predeclared = {}
+    declared = None if is_kernel else return_annotation(src)
     while True:
         b.predeclared, b.loop_local_types = predeclared, {}
+        b.declared_returns = declared
         b.declare_zeros(predeclared)
         try:
             b.exec_block(src.node.body)

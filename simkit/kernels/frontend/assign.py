@@ -13,6 +13,7 @@ from .. import ir
 from .. import types as T
 from .builder import Py, TupleValue, describe
 from .expressions import BINOPS
+from .jumps import RETVAL
 from .slices import has_slice
 
 #: ``arr[i] op= x`` on an array element: the atomic builtin it calls (as in Warp)
@@ -82,7 +83,8 @@ class AssignMixin:
                 self.symbols.pop(name, None)
 
     def aug_assign(self, key, target, node):
-        if key in ATOMIC_AUGMENTED and self.atomic_slot_update(key, target, node):
+        if key in ATOMIC_AUGMENTED and (self.atomic_slot_update(key, target, node) or
+                                        self.atomic_field_update(key, target, node)):
             return
         if isinstance(target, ast.Subscript):
             base = self.eval(target.value)
@@ -140,6 +142,62 @@ class AssignMixin:
         fill = self.materialise(self.const(tuple([identity] * n), dt))
         delta = self.call_builtin("assign", [fill] + where + [rhs], node)
         self.call_builtin(ATOMIC_AUGMENTED[key], [arr] + idx + [delta], node)
+        return True
+
+    def atomic_field_update(self, key, target, node) -> bool:
+        """``arr[i].f op= v``, ``arr[i].f.g.x op= v``, ``arr[i].m[r, c] op= v``: one atomic op on a field of a struct
+        element (fields of any depth; a component or matrix row of a value field last, updated as the whole field
+        with the op's identity elsewhere), at the field's byte offset in the element, as Warp does: threads
+        updating one element never race, and the gradient is the field's. Fields of types without atomics
+        (int8, bool, arrays...) are read, updated and stored instead."""
+        from ..builtins.atomic import FieldOffset
+        from .expressions import COMPONENTS
+
+        chain, cur = [], target
+        while isinstance(cur, (ast.Attribute, ast.Subscript)):
+            chain.append(cur)
+            cur = cur.value
+        chain.reverse()  # innermost first: ... the element's subscript, then the field path
+        k = next((k for k, n in enumerate(chain) if isinstance(n, ast.Subscript)), None)
+        if k is None or k + 1 >= len(chain) or has_slice(chain[k].slice) or not isinstance(chain[k + 1], ast.Attribute):
+            return False
+        arr = self.eval(chain[k].value)
+        if not (isinstance(arr, ir.Var) and isinstance(arr.type, T.ArrayType) and T.is_struct(arr.type.dtype)):
+            return False
+        idx = self.index_values(chain[k].slice)
+        if len(idx) != arr.type.ndim:
+            return False
+        offset, t, where = 0, arr.type.dtype, None
+        for j, n in enumerate(chain[k + 1:], start=k + 1):
+            last = j == len(chain) - 1
+            if T.is_struct(t) and isinstance(n, ast.Attribute) and n.attr in t._simkit_struct.fields:
+                offset += t._simkit_struct.offsets[n.attr]
+                t = t._simkit_struct.fields[n.attr]
+            elif last and isinstance(n, ast.Attribute) and (T.is_vector(t) or T.is_quat(t)) and \
+                    COMPONENTS.get(n.attr, 99) < t._length:
+                where = [self.const(COMPONENTS[n.attr])]
+            elif last and isinstance(n, ast.Subscript) and T.is_value(t) and not T.is_transform(t) and \
+                    not has_slice(n.slice):
+                where = self.index_values(n.slice)
+                if len(where) > (2 if T.is_matrix(t) else 1):
+                    return False
+            else:
+                return False
+        if not (T.is_scalar(t) or T.is_value(t)) or T.scalar_of(t) not in ATOMIC_SCALARS[key]:
+            return False
+        part = t
+        if where is not None:
+            part = T.vector(t._shape[1], t._dtype) if T.is_matrix(t) and len(where) == 1 else t._dtype
+        rhs = self.match_weak(self.eval_value(node.value), part)
+        if rhs.type is not part:  # (the read-update-store path converts it or reports the mismatch)
+            self.assign_to(target, self.call_operator(key, [self.eval_value(target), rhs], node))
+            return True
+        if where is not None:  # the whole field: the value at the component, the op's identity elsewhere
+            n = t._shape[0] * (t._shape[1] if T.is_matrix(t) else 1)
+            fill = self.materialise(self.const(tuple([-1 if key == "bit_and" else 0] * n), t))
+            rhs = self.call_builtin("assign", [fill] + where + [rhs], node)
+        slot = ir.Var("offset", T.Any, const=FieldOffset(offset), is_const=True)
+        self.call_builtin(ATOMIC_AUGMENTED[key], [arr] + idx + [rhs, slot], node)
         return True
 
     def hoist_target(self, target, hidden: list):
@@ -230,6 +288,10 @@ class AssignMixin:
                 self.element_component_store(target, value):
             return
         if isinstance(target, ast.Name):
+            if self.declared_returns is not None and target.id.startswith(RETVAL):  # an early return (jumps.py)
+                k, want = target.id[len(RETVAL):], self.declared_returns
+                t = want[int(k)] if k.isdigit() and int(k) < len(want) else (want[0] if len(want) == 1 else None)
+                value = self.literal_as(value, t) if t is not None else value
             if isinstance(value, ir.Var) and value.is_const and not T.is_scalar(value.type):
                 value = self.materialise(value)
             self.symbols[target.id] = value

@@ -142,6 +142,10 @@ class FunctionBuilder:
         (``values_0``, ``values_1``...: a tuple is passed as its values)."""
         if isinstance(ptype, T.TupleType):
             return TupleValue(self.param_value(f"{cname}_{k}", f"{label}[{k}]", t) for k, t in enumerate(ptype.types))
+        from .funcargs import FunctionArg  # (local: funcargs imports this module)
+
+        if isinstance(ptype, FunctionArg):  # a Function parameter: the function itself, no runtime value
+            return Py(ptype.target)
         v = ir.Var(cname, ptype, label=label, is_param=True)
         self.params.append(v)
         self.note_type(ptype)
@@ -435,7 +439,7 @@ def scalar_value(value, t, exact=False):
         return v - (1 << bits) if t._kind == "i" and v >= 1 << (bits - 1) else v
     if exact and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
-    return float(np.float16(value)) if t is T.float16 else t._np.type(value).item()
+    return float(np.float16(value)) if t is T.float16 else t(value).item()  # (bfloat16: types_bf16.scalar)
 
 
 def const_type(value):

@@ -5,21 +5,22 @@ The call of ``f`` is emitted first (it resolves the builtin's overload or specia
 arguments converted as for the call itself); a ``grad`` statement then calls the adjoint. A @func's adjoint
 lives in the adjoint unit: a module that takes gradients in forward code also compiles its funcs' adjoints
 into its forward unit (codegen.gen_module). Gradients of gradients are not taken: the adjoint pass treats
-the result as a constant.
+the result as a constant. A function value given to a Function parameter is no argument of the compiled
+call, so it has no gradient: ``grad(apply)(g, x)`` is the gradient with respect to ``x``.
 """
 from __future__ import annotations
 
 from .. import ir
 from .. import types as T
 from ..registry import adjoint_name
-from .builder import TupleValue
+from .builder import Py, TupleValue
 
 
 class GradMixin:
     def call_grad(self, fn, args: list, node):
         from ..decorators import Function
 
-        if not args or not all(isinstance(a, ir.Var) for a in args):
+        if not any(isinstance(a, ir.Var) for a in args) or not all(isinstance(a, (ir.Var, Py)) for a in args):
             raise self.error("grad(f)(...) takes the values f takes", node)
         before = len(self.blocks[-1])
         name = getattr(fn, "__name__", repr(fn))

@@ -13,7 +13,7 @@ from .. import ir, lang
 from ..api import IN_PLACE
 from .. import registry as R
 from .. import types as T
-from ..errors import CompileError
+from ..errors import CompileError, CompileTypeError
 from .builder import Py, TupleValue, describe
 from .jumps import RETVAL
 
@@ -532,6 +532,25 @@ class StatementMixin:
         self.emit(ir.Continue())
         self.terminated = True
 
+    declared_returns = None  # a @func's return annotation: its types (frontend.return_annotation)
+
+    def declared_return_values(self, values, node):
+        """The returned values as the return annotation declares them (untyped literals take its types), or a
+        CompileTypeError naming what the annotation says and what the code returns."""
+        want = self.declared_returns
+        ann = ", ".join(map(T.type_name, want))
+        ann = f"tuple[{ann}]" if len(want) > 1 else ann
+        fname = self.src.pyfunc.__name__
+        if len(values) != len(want):
+            raise self.error(f"@func '{fname}' is annotated to return {ann} ({len(want)} value(s)) but this "
+                             f"returns {len(values)} value(s)", node, CompileTypeError)
+        values = [self.literal_as(v, t) for v, t in zip(values, want)]
+        if any(v.type != t for v, t in zip(values, want)):
+            got = ", ".join(T.type_name(v.type) for v in values)
+            raise self.error(f"@func '{fname}' is annotated to return {ann} but this returns "
+                             f"{got if len(values) == 1 else f'tuple[{got}]'}", node, CompileTypeError)
+        return values
+
     def stmt_Return(self, node):
         if self.is_kernel:
             if node.value is not None:
@@ -547,6 +566,8 @@ class StatementMixin:
         for v in values:
             if not isinstance(v, ir.Var):
                 raise self.error(f"cannot return {describe(v)}", node)
+        if self.declared_returns is not None:
+            values = self.declared_return_values(values, node)
         types = [v.type for v in values]
         if self.return_types is None:
             # weak literals returned first fix the type as written (1.0 -> float32)

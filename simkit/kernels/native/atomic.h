@@ -12,6 +12,7 @@ namespace sk {
 template <typename T> struct bits_of;
 template <> struct bits_of<bool_t> { typedef uint8 type; };
 template <> struct bits_of<half> { typedef uint16 type; };
+template <> struct bits_of<bfloat16> { typedef uint16 type; };
 template <> struct bits_of<float> { typedef uint32 type; };
 template <> struct bits_of<double> { typedef uint64 type; };
 template <> struct bits_of<int8> { typedef uint8 type; };
@@ -101,6 +102,10 @@ template <> SK_INLINE double atomic_add_scalar(double* p, double v) { return ato
 #endif
 template <> SK_INLINE half atomic_add_scalar(half* p, half v) {
     return atomic_update(p, add_op<half>{v});
+}
+// bfloat16: a compare-and-swap loop on its 16 bits (the sum rounded to nearest even), CPU and CUDA alike
+template <> SK_INLINE bfloat16 atomic_add_scalar(bfloat16* p, bfloat16 v) {
+    return atomic_update(p, add_op<bfloat16>{v});
 }
 
 // Element types: scalars directly, value types component by component.
@@ -288,6 +293,88 @@ SK_INLINE T atomic_cas_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, 
 template <bool C, typename T, typename I0, typename I1, typename I2, typename I3>
 SK_INLINE T atomic_cas_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const T& cmp, const T& v) {
     return atomic_cas_at<C>(checked_address<C>(line, a, i, j, k, l), cmp, v);
+}
+
+
+// ---------------------------------------------------------------------------
+// arr[i].f.g op= v: an atomic op on a field of a struct element (any depth), at byte offset OFF of the
+// element; the field a scalar or a vector/matrix/quaternion/transform (component by component, as
+// atomic_add of such an element). OP: 0 add, 1 sub, 2 and, 3 or, 4 xor. Returns the field's old value.
+// Adjoint (add, sub): the value's adjoint is that field of the element's gradient (negated for sub).
+template <int OP> struct field_atomic;
+template <> struct field_atomic<0> {
+    template <typename V> static SK_INLINE V run(V* p, const V& v) { return atomic_elem<V>::add(p, v); }
+};
+template <> struct field_atomic<1> {
+    template <typename V> static SK_INLINE V run(V* p, const V& v) { return atomic_elem<V>::add(p, neg_value(v)); }
+};
+template <> struct field_atomic<2> {
+    template <typename V> static SK_INLINE V run(V* p, const V& v) { return atomic_bitwise<0>(p, v); }
+};
+template <> struct field_atomic<3> {
+    template <typename V> static SK_INLINE V run(V* p, const V& v) { return atomic_bitwise<1>(p, v); }
+};
+template <> struct field_atomic<4> {
+    template <typename V> static SK_INLINE V run(V* p, const V& v) { return atomic_bitwise<2>(p, v); }
+};
+
+template <int OFF, typename V, typename T> SK_INLINE V* field_at(T* elem) {
+    return reinterpret_cast<V*>(reinterpret_cast<char*>(elem) + OFF);
+}
+template <int OP, int OFF, typename V, typename T> SK_INLINE void adj_field_atomic(const T* g, V& adj_v) {
+    adj_accumulate(adj_v, *field_at<OFF, V>(const_cast<T*>(g)), OP == 1 ? -1.0f : 1.0f);
+}
+
+template <bool C, int OP, int OFF, typename T, typename I0, typename V>
+SK_INLINE V atomic_field(const array_t<T>& a, I0 i, const V& v) {
+    return field_atomic<OP>::run(field_at<OFF, V>(address<C>(a, i)), v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename V>
+SK_INLINE V atomic_field(const array_t<T>& a, I0 i, I1 j, const V& v) {
+    return field_atomic<OP>::run(field_at<OFF, V>(address<C>(a, i, j)), v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename V>
+SK_INLINE V atomic_field(const array_t<T>& a, I0 i, I1 j, I2 k, const V& v) {
+    return field_atomic<OP>::run(field_at<OFF, V>(address<C>(a, i, j, k)), v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename I3, typename V>
+SK_INLINE V atomic_field(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const V& v) {
+    return field_atomic<OP>::run(field_at<OFF, V>(address<C>(a, i, j, k, l)), v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename V>
+SK_INLINE V atomic_field_checked(int line, const array_t<T>& a, I0 i, const V& v) {
+    return field_atomic<OP>::run(field_at<OFF, V>(checked_address<C>(line, a, i)), v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename V>
+SK_INLINE V atomic_field_checked(int line, const array_t<T>& a, I0 i, I1 j, const V& v) {
+    return field_atomic<OP>::run(field_at<OFF, V>(checked_address<C>(line, a, i, j)), v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename V>
+SK_INLINE V atomic_field_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, const V& v) {
+    return field_atomic<OP>::run(field_at<OFF, V>(checked_address<C>(line, a, i, j, k)), v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename I3, typename V>
+SK_INLINE V atomic_field_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const V& v) {
+    return field_atomic<OP>::run(field_at<OFF, V>(checked_address<C>(line, a, i, j, k, l)), v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename V>
+SK_INLINE void adj_atomic_field(const array_t<T>& a, I0 i, const V&, array_t<T>&, I0&, V& adj_v, const V&) {
+    if (a.grad) adj_field_atomic<OP, OFF>(grad_address<C>(a, i), adj_v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename V>
+SK_INLINE void adj_atomic_field(const array_t<T>& a, I0 i, I1 j, const V&, array_t<T>&, I0&, I1&, V& adj_v,
+                                const V&) {
+    if (a.grad) adj_field_atomic<OP, OFF>(grad_address<C>(a, i, j), adj_v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename V>
+SK_INLINE void adj_atomic_field(const array_t<T>& a, I0 i, I1 j, I2 k, const V&, array_t<T>&, I0&, I1&, I2&,
+                                V& adj_v, const V&) {
+    if (a.grad) adj_field_atomic<OP, OFF>(grad_address<C>(a, i, j, k), adj_v);
+}
+template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename I3, typename V>
+SK_INLINE void adj_atomic_field(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const V&, array_t<T>&, I0&, I1&,
+                                I2&, I3&, V& adj_v, const V&) {
+    if (a.grad) adj_field_atomic<OP, OFF>(grad_address<C>(a, i, j, k, l), adj_v);
 }
 
 }  // namespace sk

@@ -137,6 +137,44 @@ SK_INLINE half& operator/=(half& a, float b) { a = half(float(a) / b); return a;
 typedef half float16;
 
 // ---------------------------------------------------------------------------
+// bfloat16: the upper 16 bits of a float32 (same exponent range, 7 mantissa bits); arithmetic happens
+// in float32 and results are rounded to nearest, ties to even. Plain bit manipulation on every target
+// (NVRTC needs no cuda_bf16.h). Traits and overloads for the other headers: bfloat16.h.
+SK_INLINE uint16 float_to_bfloat16_bits(float f) {
+    uint32 x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return uint16((x >> 16) | 0x40u);  // NaN stays a (quiet) NaN
+    x += 0x7fffu + ((x >> 16) & 1u);  // round to nearest even (overflow carries into inf)
+    return uint16(x >> 16);
+}
+
+SK_INLINE float bfloat16_bits_to_float(uint16 b) {
+    uint32 x = uint32(b) << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+struct bfloat16 {
+    uint16 bits;
+    SK_INLINE bfloat16() : bits(0) {}
+    SK_INLINE bfloat16(float f) : bits(float_to_bfloat16_bits(f)) {}
+    SK_INLINE bfloat16(double d) : bfloat16(float(d)) {}
+    // every integer type converts exactly (none ambiguous between float and double)
+    SK_INLINE bfloat16(int i) : bfloat16(float(i)) {}
+    SK_INLINE bfloat16(unsigned int i) : bfloat16(float(i)) {}
+    SK_INLINE bfloat16(long i) : bfloat16(float(i)) {}
+    SK_INLINE bfloat16(unsigned long i) : bfloat16(float(i)) {}
+    SK_INLINE bfloat16(long long i) : bfloat16(float(i)) {}
+    SK_INLINE bfloat16(unsigned long long i) : bfloat16(float(i)) {}
+    SK_INLINE operator float() const { return bfloat16_bits_to_float(bits); }
+};
+SK_INLINE bfloat16& operator+=(bfloat16& a, float b) { a = bfloat16(float(a) + b); return a; }
+SK_INLINE bfloat16& operator-=(bfloat16& a, float b) { a = bfloat16(float(a) - b); return a; }
+SK_INLINE bfloat16& operator*=(bfloat16& a, float b) { a = bfloat16(float(a) * b); return a; }
+SK_INLINE bfloat16& operator/=(bfloat16& a, float b) { a = bfloat16(float(a) / b); return a; }
+
+// ---------------------------------------------------------------------------
 // Value types. Layouts are fixed: Python packs arguments with the same layout.
 
 // An empty slice (v[5:]) is a vec_t<0> or mat_t<0, 0>: it keeps one unused component, since

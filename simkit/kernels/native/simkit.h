@@ -13,6 +13,7 @@
 #include "rand.h"
 #include "utility.h"
 #include "stack.h"
+#include "bfloat16.h"
 
 // C++ snippets written for Warp (@func_native) name the same types as wp::.
 namespace wp = sk;

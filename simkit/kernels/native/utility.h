@@ -8,6 +8,15 @@
 
 namespace sk {
 
+// cast(a, dtype): the bytes of a read as a To (sizes checked by the compiler front end too)
+template <typename To, typename From> SK_INLINE To bit_cast(const From& a)
+{
+    static_assert(sizeof(To) == sizeof(From), "cast(a, dtype): a and dtype must have the same size");
+    To out;
+    memcpy(&out, &a, sizeof(To));
+    return out;
+}
+
 SK_INLINE bool_t logical_and(bool_t a, bool_t b) { return a && b; }
 SK_INLINE bool_t logical_or(bool_t a, bool_t b) { return a || b; }
 SK_INLINE bool_t logical_not(bool_t a) { return !a; }
