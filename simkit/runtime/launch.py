@@ -146,30 +146,25 @@ def _indexed_arg(kernel, name, t, v, device) -> indexedarray:
     """An indexed-array argument (a plain array: every axis as it is), checked."""
     if isinstance(v, array) and not v.is_type:
         v = indexedarray(v)
-    if not isinstance(v, indexedarray) or v.is_type:
-        raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, "
-                        f"got {type(v).__name__}")
-    if v.dtype is not t.dtype or v.ndim != t.ndim:
-        raise TypeError(f"kernel '{kernel.key}' argument '{name}': expected {T.type_name(t)}, got "
-                        f"indexedarray(dtype={T.type_name(v.dtype)}, ndim={v.ndim})")
-    if v.device != device:
-        raise ValueError(f"kernel '{kernel.key}' argument '{name}': array is on {v.device.alias}, "
-                         f"launch is on {device.alias}")
-    return v
+    return _checked_array(kernel, f"argument '{name}'", t, v, device, indexedarray)
 
 
 def _adjoint_arg(kernel, name, t, g, device) -> array:
     """An explicit adjoint array of an array parameter, checked."""
-    if not isinstance(g, array) or g.is_type:
-        raise TypeError(f"kernel '{kernel.key}' adjoint of argument '{name}': expected {T.type_name(t)}, "
-                        f"got {type(g).__name__}")
-    if g.dtype is not t.dtype or g.ndim != t.ndim:
-        raise TypeError(f"kernel '{kernel.key}' adjoint of argument '{name}': expected {T.type_name(t)}, got "
-                        f"array(dtype={T.type_name(g.dtype)}, ndim={g.ndim})")
-    if g.device != device:
-        raise ValueError(f"kernel '{kernel.key}' adjoint of argument '{name}': array is on {g.device.alias}, "
-                         f"launch is on {device.alias}")
-    return g
+    return _checked_array(kernel, f"adjoint of argument '{name}'", t, g, device, array)
+
+
+def _checked_array(kernel, what: str, t, v, device, cls):
+    """``v``, an instance of ``cls`` (array or indexedarray) for the parameter type ``t``, on ``device``."""
+    if not isinstance(v, cls) or v.is_type:
+        raise TypeError(f"kernel '{kernel.key}' {what}: expected {T.type_name(t)}, got {type(v).__name__}")
+    if v.dtype is not t.dtype or v.ndim != t.ndim:
+        raise TypeError(f"kernel '{kernel.key}' {what}: expected {T.type_name(t)}, got "
+                        f"{cls.__name__}(dtype={T.type_name(v.dtype)}, ndim={v.ndim})")
+    if v.device != device:
+        raise ValueError(f"kernel '{kernel.key}' {what}: array is on {v.device.alias}, launch is on "
+                         f"{device.alias}")
+    return v
 
 
 def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
