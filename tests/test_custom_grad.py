@@ -168,3 +168,43 @@ def test_custom_adjoints_of_overloads_and_of_struct_fields(device):
     grads = arr.grad.numpy()
     np.testing.assert_allclose(grads["mass"], 5.0 * z)
     np.testing.assert_allclose(np.stack(grads["pos"]), np.stack([[0, 0, 7.0 * m] for m in mass]))
+
+
+@sk.func
+def picked(values: sk.array2d(dtype=sk.float64), row: int, scale: sk.float64):
+    return values[row, 1] * scale
+
+
+@sk.func_grad(picked)
+def adj_picked(values: sk.array2d(dtype=sk.float64), row: int, scale: sk.float64, adj_ret: sk.float64):
+    sk.adjoint[values][row, 1] += 2.0 * scale * adj_ret  # (doubled: the test sees that this adjoint ran)
+    sk.adjoint[scale] += values[row, 1] * adj_ret
+
+
+@sk.kernel
+def k_picked(values: sk.array2d(dtype=sk.float64), scale: sk.array(dtype=sk.float64),
+             out: sk.array(dtype=sk.float64)):
+    i = sk.tid()
+    out[i] = picked(values, i, scale[0])
+
+
+@pytest.mark.parametrize("values_grad", [True, False])
+def test_custom_adjoint_into_an_array_argument(values_grad):
+    """adjoint[a][i, j] += v in a @func_grad accumulates into a.grad; an array without a gradient takes
+    nothing (and nothing is written through its null gradient)."""
+    v = np.arange(6.0).reshape(3, 2)
+    values = sk.array(v, dtype=sk.float64, requires_grad=values_grad)
+    scale = sk.array([1.5], dtype=sk.float64, requires_grad=True)
+    out = sk.zeros(3, dtype=sk.float64, requires_grad=True)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(k_picked, 3, inputs=[values, scale], outputs=[out])
+    np.testing.assert_allclose(out.numpy(), v[:, 1] * 1.5)
+    tape.backward(grads={out: np.ones(3)})
+    np.testing.assert_allclose(scale.grad.numpy(), [v[:, 1].sum()])
+    if values_grad:
+        expect = np.zeros((3, 2))
+        expect[:, 1] = 2.0 * 1.5
+        np.testing.assert_allclose(values.grad.numpy(), expect)
+    else:
+        assert values.grad is None

@@ -1,6 +1,8 @@
 """Kernel identity: an identical definition made again (a loop, a factory, module="unique") returns the kernel
 made first, already compiled; anything that changes the code it gives (a captured constant, a global, an
 attribute, a static value, a helper @func, an option) gives a new kernel."""
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -75,8 +77,6 @@ def test_unique_module_kernel_is_reused_with_its_module():
 
 
 def test_generic_unique_kernel_is_reused_and_keeps_its_specialisations():
-    from typing import Any
-
     kernels = []
     for _ in range(3):
         @wp.kernel(module="unique")
@@ -277,3 +277,24 @@ def test_name_is_warps_spelling_of_key():
         pass
 
     assert original.key == "renamed_kernel"
+
+
+@wp.kernel
+def stubbed_generic(a: wp.array(dtype=Any), value: Any):
+    i = wp.tid()
+    a[i] = value
+
+
+def stubbed_generic(a: wp.array(dtype=float), value: float): ...  # noqa: F811 - Warp's @overload stub pattern
+
+
+def test_a_top_level_generic_kernel_stays_for_its_overload_stub():
+    """Top-level kernels stay in their module (only kernels made inside functions leave it when dropped):
+    an overload stub that replaced the kernel's name still finds it."""
+    import gc
+
+    gc.collect()
+    k = wp.overload(stubbed_generic)
+    a = wp.zeros(3, dtype=float)
+    wp.launch(k, 3, inputs=[a, 2.5])
+    np.testing.assert_array_equal(a.numpy(), [2.5, 2.5, 2.5])

@@ -28,6 +28,10 @@ KERNEL_NAME = "Warp-only kernel options (kernel(name=...), entry_point_abi)"
 WARP_ONLY_OPTION = "Warp-only options (deterministic modes, cuda_max_registers, enable_cuda_smem_spilling)"
 SIBLINGS = ("by design: a kernel that fails to build fails alone (its module's other kernels build and run); "
             "Warp fails the module")
+REF_TAPE = ("refused on a Tape: a ref argument that is an array element is read (copy in), written (copy out) "
+            "and read again, which the adjoint cannot replay (TapeError)")
+REF_GRAD = ("by design: simkit differentiates @func ref[T] parameters exactly (copy in, copy out) where Warp refuses "
+            "them in kernels with a backward pass")
 TILES = "tiles (wp.launch_tiled, tile_* builtins; out of scope, ../shared/LANGUAGE.md)"
 
 KNOWN = {
@@ -55,7 +59,6 @@ KNOWN = {
     "test_generics": {
         "custom_named_overload_stub": "kernel(name=...)",
         "eager_generic_func_does_not_retain_array": INTERNALS,
-        "nested_overload_stub": INTERNALS,
         "type_attribute_error": "Warp's error (an AttributeError naming Warp's float32 class)",
         "overload_stub_return_annotation": "a return annotation on an @overload stub is not refused",
         "type_operator_misspell": "Warp's wording of the error",
@@ -272,6 +275,15 @@ KNOWN = {
         "unique_helper_static_evaluation_timing": "Warp-only config.cache_kernels",
     },
     "test_reload": {"reference_through_local": INTERNALS},
+    "test_ref": {
+        "native_ref_param_adjoint_array_2d_direct": REF_TAPE, "native_ref_param_adjoint_array_slice": REF_TAPE,
+        "native_ref_param_adjoint_array_nested_slice": REF_TAPE,
+        "native_ref_param_adjoint_struct_array_components": REF_TAPE,
+        "native_ref_param_adjoint_nested_struct_array_field": REF_TAPE,
+        "ref_augassign_user_operator_result_type_checked": INTERNALS + " (Function.func) and a @func 'add' "
+                                                             "replacing + between floats",
+        "ref_backward_enabled_kernel_raises": REF_GRAD, "ref_shared_helper_backward_raises": REF_GRAD,
+    },
     "test_kernel_cache": {},
     "test_sanitize": {},
     "test_verify_fp": {"test_nan": "verify_fp reports through Python's warnings (NonFiniteWarning, stderr), not "

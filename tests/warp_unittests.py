@@ -28,6 +28,14 @@ def tests_dir() -> str | None:
     return path if os.path.isdir(path) else None
 
 
+def _simkit_import(m) -> str:
+    """``from warp._src.codegen import WarpCodegenError, ...``: simkit's, when simkit has every name."""
+    import simkit
+
+    names = [n.split(" as ")[0].strip() for n in m.group(2).split(",")]
+    return f"{m.group(1)}from simkit import {m.group(2)}" if all(hasattr(simkit, n) for n in names) else m.group(0)
+
+
 def rewrite(src: str) -> str:
     src = re.sub(r"^(\s*)import warp as (\w+)$", r"\1import simkit as \2", src, flags=re.M)
     src = re.sub(r"^(\s*)import warp$", r"\1import simkit as warp", src, flags=re.M)
@@ -37,6 +45,7 @@ def rewrite(src: str) -> str:
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
     src = re.sub(r"^(\s*)from warp\.tests import ", rf"\1from {PACKAGE} import ", src, flags=re.M)  # (aux modules)
     src = src.replace("wp._src.types.", "wp.types.")  # (Warp's internal module: its public names are wp.types)
+    src = re.sub(r"^(\s*)from warp\._src\.(?:codegen|types) import ([\w, ]+)$", _simkit_import, src, flags=re.M)
     src = src.replace("from warp._src.utils import map_cache", "from simkit.runtime.map import map_cache")
     src = src.replace("from warp.fem import Sample as", "from warp_unittest_shim import FemSample as")
     if tests_dir() is not None:  # Warp's example assets (USD meshes), shipped beside its tests

@@ -267,8 +267,8 @@ class AdjointEmitter(Emitter):
         what only feeds the unused ones is requested (``gen_module`` generates it). None: all used."""
         fn = s.func.ir if s.func is not None else None
         if not self.shortcuts or self.variants is None or fn is None or fn.name != s.callee \
-                or getattr(fn, "no_adjoint", False) or len(outs) < 2:
-            return None
+                or getattr(fn, "no_adjoint", False) or len(outs) < 2 or getattr(fn, "native", None) is not None:
+            return None  # (a native function's adjoint is its snippet: no variants)
         used = tuple(self.activity().active(o) for o in outs)
         if all(used):
             return None
@@ -300,7 +300,13 @@ class AdjointEmitter(Emitter):
             if isinstance(s, ir.Call) and s.kind == "func" and s.func.replay_ir is not None:
                 self.comment(s.line, depth)
                 call = f"{s.func.replay_ir.name}<SKC>({', '.join(ref(a) for a in s.args)})"
-                self.w(f"{s.out.name} = {call};" if s.out is not None else f"{call};", depth)
+                if s.outs:  # several results (a native function's ref parameters: native_refs.py)
+                    self.w(f"{{ auto _ret_{s.out.name} = {call};", depth)
+                    for k, o in enumerate([s.out] + s.outs):
+                        self.w(f"  {o.name} = _ret_{s.out.name}.r{k};", depth)
+                    self.w("}", depth)
+                else:
+                    self.w(f"{s.out.name} = {call};" if s.out is not None else f"{call};", depth)
                 continue
             if isinstance(s, ir.If):
                 self.comment(s.line, depth)
@@ -564,6 +570,10 @@ def adj_func_signature(fn: ir.Function, used: tuple | None = None) -> str:
 def gen_adj_func(fn: ir.Function, options: dict, used: tuple | None = None, variants: dict | None = None) -> str:
     """``adj_<name>(params..., adj_params&..., adj_ret)``: replay, then reverse. ``used``: the variant
     for callers that use only these results (the others' adjoints are zero)."""
+    if getattr(fn, "native", None) is not None and getattr(fn, "ref_params", None):  # (native_refs.py)
+        from .native_refs import gen_adjoint
+
+        return gen_adjoint(fn)
     if getattr(fn, "native", None) is not None:  # @func_native: the adjoint snippet
         from .native_func import gen_adjoint
 

@@ -308,6 +308,10 @@ def replay_name(fn: ir.Function) -> str:
 def gen_func(fn: ir.Function, options: dict, replay: bool = False) -> str:
     """A @func specialisation as a C++ function template on SKC. ``replay``: the variant that writes no
     array and prints nothing (for the adjoints' forward replays; see ``analysis.has_side_effects``)."""
+    if getattr(fn, "native", None) is not None and getattr(fn, "ref_params", None):  # (native_refs.py)
+        from .native_refs import gen_forward
+
+        return gen_forward(fn)
     if getattr(fn, "native", None) is not None:  # @func_native
         from .native_func import gen_forward
 

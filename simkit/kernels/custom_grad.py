@@ -64,11 +64,12 @@ class _AdjointTarget(ast.NodeTransformer):
 
 
 class _Rewrite(ast.NodeTransformer):
-    def __init__(self, params):
-        self.params = params
+    def __init__(self, params, arrays=()):
+        self.params, self.arrays = params, set(arrays)
 
     def visit_AugAssign(self, node):
         target = _AdjointTarget(self.params)
+        root = _root(_adjoint_of_target(node.target))
         new = target.visit(copy.deepcopy(node.target))
         if not target.found:
             return self.generic_visit(node)
@@ -78,7 +79,20 @@ class _Rewrite(ast.NodeTransformer):
                 n.ctx = ast.Load()
         node.target.ctx = ast.Store()
         node.value = self.visit(node.value)
+        if root in self.arrays:  # adjoint[a][i] += v: into a's gradient array, when it has one
+            test = ast.Call(func=ast.Name(id="_sk_has_grad", ctx=ast.Load()), args=[ast.Name(id=root, ctx=ast.Load())],
+                            keywords=[])
+            return ast.copy_location(ast.If(test=test, body=[node], orelse=[]), node)
         return node
+
+
+def _adjoint_of_target(node):
+    """The ``E`` of the ``adjoint[E]`` inside an augmented-assignment target, else None."""
+    for n in ast.walk(node):
+        inner = _adjoint_of(n)
+        if inner is not None:
+            return inner
+    return None
 
 
 def build_custom_grad(function, spec, g):
@@ -86,11 +100,16 @@ def build_custom_grad(function, spec, g):
     src = SourceInfo(g)
     src.node = copy.deepcopy(src.node)
     params = list(spec.param_types)
-    _Rewrite(params).visit(src.node)
+    from . import types as T
+
+    # an array's adjoint is its gradient array (adjoint[a][i] += v accumulates into a.grad); others start at zero
+    arrays = [p for p, t in spec.param_types.items() if isinstance(t, T.ArrayType)]
+    _Rewrite(params, arrays).visit(src.node)
     body = src.node.body
     line = body[0] if body else src.node
     init = [ast.copy_location(ast.Assign(targets=[ast.Name(id=f"_sk_adj_{p}", ctx=ast.Store())],
-                                         value=ast.Call(func=ast.Name(id="_sk_zero_like", ctx=ast.Load()),
+                                         value=ast.Call(func=ast.Name(id="_sk_grad_array" if p in arrays
+                                                                      else "_sk_zero_like", ctx=ast.Load()),
                                                         args=[ast.Name(id=p, ctx=ast.Load())], keywords=[])), line)
             for p in params]
     ret_vals = [ast.Name(id=f"_sk_adj_{p}", ctx=ast.Load()) for p in params]
@@ -100,7 +119,8 @@ def build_custom_grad(function, spec, g):
         ast.fix_missing_locations(n)
     from .api import BuiltinFunction
 
-    src.closure = dict(src.closure, _sk_zero_like=BuiltinFunction("zero_like"))
+    src.closure = dict(src.closure, _sk_zero_like=BuiltinFunction("zero_like"),
+                       _sk_grad_array=BuiltinFunction("grad_array"), _sk_has_grad=BuiltinFunction("has_grad"))
     types = dict(spec.param_types)
     names = list(g.__code__.co_varnames[:g.__code__.co_argcount])
     n_ret = len(spec.return_types)

@@ -24,6 +24,7 @@ from .frontend import SourceInfo, build
 from .frontend.builder import Py, TupleValue
 from .frontend.funcargs import FunctionArg, bind_function_arg, describe_arg, mismatch_hint
 from .frontend.statics import declare as declare_statics
+from .refs import Reference, ref_params, writes_back
 
 
 def _annotations(pyfunc) -> dict:
@@ -71,6 +72,10 @@ def _param_types(pyfunc, *, required: bool) -> dict:
                                     "constant): call the @func in the kernel, or pass it to a @func parameter")
                 types[name] = Function
                 continue
+            if isinstance(ann, Reference):  # ref[T]: the value type (ref-ness: _ref_names)
+                if required:
+                    raise TypeError("kernel parameters cannot be ref[T]; pass an array and write its elements")
+                ann = ann.dtype
             types[name] = T.as_kernel_type(ann)
             if required and isinstance(types[name], T.TupleType):
                 raise TypeError(f"kernel parameters cannot be tuples ({T.type_name(types[name])}); pass "
@@ -82,6 +87,11 @@ def _param_types(pyfunc, *, required: bool) -> dict:
             raise CompileError(f"parameter '{name}': {e}", src.filename, src.first_line, 0,
                                function=pyfunc.__qualname__) from None
     return types
+
+
+def _ref_names(pyfunc) -> list:
+    """The parameters of ``pyfunc`` annotated ``ref[T]`` (refs.py)."""
+    return ref_params(_annotations(pyfunc))
 
 
 _instances: dict = {}
@@ -138,6 +148,7 @@ class KernelSpec:
         if self.ir is None:
             if "max_unroll" in self.kernel.options:
                 options = {**options, "max_unroll": self.kernel.options["max_unroll"]}
+            options = {**options, "differentiable": self.kernel.enable_backward is not False}
             self.ir = build(self.kernel.func, self.param_types, is_kernel=True, name=self.cname,
                             options=options, src=self.kernel.source())
             self.ir.inline_body = self.kernel.inline_body
@@ -359,6 +370,7 @@ class FuncSpec:
         self.return_types: list = []
         self.grad_ir = None  # @func_grad: returns one adjoint per argument
         self.replay_ir = None  # @func_replay: used in the adjoint's forward replay
+        self.ref_params: list = []  # ref[T] parameters returned after the results (refs.py)
 
 
 class Function:
@@ -401,8 +413,12 @@ class Function:
         remember(pyfunc)  # (its file's lines as they are now: read when it is built)
         types = _param_types(pyfunc, required=False)
         src = declare_statics(pyfunc)  # static(...) is evaluated now, once (frontend/statics.py)
-        for i, (_, t, _) in enumerate(self.overloads):
+        for i, (other, t, _) in enumerate(self.overloads):
             if list(t.values()) == list(types.values()):
+                if _ref_names(other) != _ref_names(pyfunc):
+                    raise RuntimeError(f"overloads of @func '{self.key}' differ only in ref[T] parameters "
+                                       f"({_ref_names(other) or 'none'} vs {_ref_names(pyfunc) or 'none'}): "
+                                       f"give them different parameter types or names")
                 self.overloads[i] = (pyfunc, types, src)  # redefinition replaces
                 self.specs.clear()
                 return
@@ -465,14 +481,24 @@ class Function:
         tag = stable_hash(pyfunc.__module__, self.qualname, self.instance, i,
                           [T.type_name(t) for t in concrete.values()])[:8]
         spec = FuncSpec(self, i, concrete, f"{_sanitize(self.key)}_{tag}")
+        spec.ref_params = [n for n in _ref_names(pyfunc) if writes_back(concrete[n])]
+        if spec.ref_params and self._custom_for(i, self.custom_grads + self.custom_replays):
+            raise TypeError(f"@func '{self.key}' has ref[T] parameters ('{spec.ref_params[0]}'): they are not "
+                            f"supported with a custom gradient or replay (@func_grad, @func_replay); its gradient "
+                            f"through them is exact without one")
         self.specs[key] = spec
         try:
             if self.native is not None:  # @func_native: a C++ body
                 from .native_func import specialize
 
                 specialize(self, spec, pyfunc)
+                if spec.ref_params:  # ref[T] parameters: returned after the result (native_refs.py)
+                    from .native_refs import setup
+
+                    setup(spec)
                 return spec
-            spec.ir = build(pyfunc, concrete, is_kernel=False, name=spec.cname, src=self._source(i))
+            spec.ir = build(pyfunc, concrete, is_kernel=False, name=spec.cname, src=self._source(i),
+                            ref_params=spec.ref_params)
         except BaseException:
             del self.specs[key]
             raise
@@ -549,6 +575,12 @@ def _declare_func(f, scope: dict) -> Function:
     if not (isinstance(existing, Function) and existing.qualname == f.__qualname__
             and existing.overloads[0][0].__module__ == f.__module__):
         existing = None if "<locals>" in f.__qualname__ else _functions.get(key)  # (closures: per run)
+    if existing is not None and existing.native is None:
+        i = existing.find_overload(f)
+        if i is not None and _ref_names(existing.overloads[i][0]) != _ref_names(f):
+            raise RuntimeError(f"@func '{f.__name__}': overloads cannot differ only in ref[T] parameters "
+                               f"({_ref_names(existing.overloads[i][0]) or 'none'} vs "
+                               f"{_ref_names(f) or 'none'}); give the new one another name")
     if existing is not None:  # kernels built with it are built again at their next launch
         from .module import invalidate_users
 

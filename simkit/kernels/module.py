@@ -159,6 +159,9 @@ class Module:
     def __init__(self, name: str):
         self.name = name
         self._kernels: dict = {}  # id -> weak reference: a kernel nobody holds leaves its module
+        # kernels defined at a module's top level stay (as long as their Python module does): Warp's
+        # ``@overload`` stubs replace a generic kernel's name with a plain function and look it up here
+        self._top_level: list = []
         self.options: dict = {"enable_backward": True}  # set_module_options (Warp's default listed)
 
     @property
@@ -174,6 +177,9 @@ class Module:
                 del table[kid]
 
         table[kid] = weakref.ref(k, gone)
+        func = getattr(k, "func", None)
+        if func is not None and "<locals>" not in getattr(func, "__qualname__", "<locals>"):
+            self._top_level.append(k)
 
     def mark_modified(self) -> None:
         """Compile this module's kernels again at their next launch, reading again the values they use

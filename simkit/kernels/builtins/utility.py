@@ -33,5 +33,9 @@ add_builtin("assert_true", {"cond": bool_t}, None, native="sk::assert_true", che
             doc="``assert cond`` in a kernel: in debug mode a failure raises after the launch.", group="utility")
 add_builtin("zero_like", {"x": Any}, lambda info: info.arg_types[0], native="sk::zero_like", differentiable=False,
             hidden=True, doc="The zero value of x's type.", group="utility")
+add_builtin("grad_array", {"a": Any}, lambda info: info.arg_types[0], native="sk::grad_array", differentiable=False,
+            hidden=True, doc="The gradient of array a as an array (adjoint[a] in a @func_grad).", group="utility")
+add_builtin("has_grad", {"a": Any}, bool_t, native="sk::has_grad", differentiable=False, hidden=True,
+            doc="Whether array a has a gradient (guards adjoint[a] updates in a @func_grad).", group="utility")
 add_builtin("breakpoint", {}, None, side_effects=True, replay=False, differentiable=False,
             doc="Stop in an attached native debugger (gdb, cuda-gdb); a no-op without one.", group="utility")

@@ -12,6 +12,7 @@ from .builder import FunctionBuilder, Py, SourceInfo, TupleValue
 from .funcargs import describe_arg, function_target, is_function_param
 from .expressions import ExpressionMixin
 from .jumps import lower_jumps
+from .refargs import RefArgsMixin
 from .grad import GradMixin
 from .slices import SliceMixin
 from .statements import StatementMixin
@@ -25,7 +26,7 @@ class _Predeclare(CompileError):
         self.name, self.type = name, type_
 
 
-class Builder(GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixin, FunctionBuilder):
+class Builder(RefArgsMixin, GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixin, FunctionBuilder):
     def lookup(self, name, node):
         if name not in self.symbols and name in self.loop_locals:
             t = self.loop_local_types.get(name)
@@ -43,8 +44,9 @@ class Builder(GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixi
             zero = 0 if T.is_scalar(t) else tuple([0] * int(T.sizeof(t) // T.sizeof(T.scalar_of(t))))
             self.symbols[name] = self.const(zero, t)
 
-    def call_func(self, fn, args, kw, node):
-        """Call a user @func: pick the overload, specialise it for these argument types."""
+    def call_func(self, fn, args, kw, node, arg_nodes=None):
+        """Call a user @func: pick the overload, specialise it for these argument types. ``arg_nodes``: the
+        (hoisted) argument nodes, for ref[T] parameters (refargs.py)."""
         takes_functions = any(is_function_param(t) for _, types, _ in fn.overloads for t in types.values())
         for a in list(args) + list(kw.values()):
             if not isinstance(a, ir.Var) and not (isinstance(a, TupleValue) and a.is_values()) and not (
@@ -63,6 +65,11 @@ class Builder(GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixi
                 given = f"{len(args)} positional argument(s)" + (f" and keywords {sorted(kw)}" if kw else "")
                 error = TypeError(f"@func '{fn.key}' cannot take {given}; it is {sigs}")
             raise self.error(str(error), node)
+        refs = self.ref_targets(fn, spec, node, arg_nodes) if spec.ref_params else []
+        if self.is_kernel and self.options.get("differentiable"):
+            from ..native_refs import check_differentiable
+
+            check_differentiable(spec, lambda message: self.error(message, node))
         if spec not in self.funcs:
             self.funcs.append(spec)
         outs = [self.new_var(t) for t in spec.return_types]
@@ -70,6 +77,9 @@ class Builder(GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixi
                 for v in (a.flat() if isinstance(a, TupleValue) else [a])]  # (tuples: their values)
         self.emit(ir.Call(out=outs[0] if outs else None, outs=outs[1:], args=args, callee=spec.cname,
                           kind="func", func=spec))
+        if refs:  # copy-out: each ref argument takes its parameter's final value (refs.py)
+            self.write_back_refs(refs, outs[len(outs) - len(refs):])
+            outs = outs[:len(outs) - len(refs)]
         if len(outs) > 1:
             return TupleValue(outs)
         return outs[0] if outs else None
@@ -157,10 +167,12 @@ def return_annotation(src):
 
 
 def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dict | None = None,
-          src: SourceInfo | None = None) -> ir.Function:
-    """Translate ``pyfunc`` with the given parameter types into an ``ir.Function``."""
+          src: SourceInfo | None = None, ref_params: list | None = None) -> ir.Function:
+    """Translate ``pyfunc`` with the given parameter types into an ``ir.Function``. ``ref_params``: the
+    ref[T] parameters, whose final values are returned after the results (refs.py)."""
     src = src or SourceInfo(pyfunc)
     b = Builder(src, name=name, is_kernel=is_kernel, param_types=param_types, options=options)
+    b.ref_params = list(ref_params or [])
     if not getattr(src, "jumps_lowered", False):
         if is_kernel:  # checked before lowering, which drops kernel return values
             check_kernel_returns(b, src)
@@ -178,6 +190,9 @@ def build(pyfunc, param_types: dict, *, is_kernel: bool, name: str, options: dic
         except _Predeclare as p:
             predeclared[p.name] = p.type
             b = Builder(src, name=name, is_kernel=is_kernel, param_types=param_types, options=options)
+            b.ref_params = list(ref_params or [])
+    if b.ref_params and not b.terminated:  # falls off its end: the ref values are still returned
+        b.stmt_Return(ast.copy_location(ast.Return(value=None), src.node.body[-1]))
     body = b.blocks[0]  # after lowering, a function that falls off its end returns zero values (as Warp)
     fn = ir.Function(name=name, params=b.params, body=body, vars=b.vars,
                      return_types=b.return_types or [], is_kernel=is_kernel, filename=src.filename,

@@ -132,6 +132,8 @@ class FunctionBuilder:
         self._count = 0
         self.static_values: list = []  # evaluated static() expressions (hashed via codegen output)
         self.uses_grad = False  # grad(f)(...) in forward code (frontend/grad.py)
+        self.declared_params = dict(param_types)
+        self.ref_params: list = []  # ref[T] parameters (refs.py): returned after the results
         from ..codegen import cname
 
         for pname, ptype in param_types.items():

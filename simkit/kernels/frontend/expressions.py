@@ -15,6 +15,7 @@ from ..api import GradOf
 from ..errors import CompileLimitError, CompileTypeError, CompileValueError
 from .builder import Py, ShapeOf, TupleValue, describe
 from .slices import has_slice
+from .refargs import takes_refs
 from .statics import RESOLVED, evaluate as evaluate_static
 
 BINOPS = {
@@ -354,6 +355,10 @@ class ExpressionMixin:
             return Py(self.eval_value(node.args[0]).type)
         if obj is pybuiltins.range:
             raise self.error("range() is only allowed as a for-loop iterator", node)
+        if getattr(obj, "_simkit_address_of", False):  # address_of(storage) (refargs.py)
+            return self.eval_address_of(node)
+        if isinstance(obj, Function) and takes_refs(obj):  # ref[T] parameters (refargs.py)
+            return self.call_ref_func(obj, node)
         args = [v for a in node.args
                 for v in (self.unpack_starred(a) if isinstance(a, ast.Starred) else [self.eval(a)])]
         kw = {k.arg: self.eval(k.value) for k in node.keywords}

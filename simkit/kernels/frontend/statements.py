@@ -551,6 +551,21 @@ class StatementMixin:
                              f"{got if len(values) == 1 else f'tuple[{got}]'}", node, CompileTypeError)
         return values
 
+    def ref_values(self, node) -> list:
+        """The current values of the ref[T] parameters, returned after the results (refs.py)."""
+        out = []
+        for name in self.ref_params:
+            v, want = self.symbols.get(name), self.declared_params[name]
+            if isinstance(v, ir.Var):
+                v = self.literal_as(v, want)
+            if not isinstance(v, ir.Var) or v.type != want:
+                raise self.error(f"ref parameter '{name}' is {T.type_name(want)} but holds "
+                                 f"{describe(v) if not isinstance(v, ir.Var) else T.type_name(v.type)} here; "
+                                 f"assign it a {T.type_name(want)} (augmented assignment to ref parameter "
+                                 f"'{name}' must keep its type)", node, CompileTypeError)
+            out.append(v)
+        return out
+
     def stmt_Return(self, node):
         if self.is_kernel:
             if node.value is not None:
@@ -568,6 +583,7 @@ class StatementMixin:
                 raise self.error(f"cannot return {describe(v)}", node)
         if self.declared_returns is not None:
             values = self.declared_return_values(values, node)
+        values = values + self.ref_values(node)
         types = [v.type for v in values]
         if self.return_types is None:
             # weak literals returned first fix the type as written (1.0 -> float32)

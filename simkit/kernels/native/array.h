@@ -31,6 +31,9 @@ SK_INLINE array_t<T> grad_array(const array_t<T>& a) {
     return g;
 }
 
+template <typename T>
+SK_INLINE bool has_grad(const array_t<T>& a) { return a.grad != nullptr; }
+
 // The array keeps its gradient through a backward pass (Warp's retain_grad). Otherwise the adjoint of a
 // store takes the element's gradient and zeroes it: the value the store overwrote had no influence on
 // what came after, so its gradient is zero (a copy into the array does the same, runtime/tape.py).
