@@ -376,3 +376,17 @@ def test_jax_round_trip():
     np.testing.assert_array_equal(f32(a), [1.0, -2.5, 3.140625])
     y = sk.to_jax(sk.array([0.25, 8.0], dtype=sk.bfloat16, device="cpu"))
     assert y.dtype == jnp.bfloat16 and np.asarray(y, dtype=np.float32).tolist() == [0.25, 8.0]
+
+
+@sk.kernel
+def bf16_component_add(v: sk.array(dtype=sk.vector(3, sk.bfloat16)), out: sk.array(dtype=float)):
+    i = sk.tid()
+    v[0].y += sk.bfloat16(1.0)  # every thread on one element (the atomic component update, as float16's)
+    out[i] = 1.0
+
+
+def test_component_update_of_a_bfloat16_vector_element():
+    v = sk.zeros(1, dtype=sk.vector(3, sk.bfloat16))
+    out = sk.zeros(200, dtype=float)
+    sk.launch(bf16_component_add, 200, inputs=[v, out])  # 200 is exact in bfloat16 (8 bits of mantissa)
+    np.testing.assert_array_equal(np.asarray(v.numpy(), dtype=np.float32)[0], [0.0, 200.0, 0.0])

@@ -21,7 +21,7 @@ ATOMIC_AUGMENTED = {"add": "atomic_add", "sub": "atomic_sub", "bit_and": "atomic
                     "bit_xor": "atomic_xor"}
 
 #: element scalar types whose atomic add/sub (or bitwise op) ``arr[i].x op= v`` uses (others: read, update, store)
-_ADD_SCALARS = (T.int32, T.uint32, T.int64, T.uint64, T.float16, T.float32, T.float64)
+_ADD_SCALARS = (T.int32, T.uint32, T.int64, T.uint64, T.float16, T.bfloat16, T.float32, T.float64)
 ATOMIC_SCALARS = {"add": _ADD_SCALARS, "sub": _ADD_SCALARS, "bit_and": _ADD_SCALARS[:4], "bit_or": _ADD_SCALARS[:4],
                   "bit_xor": _ADD_SCALARS[:4]}
 
