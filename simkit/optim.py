@@ -16,7 +16,7 @@ Parameters are contiguous arrays of any shape whose dtype is a float scalar (flo
 vector/matrix/quaternion/transform of floats, updated component-wise. ``params`` may be None, given later with
 ``set_params``; ``reset_internal_state()`` zeroes the step count and the state (momentum, moments). The state
 arrays (``SGD.b``, ``Adam.m`` and ``Adam.v``, one per parameter, of its shape) have the parameter's dtype, with
-float16 components held as float32; the update is computed in that precision and rounded once.
+float16 and bfloat16 components held as float32; the update is computed in that precision and rounded once.
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ __all__ = ["Adam", "Optimizer", "SGD", "minimize"]
 
 
 # The kernels run over the scalar components (flat views): x the parameter, g its gradient (x's dtype), the state
-# and the hyper-parameters in the state's precision (float32 for float16 parameters).
+# and the hyper-parameters in the state's precision (float32 for float16 and bfloat16 parameters).
 @kernel
 def _sgd_step(x: array(dtype=Any), g: array(dtype=Any), b: array(dtype=Any), lr: Any, momentum: Any,
               dampening: Any, weight_decay: Any, nesterov: int, first: int):
@@ -73,8 +73,9 @@ _VALUE_KINDS = {"vector": lambda t, s: T.vector(t._shape[0], s), "matrix": lambd
 
 
 def _state_dtype(dtype):
-    """The dtype of an optimizer's state for parameters of ``dtype``: the same, float16 components as float32."""
-    if T.scalar_of(dtype) is not T.float16:
+    """The dtype of an optimizer's state for parameters of ``dtype``: the same, 16-bit float components (float16,
+    bfloat16) as float32."""
+    if T.scalar_of(dtype) not in (T.float16, T.bfloat16):
         return dtype
     return T.float32 if T.is_scalar(dtype) else _VALUE_KINDS[dtype._kind](dtype, T.float32)
 
@@ -116,7 +117,7 @@ class Optimizer:
                 raise TypeError(f"{self._name}: parameter {i} must be an array, got {type(p).__name__}")
             if not T.is_float(T.scalar_of(p.dtype)):
                 raise TypeError(f"{self._name}: cannot optimize parameter {i}, an array of {T.type_name(p.dtype)} "
-                                "(its components must be float16, float32 or float64)")
+                                "(its components must be float16, bfloat16, float32 or float64)")
             if not p.is_contiguous:
                 raise ValueError(f"{self._name}: parameter {i} is not a contiguous array")
         for name in self._state_names:

@@ -299,3 +299,23 @@ def test_minimize_measures_the_final_parameters(cuda_device, on_gpu):
     np.testing.assert_allclose(metrics, 0.5 ** np.arange(5), rtol=1e-5)     # SGD halves the error per step
     np.testing.assert_allclose(np.linalg.norm(p.numpy() - target.numpy()), metrics[-1], rtol=1e-5)
     assert not p.grad.numpy().any()                                          # (left zeroed, as each step)
+
+
+def test_bfloat16_parameters_keep_float32_state():
+    """bfloat16 parameters, as float16 ones: float32 state, the update in float32, the parameter rounded to
+    bfloat16 once per step (numpy with ml_dtypes' bfloat16 as the reference)."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    bf16 = ml_dtypes.bfloat16
+    rng = np.random.default_rng(11)
+    x0 = rng.uniform(-1, 1, 6).astype(np.float32).astype(bf16)
+    grads = [rng.uniform(-1, 1, 6).astype(np.float32).astype(bf16) for _ in range(4)]
+    for make, reference in ((lambda p: sk.optim.Adam(p, lr=0.05),
+                             lambda: _numpy_adam_steps(x0, grads, 0.05, state=np.float32)),
+                            (lambda p: sk.optim.SGD(p, lr=0.1, momentum=0.9),
+                             lambda: _numpy_sgd(x0, grads, 0.1, momentum=0.9, state=np.float32))):
+        p = sk.array(x0, dtype=sk.bfloat16)
+        opt = make([p])
+        for g in grads:
+            opt.step([sk.array(g, dtype=sk.bfloat16)])
+        assert all(a.dtype is sk.float32 for a in getattr(opt, "m", []) + getattr(opt, "v", []) + getattr(opt, "b", []))
+        np.testing.assert_allclose(p.numpy().astype(np.float64), reference().astype(np.float64), rtol=1e-2, atol=1e-2)

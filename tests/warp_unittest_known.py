@@ -145,7 +145,8 @@ KNOWN = {
     "test_tuple": {},
     "test_overwrite": {"test_atomic_operations": INTERNALS},
     "test_launch": {
-        "cmd_composite_defaults": INTERNALS + " (cmd.kernel.adj.args; the zero composite defaults it checks first pass)",
+        "cmd_composite_defaults": INTERNALS + " (cmd.kernel.adj.args; the zero composite defaults it checks first "
+                                              "pass)",
         "cmd_set_ctype": "Warp's ctypes internals (struct/array __ctype__())",
         "numpy_and_boolean_scalar_to_composite_param_deprecated": (
             "numpy scalars and bools for a composite parameter: simkit refuses them (Warp still takes numpy ones, "
