@@ -33,6 +33,7 @@ from .kernels.types import __all__ as _types_all
 from .runtime import *  # noqa: F401,F403
 from .runtime import __all__ as _runtime_all
 from .kernels.refs import Reference, address_of, ref  # noqa: E402 - pass-by-reference @func parameters (ref[T])
+from .kernels.fixed_arrays import fixedarray  # noqa: E402 - fixed-size arrays made in kernels (their type)
 from .version import __version__
 
 _bf = _builtin_functions()
@@ -61,7 +62,7 @@ __all__ = (["autograd", "collision", "config", "geometry", "io", "model", "optim
             "CompileTypeError", "CompileValueError", "WarpCodegenError", "WarpCodegenTypeError",
             "WarpCodegenValueError", "CompilerNotFoundError", "Function", "Kernel", "NativeCompileError",
             "constant", "func", "func_grad", "func_native", "func_replay", "kernel", "overload", "ref", "Reference",
-            "address_of", "static", "struct",
+            "address_of", "fixedarray", "static", "struct",
             "init",
             "synchronize",
             "__version__", "get_module_options", "set_module_options"] + list(_constants_all) + list(_mathlib_all)

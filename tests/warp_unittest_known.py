@@ -342,6 +342,7 @@ KNOWN = {
         "test_scoped_timer": "ScopedTimer(detailed=True) prints no cProfile table",
         "test_transform_expand": "wp.transform_expand",
     },
+    "test_fixedarray": {"invalid_func_return_annotation": "Warp's wording of the error"},
     "test_map": {
         "input_validity": "Warp's wording of errors (its mangled function names, 'warp.array')",
         "output_validity": "Warp's wording of an error ('Warp arrays')",

@@ -84,6 +84,8 @@ class Activity:
         # are discarded, as in Warp): those seed nothing; a func's parameters all do (the caller's)
         self.varied = {p.name for p in fn.params if carries_gradient(p.type) and (
             not fn.is_kernel or isinstance(p.type, T.ArrayType) or T.is_struct(p.type) or p.type is T.uint64)}
+        # thread-local arrays (fixed_arrays.py) take what is stored in them; their views alias one another
+        self.varied |= {v.name for v in fn.vars if isinstance(v.type, T.LocalArrayType) and carries_gradient(v.type)}
         changed = True
         while changed:  # forward: from the parameters through differentiable operations
             changed = False

@@ -26,7 +26,8 @@ from . import ir
 from . import types as T
 from .activity import Activity
 from .analysis import has_side_effects
-from .codegen import Emitter, ctype, iterator_call, ref, return_ctype
+from .codegen import Emitter, ctype, fixed_ctype, iterator_call, ref, return_ctype
+from .fixed_arrays import writes_local
 from .registry import adjoint_name
 
 
@@ -144,9 +145,15 @@ class AdjointEmitter(Emitter):
 
     # ------------------------------------------------------------------ declarations
 
+    def declarations(self, depth: int):
+        for v in self.fn.vars:  # (a fixed-size array here has gradient storage: fixed_arrays.py)
+            t = fixed_ctype(v.type, grads=True) if isinstance(v.type, T.FixedArrayType) else ctype(v.type)
+            self.w(f"{t} {v.name}{{}};", depth)
+
     def adj_declarations(self, depth: int):
-        for v in self.fn.vars:
-            self.w(f"{ctype(v.type)} {adj(v)}{{}};", depth)
+        for v in self.fn.vars:  # (a fixed-size array's gradient is its own storage's: the adjoint is unused)
+            t = f"sk::array_t<{ctype(v.type.dtype)}>" if isinstance(v.type, T.FixedArrayType) else ctype(v.type)
+            self.w(f"{t} {adj(v)}{{}};", depth)
         for l_id in sorted(self.loop_ids.values()):
             self.w(f"sk::int64 _n_{l_id} = 0;", depth)
         for decl in self.loop_vars:
@@ -288,14 +295,15 @@ class AdjointEmitter(Emitter):
 
     def fwd(self, stmts, depth: int, record: bool):
         for s in stmts:
-            if isinstance(s, ir.Call) and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay)):
-                continue
+            if isinstance(s, ir.Call) and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay
+                                                                  and not writes_local(s))):
+                continue  # (writes to thread-local arrays are replayed: the replay rebuilds them)
             if isinstance(s, ir.Return):
                 continue
-            if isinstance(s, ir.Call) and s.kind == "func" and self.result_unread(s):
+            if isinstance(s, ir.Call) and s.kind == "func" and self.result_unread(s) and not writes_local(s):
                 continue  # nothing in the replay or the reverse pass reads what it returns
             if isinstance(s, ir.Call) and s.kind == "func" and not ir.defines(s) and s.func.replay_ir is None \
-                    and has_side_effects(s.func.ir):
+                    and has_side_effects(s.func.ir) and not writes_local(s):
                 continue  # a call for its writes only: the replay writes nothing
             if isinstance(s, ir.Call) and s.kind == "func" and s.func.replay_ir is not None:
                 self.comment(s.line, depth)
@@ -397,6 +405,9 @@ class AdjointEmitter(Emitter):
             return
         if isinstance(s, ir.Call):
             self.rev_call(s, depth)
+        elif isinstance(s, ir.Copy) and isinstance(s.out.type, T.FixedArrayType):  # (a copy of the elements)
+            self.w(f"sk::fixed_accum_grad({s.src.name}, {s.out.name});", depth)
+            self.w(f"sk::fixed_clear_grad({s.out.name});", depth)
         elif isinstance(s, ir.Copy):
             if not s.src.is_const:
                 self.w(f"sk::accum({adj(s.src)}, {adj(s.out)});", depth)
@@ -412,7 +423,9 @@ class AdjointEmitter(Emitter):
                 self.w(f"sk::accum({adj(s.src)}, {adj(s.out)});", depth)
             self.w(f"{adj(s.out)} = {{}};", depth)
         elif isinstance(s, ir.Return):
-            if len(s.values) == 1 and not s.values[0].is_const:
+            if len(s.values) == 1 and isinstance(s.values[0].type, T.FixedArrayType):  # (the caller's gradient)
+                self.w(f"sk::fixed_accum_grad({s.values[0].name}, adj_ret);", depth)
+            elif len(s.values) == 1 and not s.values[0].is_const:
                 self.w(f"sk::accum({adj(s.values[0])}, adj_ret);", depth)
             elif len(s.values) > 1:
                 for k, v in enumerate(s.values):
@@ -493,6 +506,9 @@ class AdjointEmitter(Emitter):
         if s.kind == "printf":
             return
         outs = ir.defines(s)
+        if s.kind == "make" and isinstance(s.out.type, T.FixedArrayType):  # zeros() / empty() (fixed_arrays.py)
+            self.w(f"sk::fixed_clear_grad({s.out.name});", depth)
+            return
         if s.kind == "make":
             for k, a in enumerate(s.args):
                 if not a.is_const:
@@ -531,6 +547,8 @@ class AdjointEmitter(Emitter):
             callee = f"adj_{s.callee}{variant_suffix(used)}<SKC>"
             if len(outs) > 1:
                 call_args.append(f"{s.func.ir.name}_ret{{{', '.join(adj(o) for o in outs)}}}")
+            elif outs and isinstance(outs[0].type, T.FixedArrayType):  # its gradient: the array's own
+                call_args.append(outs[0].name)
             elif outs:
                 call_args.append(adj(outs[0]))
         else:
@@ -543,6 +561,8 @@ class AdjointEmitter(Emitter):
                 cond = serial
                 if self.fn.is_kernel and args[0].name in self.unique_arrays() and self.tid_indexed(args[1:]):
                     cond = f"({serial} || (_bounds.ndim == {len(args) - 1} && (_bounds.flags & SK_BOUNDS_NO_ALIAS)))"
+                if isinstance(args[0].type, T.LocalArrayType):  # the thread's own array: no other thread adds
+                    cond = "true"
                 callee = "sk::adj_load_unique<SKC>"
                 call_args.insert(0, cond)
         text = f"{callee}({', '.join(call_args)});"
@@ -551,7 +571,8 @@ class AdjointEmitter(Emitter):
         else:
             self.w(text, depth)
         for o in outs:
-            self.w(f"{adj(o)} = {{}};", depth)
+            self.w(f"sk::fixed_clear_grad({o.name});" if isinstance(o.type, T.FixedArrayType) else f"{adj(o)} = {{}};",
+                   depth)
 
 
 def variant_suffix(used: tuple | None) -> str:
@@ -562,8 +583,10 @@ def variant_suffix(used: tuple | None) -> str:
 def adj_func_signature(fn: ir.Function, used: tuple | None = None) -> str:
     params = [f"{ctype(p.type)} {p.name}" for p in fn.params]
     params += [f"{ctype(p.type)}& {adj(p)}" for p in fn.params]
-    if fn.return_types:
-        params.append(f"const {return_ctype(fn)}& adj_ret")
+    if fn.return_types:  # (a fixed-size array's: the caller's array, whose gradient storage is its adjoint)
+        rt = fn.return_types[0]
+        ret = f"sk::array_t<{ctype(rt.dtype)}>" if isinstance(rt, T.FixedArrayType) else return_ctype(fn)
+        params.append(f"const {ret}& adj_ret")
     return f"template <bool SKC>\nstatic SK_INLINE void adj_{fn.name}{variant_suffix(used)}({', '.join(params)})"
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from . import analysis, interleave, ir
 from . import registry as R
 from . import types as T
+from .fixed_arrays import writes_local
 
 CPP_KEYWORDS = {
     "auto", "break", "case", "char", "class", "const", "continue", "default", "delete", "do", "double",
@@ -47,6 +48,8 @@ def ctype(t) -> str:
             return f"sk::quat_t<{s}>"
         if k == "transformation":
             return f"sk::transform_t<{s}>"
+    if isinstance(t, T.FixedArrayType):
+        return fixed_ctype(t)
     if isinstance(t, T.IndexedArrayType):
         return f"sk::indexedarray_t<{ctype(t.dtype)}>"
     if isinstance(t, T.ArrayType):
@@ -56,6 +59,13 @@ def ctype(t) -> str:
     if T.is_opaque(t):
         return t._simkit_opaque
     raise TypeError(f"no C++ type for {T.type_name(t)}")
+
+
+def fixed_ctype(t, grads: bool = False) -> str:
+    """``sk::fixed_array_t<T, G, ndim, d0, d1, d2, d3>`` (native/fixed_array.h); ``grads``: with gradient
+    storage (adjoint code)."""
+    dims = ", ".join(str(d) for d in list(t.shape) + [1] * (4 - len(t.shape)))
+    return f"sk::fixed_array_t<{ctype(t.dtype)}, {'true' if grads else 'false'}, {len(t.shape)}, {dims}>"
 
 
 def literal(v: ir.Var) -> str:
@@ -155,8 +165,9 @@ class Emitter:
     def stmt(self, s, depth: int):
         self.comment(s.line, depth)
         if isinstance(s, ir.Call):
-            if self.replay and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay)):
-                return  # a replay writes no memory and prints nothing
+            if self.replay and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay
+                                                       and not writes_local(s))):
+                return  # a replay writes no memory (but rebuilds thread-local arrays) and prints nothing
             if s.kind == "printf":
                 fmt = s.callee
                 args = [f"double({ref(a)})" if T.is_float(a.type) else ref(a) for a in s.args]

@@ -20,6 +20,7 @@ import inspect
 import sys
 
 from . import types as T
+from .fixed_arrays import param_type
 from .frontend import SourceInfo, build
 from .frontend.builder import Py, TupleValue
 from .frontend.funcargs import FunctionArg, bind_function_arg, describe_arg, mismatch_hint
@@ -77,6 +78,9 @@ def _param_types(pyfunc, *, required: bool) -> dict:
                     raise TypeError("kernel parameters cannot be ref[T]; pass an array and write its elements")
                 ann = ann.dtype
             types[name] = T.as_kernel_type(ann)
+            if required and isinstance(types[name], T.LocalArrayType):
+                raise TypeError("kernel parameters cannot be fixed-size arrays (they are made in kernels); "
+                                "pass an array")
             if required and isinstance(types[name], T.TupleType):
                 raise TypeError(f"kernel parameters cannot be tuples ({T.type_name(types[name])}); pass "
                                 f"the values as separate parameters, or to a @func")
@@ -447,7 +451,7 @@ class Function:
                 matched, bound = bind_function_arg(spec, a)  # a Function parameter: its function value
                 if matched is None:
                     a = _coerce_literal(spec, a, builder)
-                    matched, bound = T.types_match(spec, a.type), a.type
+                    matched, bound = T.types_match(spec, a.type), param_type(a.type)
                 if not matched:
                     ok = False
                     break

@@ -38,6 +38,8 @@ def eligible(fn: ir.Function | None) -> bool:
     parameter)?"""
     if fn is None or not fn.is_kernel or fn.uses_tid > 1 or not fn.body or len(fn.body) > MAX_STATEMENTS:
         return False
+    if any(isinstance(v.type, T.FixedArrayType) for v in fn.vars):
+        return False  # (a thread-local array per copy: registers spill)
     params = {id(p) for p in fn.params}
     for s in fn.body:
         if not isinstance(s, _STRAIGHT) or isinstance(s, ir.Call) and s.kind == "printf":

@@ -134,6 +134,9 @@ def struct(cls):
             ann = eval(ann, scope)  # noqa: S307
         try:
             fields[name] = T.as_kernel_type(ann)
+            if isinstance(fields[name], T.LocalArrayType):
+                raise TypeError("a fixed-size array cannot be a struct field (it is made in kernels); "
+                                "use an array field")
         except TypeError as e:
             raise TypeError(f"struct {cls.__name__}: field '{name}': {e}") from None
     info = StructInfo(cls, fields)

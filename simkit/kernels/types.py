@@ -513,6 +513,8 @@ class IndexedArrayType(ArrayType):
         return f"indexedarray(dtype={type_name(self.dtype)}, ndim={self.ndim})"
 
 
+from .types_local import FixedArrayType, LocalArrayType, local_array_type, view_type  # noqa: E402
+
 class TupleType:
     """A tuple of values as a @func parameter: ``tuple[vec3, float]`` (fixed types), ``tuple[int, ...]``
     (any length, each value an int: ``repeat``), bare ``tuple`` (any values). A compile-time group: a
@@ -712,6 +714,6 @@ def subscript_args(item) -> tuple:
 __all__ = [
     "Any", "Scalar", "Float", "Int", "bool", "handle", "int8", "uint8", "int16", "uint16", "int32",
     "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64", "vector", "matrix",
-    "quaternion", "transformation", "ArrayType", *sorted(_aliases),
+    "quaternion", "transformation", "ArrayType", "LocalArrayType", "FixedArrayType", *sorted(_aliases),
 ]
 _ = _PyAny

@@ -35,6 +35,11 @@ def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=Fals
     return zeros(_shape(shape, n), dtype, device, requires_grad, pinned, retain_grad)
 
 
+zeros._simkit_in_kernel = "zeros"  # in a kernel: a fixed-size array (kernels/fixed_arrays.py)
+empty._simkit_in_kernel = "empty"
+array._simkit_in_kernel = "array"  # array(ptr=..., shape=..., dtype=...) in a kernel: a view of that memory
+
+
 def ones(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False, *,
          n=None) -> array:
     return full(_shape(shape, n), 1, dtype, device, requires_grad, pinned, retain_grad)

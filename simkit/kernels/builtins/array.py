@@ -5,7 +5,7 @@ The compiler maps ``a[i, j]`` to ``load``, ``a[i, j] = v`` to ``store`` and
 flag for contiguous arrays (see native/array.h).
 """
 from ..registry import add_builtin
-from ..types import Any, ArrayType, IndexedArrayType, Int, int32, is_value
+from ..types import Any, ArrayType, IndexedArrayType, Int, int32, is_scalar, is_struct, is_value, uint64, view_type
 from ..types import bool as bool_
 
 
@@ -24,7 +24,7 @@ def _component_matches(info):
 
 def _view_type(info):
     a = info.arg_types[0]
-    return ArrayType(a.dtype, a.ndim - (len(info.arg_types) - 1))
+    return view_type(a, a.ndim - (len(info.arg_types) - 1))
 
 
 for _nd in (1, 2, 3, 4):
@@ -47,6 +47,22 @@ for _nd in (1, 2, 3, 4):
     add_builtin("array_nonnull", {"a": ArrayType(Any, _nd)}, bool_, native="sk::array_nonnull",
                 differentiable=False, doc="``if a:``: the array is not None.", group="array", hidden=True)
 
+    add_builtin("array_ptr", {"a": ArrayType(Any, _nd)}, uint64, native="sk::array_ptr", differentiable=False,
+                doc="``a.ptr``: the address of the array's first element.", group="array", hidden=True)
+
+
+def _from_ptr_type(info):
+    dtype = info.const_values[1]
+    if not (is_scalar(dtype) or is_value(dtype) or is_struct(dtype)):
+        raise TypeError(f"dtype must be a scalar, vector, matrix or struct type, got {dtype!r}")
+    return ArrayType(dtype, len(info.arg_types) - 2)
+
+
+for _nd in (1, 2, 3, 4):  # array(ptr=p, shape=(n, m), dtype=T) in kernels (frontend/expressions.py)
+    add_builtin("array_from_ptr", {"ptr": uint64, "dtype": Any, **{f"d{d}": Int for d in range(_nd)}}, _from_ptr_type,
+                native=lambda info, rct: f"sk::array_from_ptr<{rct}>", differentiable=False,
+                doc="A contiguous array of ``shape`` over the memory at ``ptr`` (no gradient).", group="array",
+                hidden=True)
 
 
 def _indexed_view_type(info):
@@ -69,7 +85,7 @@ def _slice_type(info):
     if not isinstance(code, int):
         raise TypeError("array_slice: the slice layout must be a compile-time constant")
     dropped = sum(1 for d in range(a.ndim) if (code >> (2 * d)) & 3 == 1)
-    return ArrayType(a.dtype, a.ndim - dropped)
+    return view_type(a, a.ndim - dropped)
 
 
 # a[1:3], a[:, 0], a[::-2, 1:]: the frontend passes a layout code (2 bits per given axis: 1 an index,

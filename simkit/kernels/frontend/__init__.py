@@ -8,6 +8,7 @@ from .. import ir
 from .. import types as T
 from ..errors import CompileError, CompileTypeError
 from .assign import AssignMixin
+from ..fixed_arrays import FixedArrayMixin
 from .builder import FunctionBuilder, Py, SourceInfo, TupleValue
 from .funcargs import describe_arg, function_target, is_function_param
 from .expressions import ExpressionMixin
@@ -26,7 +27,7 @@ class _Predeclare(CompileError):
         self.name, self.type = name, type_
 
 
-class Builder(RefArgsMixin, GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixin, FunctionBuilder):
+class Builder(FixedArrayMixin, RefArgsMixin, GradMixin, SliceMixin, AssignMixin, StatementMixin, ExpressionMixin, FunctionBuilder):
     def lookup(self, name, node):
         if name not in self.symbols and name in self.loop_locals:
             t = self.loop_local_types.get(name)

@@ -104,7 +104,10 @@ class ExpressionMixin:
                     return self.const(t.ndim)
                 if attr == "dtype":
                     return Py(t.dtype)
-                raise self.error(f"arrays have no attribute '{attr}' in kernels (use .shape)", node)
+                if attr == "ptr":  # the address of its first element (array(ptr=...) views memory anew)
+                    return self.call_builtin("array_ptr", [base], node)
+                raise self.error(f"arrays have no attribute '{attr}' in kernels (use .shape, .ndim, .dtype, .ptr)",
+                                 node)
             if T.is_struct(t):
                 fields = t._simkit_struct.fields
                 if attr not in fields:
@@ -382,6 +385,9 @@ class ExpressionMixin:
             return self.eval_printf([Py(args[0].obj.replace("%", "%%") + "\n")], node)
         if key is not None:
             return self.call_builtin(key, args, node, kw=kw)
+        in_kernel = getattr(obj, "_simkit_in_kernel", None)
+        if in_kernel is not None:  # zeros / empty: a fixed-size array (fixed_arrays.py)
+            return self.eval_fixed_array(in_kernel, args, kw, node)
         if obj in PY_BUILTINS:
             return self.call_builtin(PY_BUILTINS[obj], args, node, kw=kw)
         if obj in (T.vector, T.matrix, T.quaternion, T.transformation):

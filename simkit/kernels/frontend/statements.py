@@ -581,6 +581,12 @@ class StatementMixin:
         for v in values:
             if not isinstance(v, ir.Var):
                 raise self.error(f"cannot return {describe(v)}", node)
+            if isinstance(v.type, T.LocalArrayType) and not isinstance(v.type, T.FixedArrayType):
+                raise self.error("a @func cannot return a view of a fixed-size array (it may live in the function); "
+                                 "return the whole array, or copy the view into a new one", node, CompileTypeError)
+        if len(values) > 1 and any(isinstance(v.type, T.FixedArrayType) for v in values):
+            raise self.error("a @func returning several values cannot return a fixed-size array among them: return "
+                             "it alone, or pass it to the function to fill", node, CompileTypeError)
         if self.declared_returns is not None:
             values = self.declared_return_values(values, node)
         values = values + self.ref_values(node)

@@ -480,6 +480,29 @@ SK_INLINE void adj_array_slice(Args&&...) {}
 template <typename T>
 SK_INLINE bool array_nonnull(const array_t<T>& a) { return a.data != nullptr; }
 
+// a.ptr, and array(ptr=p, shape=(...), dtype=T) in kernels: a contiguous array over p, without gradient
+template <typename T>
+SK_INLINE uint64 array_ptr(const array_t<T>& a) { return uint64(reinterpret_cast<size_t>(a.data)); }
+template <typename A> struct array_elem;
+template <typename T> struct array_elem<array_t<T>> { typedef T type; };
+template <typename A, typename... I>
+SK_INLINE A array_from_ptr(uint64 p, I... dims) {
+    typedef typename array_elem<A>::type T;
+    const int64 d[] = {int64(dims)...};
+    const int n = int(sizeof...(I));
+    A a = {};
+    a.data = reinterpret_cast<T*>(size_t(p));
+    a.grad = nullptr;
+    a.ndim = n;
+    int64 stride = int64(sizeof(T));
+    for (int k = 3; k >= 0; --k) {
+        a.shape[k] = k < n ? int32(d[k]) : 0;
+        a.strides[k] = k < n ? stride : 0;
+        if (k < n) stride *= d[k];
+    }
+    return a;
+}
+
 template <typename T, typename I>
 SK_INLINE int32 array_shape(const array_t<T>& a, I d) { return (d >= 0 && d < a.ndim) ? a.shape[d] : 0; }
 template <typename T, typename I>

@@ -25,14 +25,34 @@ template <> struct bits_of<int64> { typedef uint64 type; };
 template <> struct bits_of<uint64> { typedef uint64 type; };
 
 #if SK_CUDA
+// A thread's own memory (a fixed-size array made in a kernel: fixed_array.h) takes no atomics (they are
+// undefined on the local state space); no other thread sees it, so a plain read-modify-write does.
+#define SK_LOCAL_CAS(p, cmp, val)                                \
+    if (__isLocal(p)) {                                         \
+        const auto _old = *(p);                                 \
+        if (_old == (cmp)) *(p) = (val);                        \
+        return _old;                                            \
+    }
+#define SK_LOCAL_ADD(T, p, v)                                   \
+    if (__isLocal(p)) {                                         \
+        const T _old = *(p);                                    \
+        *(p) = T(_old + (v));                                   \
+        return _old;                                            \
+    }
 SK_INLINE uint16 cas_bits(uint16* p, uint16 cmp, uint16 val) {
+    SK_LOCAL_CAS(p, cmp, val)
     return atomicCAS(reinterpret_cast<unsigned short int*>(p), (unsigned short int)cmp, (unsigned short int)val);
 }
-SK_INLINE uint32 cas_bits(uint32* p, uint32 cmp, uint32 val) { return atomicCAS(p, cmp, val); }
+SK_INLINE uint32 cas_bits(uint32* p, uint32 cmp, uint32 val) {
+    SK_LOCAL_CAS(p, cmp, val)
+    return atomicCAS(p, cmp, val);
+}
 SK_INLINE uint64 cas_bits(uint64* p, uint64 cmp, uint64 val) {
+    SK_LOCAL_CAS(p, cmp, val)
     return atomicCAS(reinterpret_cast<unsigned long long*>(p), (unsigned long long)cmp, (unsigned long long)val);
 }
 SK_INLINE uint8 cas_bits(uint8* p, uint8 cmp, uint8 val) {
+    SK_LOCAL_CAS(p, cmp, val)
     // emulate with a CAS on the aligned 32-bit word holding the byte
     uint32* word = reinterpret_cast<uint32*>(reinterpret_cast<size_t>(p) & ~size_t(3));
     uint32 shift = uint32(reinterpret_cast<size_t>(p) & 3) * 8;
@@ -86,14 +106,28 @@ template <typename T> SK_INLINE T atomic_add_scalar(T* p, T v) {
 #endif
 }
 #if SK_CUDA
-template <> SK_INLINE float atomic_add_scalar(float* p, float v) { return atomicAdd(p, v); }
-template <> SK_INLINE double atomic_add_scalar(double* p, double v) { return atomicAdd(p, v); }
-template <> SK_INLINE int32 atomic_add_scalar(int32* p, int32 v) { return atomicAdd(p, v); }
-template <> SK_INLINE uint32 atomic_add_scalar(uint32* p, uint32 v) { return atomicAdd(p, v); }
+template <> SK_INLINE float atomic_add_scalar(float* p, float v) {
+    SK_LOCAL_ADD(float, p, v)
+    return atomicAdd(p, v);
+}
+template <> SK_INLINE double atomic_add_scalar(double* p, double v) {
+    SK_LOCAL_ADD(double, p, v)
+    return atomicAdd(p, v);
+}
+template <> SK_INLINE int32 atomic_add_scalar(int32* p, int32 v) {
+    SK_LOCAL_ADD(int32, p, v)
+    return atomicAdd(p, v);
+}
+template <> SK_INLINE uint32 atomic_add_scalar(uint32* p, uint32 v) {
+    SK_LOCAL_ADD(uint32, p, v)
+    return atomicAdd(p, v);
+}
 template <> SK_INLINE uint64 atomic_add_scalar(uint64* p, uint64 v) {
+    SK_LOCAL_ADD(uint64, p, v)
     return atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v);
 }
 template <> SK_INLINE int64 atomic_add_scalar(int64* p, int64 v) {
+    SK_LOCAL_ADD(int64, p, v)
     return int64(atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v));
 }
 #else

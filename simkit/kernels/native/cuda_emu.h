@@ -54,6 +54,13 @@ inline unsigned short atomicCAS(unsigned short* p, unsigned short cmp, unsigned 
 inline unsigned long long atomicCAS(unsigned long long* p, unsigned long long cmp, unsigned long long val) {
     return sk_emu_cas(p, cmp, val);
 }
+// Is p in this thread's own (local) memory? Here: on this host thread's stack, near the current frame
+// (the emulated thread's locals; arrays are on the heap), so the local branches of atomic.h run too.
+inline unsigned int __isLocal(const void* p) {
+    const char* f = static_cast<const char*>(__builtin_frame_address(0));
+    const char* q = static_cast<const char*>(p);
+    return q > f - (1 << 20) && q < f + (1 << 20);
+}
 template <typename T>
 inline T atomicAdd(T* p, T v) {
     T old = *p;

@@ -9,6 +9,7 @@
 #include "transform.h"
 #include "spatial.h"
 #include "array.h"
+#include "fixed_array.h"
 #include "atomic.h"
 #include "rand.h"
 #include "utility.h"

@@ -8,6 +8,7 @@
 #include "core.h"
 #include "error.h"
 #include "array.h"
+#include "fixed_array.h"
 
 #if !SK_CUDA
 #include <cstdlib>
@@ -92,6 +93,22 @@ SK_INLINE void pop(stack_t& s, T& v) {
     memcpy(&v, s.data + s.size, sizeof(T));
 }
 #endif
+
+// A fixed-size array (fixed_array.h) saves and restores its elements only: its gradient storage and
+// descriptor stay the variable's own.
+#if SK_CUDA
+#define SK_STACK_ARG stack_t
+#else
+#define SK_STACK_ARG stack_t&
+#endif
+template <typename T, bool G, int NDIM, int D0, int D1, int D2, int D3>
+SK_INLINE void push(SK_STACK_ARG s, const fixed_array_t<T, G, NDIM, D0, D1, D2, D3>& v) {
+    for (int n = 0; n < v.N; ++n) push(s, v.items[n]);
+}
+template <typename T, bool G, int NDIM, int D0, int D1, int D2, int D3>
+SK_INLINE void pop(SK_STACK_ARG s, fixed_array_t<T, G, NDIM, D0, D1, D2, D3>& v) {
+    for (int n = v.N - 1; n >= 0; --n) pop(s, v.items[n]);
+}
 
 // Generated adjoint code fetches the stack once per function (`auto&& _stk = sk::tape_stack();`,
 // a thread-local lookup on the CPU) and passes it to push/pop.
