@@ -130,7 +130,6 @@ KNOWN = {
         "test_reshape_cpu": "a bad reshape raises ValueError (numpy's); Warp raises RuntimeError",
         "empty_array": "an empty array's ptr is 0, not None",
         "fill_scalar": SCALAR_VALUE, "full_matrix": INTERNALS, "full_vector": INTERNALS,
-        "kernel_array_from_ptr": "arrays made from a pointer inside kernels (wp.array(ptr=a.ptr, shape=...))",
         "to_list_matrix": "list() gives simkit's values, not ctypes arrays",
         "to_list_vector": "list() gives simkit's values, not ctypes arrays",
         "to_list_struct": "array fields of struct elements read back in Python are None",

@@ -106,30 +106,18 @@ template <typename T> SK_INLINE T atomic_add_scalar(T* p, T v) {
 #endif
 }
 #if SK_CUDA
-template <> SK_INLINE float atomic_add_scalar(float* p, float v) {
-    SK_LOCAL_ADD(float, p, v)
-    return atomicAdd(p, v);
-}
-template <> SK_INLINE double atomic_add_scalar(double* p, double v) {
-    SK_LOCAL_ADD(double, p, v)
-    return atomicAdd(p, v);
-}
-template <> SK_INLINE int32 atomic_add_scalar(int32* p, int32 v) {
-    SK_LOCAL_ADD(int32, p, v)
-    return atomicAdd(p, v);
-}
-template <> SK_INLINE uint32 atomic_add_scalar(uint32* p, uint32 v) {
-    SK_LOCAL_ADD(uint32, p, v)
-    return atomicAdd(p, v);
-}
-template <> SK_INLINE uint64 atomic_add_scalar(uint64* p, uint64 v) {
-    SK_LOCAL_ADD(uint64, p, v)
-    return atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v);
-}
-template <> SK_INLINE int64 atomic_add_scalar(int64* p, int64 v) {
-    SK_LOCAL_ADD(int64, p, v)
-    return int64(atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)v));
-}
+// T: the element type, H: the type CUDA's atomicAdd takes for it
+#define SK_CUDA_ATOMIC_ADD(T, H)                                                  \
+    template <> SK_INLINE T atomic_add_scalar(T* p, T v) {                        \
+        SK_LOCAL_ADD(T, p, v)                                                     \
+        return T(atomicAdd(reinterpret_cast<H*>(p), (H)(v)));                     \
+    }
+SK_CUDA_ATOMIC_ADD(float, float)
+SK_CUDA_ATOMIC_ADD(double, double)
+SK_CUDA_ATOMIC_ADD(int32, int)
+SK_CUDA_ATOMIC_ADD(uint32, unsigned int)
+SK_CUDA_ATOMIC_ADD(uint64, unsigned long long)
+SK_CUDA_ATOMIC_ADD(int64, unsigned long long)
 #else
 template <> SK_INLINE float atomic_add_scalar(float* p, float v) { return atomic_update(p, add_op<float>{v}); }
 template <> SK_INLINE double atomic_add_scalar(double* p, double v) { return atomic_update(p, add_op<double>{v}); }
