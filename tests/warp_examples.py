@@ -16,22 +16,27 @@ import types
 import numpy as np
 
 
-def examples_dir() -> str | None:
+def examples_dir(group: str = "core") -> str | None:
     spec = importlib.util.find_spec("warp")
     if spec is None or not spec.submodule_search_locations:
         return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], "examples", "core")
+    path = os.path.join(list(spec.submodule_search_locations)[0], "examples", group)
     return path if os.path.isdir(path) else None
 
 
 def load(name: str, backend: str):
-    """The module of ``example_<name>.py``, importing warp-lang (``backend="warp"``) or simkit as ``wp``."""
-    path = os.path.join(examples_dir(), f"example_{name}.py")
+    """The module of ``example_<name>.py``, importing warp-lang (``backend="warp"``) or simkit as ``wp``.
+    ``name`` may name a group of examples other than ``core``: ``"optim/diffray"``."""
+    group, _, name = name.rpartition("/")
+    path = os.path.join(examples_dir(group or "core"), f"example_{name}.py")
     with open(path) as f:
         src = f.read()
     if backend == "simkit":
         # (the renderer is only built for a stage; an emptied line keeps the line numbers)
         src = src.replace("import warp.render\n", "\n").replace("import warp as wp\n", "import simkit as wp\n")
+        # (the optimizers: simkit's; warp.examples stays warp-lang's, for its asset directory)
+        src = src.replace("import warp.optim\n", "import simkit.optim\n").replace("warp.optim.", "simkit.optim.")
+        src = src.replace("from warp.optim import", "from simkit.optim import")
     mod = types.ModuleType(f"warp_example_{name}_{backend}")
     mod.__file__ = path
     code = compile(src, path, "exec", dont_inherit=True)  # (not this file's __future__ flags)
