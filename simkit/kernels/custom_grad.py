@@ -67,23 +67,42 @@ class _Rewrite(ast.NodeTransformer):
     def __init__(self, params, arrays=()):
         self.params, self.arrays = params, set(arrays)
 
-    def visit_AugAssign(self, node):
-        target = _AdjointTarget(self.params)
-        root = _root(_adjoint_of_target(node.target))
-        new = target.visit(copy.deepcopy(node.target))
-        if not target.found:
-            return self.generic_visit(node)
-        node.target = ast.copy_location(new, node.target)
-        for n in ast.walk(node.target):
+    def _target(self, target):
+        """``target`` with its ``adjoint[E]`` made the adjoint local, and the parameter it is of; else None."""
+        found = _AdjointTarget(self.params)
+        root = _root(_adjoint_of_target(target))
+        new = found.visit(copy.deepcopy(target))
+        if not found.found:
+            return None
+        new = ast.copy_location(new, target)
+        for n in ast.walk(new):
             if hasattr(n, "ctx"):
                 n.ctx = ast.Load()
-        node.target.ctx = ast.Store()
-        node.value = self.visit(node.value)
+        new.ctx = ast.Store()
+        return new, root
+
+    def _guard(self, node, root):
         if root in self.arrays:  # adjoint[a][i] += v: into a's gradient array, when it has one
             test = ast.Call(func=ast.Name(id="_sk_has_grad", ctx=ast.Load()), args=[ast.Name(id=root, ctx=ast.Load())],
                             keywords=[])
             return ast.copy_location(ast.If(test=test, body=[node], orelse=[]), node)
         return node
+
+    def visit_Assign(self, node):  # adjoint[x.v].y = e: sets that part of x's adjoint (which starts at zero)
+        found = self._target(node.targets[0]) if len(node.targets) == 1 else None
+        if found is None:
+            return self.generic_visit(node)
+        node.targets = [found[0]]
+        node.value = self.visit(node.value)
+        return self._guard(node, found[1])
+
+    def visit_AugAssign(self, node):
+        found = self._target(node.target)
+        if found is None:
+            return self.generic_visit(node)
+        node.target = found[0]
+        node.value = self.visit(node.value)
+        return self._guard(node, found[1])
 
 
 def _adjoint_of_target(node):

@@ -134,6 +134,15 @@ class _Export:
     __slots__ = ("managed", "shape", "strides", "keep")
 
 
+class ViewError(TypeError, RuntimeError):
+    """Foreign memory that cannot be viewed as asked without a copy (wrong element type, element dims not
+    contiguous...): a TypeError, and the RuntimeError Warp raises."""
+
+
+class DeviceError(TypeError, BufferError):
+    """A DLPack producer on a device simkit cannot use (a TypeError, as Warp's; a BufferError, as DLPack's)."""
+
+
 # ---------------------------------------------------------------------------
 # dtypes
 
@@ -149,6 +158,15 @@ def dl_dtype(scalar) -> tuple:
 
 
 _FROM_DL = {dl_dtype(s): s for s in T.scalar_types}
+
+
+def aliases(have, want) -> bool:
+    """Whether ``have`` data may be viewed as ``want`` elements without a copy (as Warp allows for DLPack and
+    PyTorch): integers of one size whatever their sign (int64 data as uint64), and bool bytes as int8/uint8."""
+    if have is T.bool:
+        return want is T.int8 or want is T.uint8
+    return (have._np.kind in "iu" and T.is_scalar(want) and want is not T.bool and want._np.kind in "iu"
+            and have._np.itemsize == want._np.itemsize)
 
 
 def _bits_as_bf16(scalar, dtype):
@@ -187,31 +205,32 @@ def _element_layout(dtype):
                     "(only scalar, vector and matrix element types)")
 
 
-def regroup(shape, strides, scalar, dtype=None, max_dims: int = 4):
+def regroup(shape, strides, scalar, dtype=None, max_dims: int = 4, reinterpret: bool = False):
     """Map a foreign (shape, byte strides, scalar type) to simkit (shape, byte strides, dtype).
 
     ``dtype`` (a vector/matrix type) consumes that many trailing dims, which must have exactly the element's
-    shape and be contiguous (else a copy would be needed: TypeError). A scalar ``dtype`` must equal ``scalar``.
+    shape and be contiguous (else a copy would be needed: ViewError, a TypeError). A scalar ``dtype`` must
+    equal ``scalar`` (``reinterpret``: or be one it :func:`aliases`, e.g. uint64 for int64 data).
     """
     dtype = scalar if dtype is None or dtype is T.Any else T.normalize_dtype(dtype)
     want, esh = _element_layout(dtype)
-    if want is not scalar:
+    if want is not scalar and not (reinterpret and aliases(scalar, want)):
         of = f" (of {T.type_name(want)})" if want is not dtype else ""
-        raise TypeError(f"{T.type_name(scalar)} data does not match element type {T.type_name(dtype)}{of}; "
+        raise ViewError(f"{T.type_name(scalar)} data does not match element type {T.type_name(dtype)}{of}; "
                         "converting would copy")
     shape, strides = tuple(int(s) for s in shape), tuple(int(s) for s in strides)
     if esh:
         k = len(esh)
         contig = _contiguous(esh, np.dtype(scalar._np).itemsize)
         if len(shape) <= k or shape[-k:] != esh:
-            raise TypeError(f"a {T.type_name(dtype)} array needs trailing dimensions {esh}, got shape {shape}")
+            raise ViewError(f"a {T.type_name(dtype)} array needs trailing dimensions {esh}, got shape {shape}")
         if any(n != 1 and s != c for n, s, c in zip(esh, strides[-k:], contig)):  # size-1 dims: any stride
-            raise TypeError(f"the trailing {esh} dimensions of a {T.type_name(dtype)} array must be contiguous "
+            raise ViewError(f"the trailing {esh} dimensions of a {T.type_name(dtype)} array must be contiguous "
                             f"(strides {strides[-k:]} bytes, need {contig}); a copy would be needed "
                             "(make it contiguous first, e.g. np.ascontiguousarray)")
         shape, strides = shape[:-k], strides[:-k]
     if not 1 <= len(shape) <= max_dims:
-        raise TypeError(f"simkit arrays have 1 to 4 dimensions; shape {shape} of {T.type_name(dtype)} has "
+        raise ViewError(f"simkit arrays have 1 to 4 dimensions; shape {shape} of {T.type_name(dtype)} has "
                         f"{len(shape)}")
     return shape, strides, dtype
 
@@ -349,9 +368,10 @@ def _host_view(ptr, shape, strides, scalar, readonly, owner) -> np.ndarray:
     return np.asarray(_HostBuffer(ptr, tuple(shape), tuple(strides), _typestr(scalar), readonly, owner)).view(nd)
 
 
-def _wrap(ptr, shape, strides, scalar, dtype, device, readonly, owner) -> array:
+def _wrap(ptr, shape, strides, scalar, dtype, device, readonly, owner, reinterpret: bool = False) -> array:
     """A simkit array over foreign memory (shape/strides in bytes include the element dims)."""
-    oshape, ostrides, dtype = regroup(shape, strides, scalar, dtype)
+    oshape, ostrides, dtype = regroup(shape, strides, scalar, dtype, reinterpret=reinterpret)
+    scalar = _element_layout(dtype)[0]  # (another of the data's size, where reinterpreted)
     if ptr % np.dtype(scalar._np).itemsize:
         raise TypeError(f"data at 0x{ptr:x} is not aligned for {T.type_name(scalar)}; a copy would be needed")
     if device.is_cpu:
@@ -375,6 +395,8 @@ def _consume(capsule):
                                   f"(simkit reads DLPack {DLPACK_VERSION[0]}.x)")
             _capsule_set_name(capsule, ctypes.addressof(_NAMES[b"used_" + raw]))
             return m, _Imported(ptr, m.deleter or 0, versioned)
+    if not _is_capsule(capsule):
+        raise TypeError(f"__dlpack__ must return a DLPack capsule, got {type(capsule).__name__}")
     raise BufferError("not a DLPack capsule (or it was already consumed)")
 
 
@@ -382,7 +404,8 @@ def from_dlpack(obj, dtype=None, device=None) -> array:
     """A simkit array sharing the memory of ``obj`` (anything with ``__dlpack__``, or a DLPack capsule).
 
     ``dtype``: a vector/matrix type regroups trailing dims (``from_dlpack(t, dtype=sk.vec3)`` on an (n, 3)
-    tensor gives n vec3); a scalar type must match exactly.
+    tensor gives n vec3); a scalar type must match, or be one the data :func:`aliases` (integers of one size
+    whatever their sign, bool bytes as int8/uint8): anything else raises :class:`ViewError`.
     """
     if isinstance(obj, array):
         return obj if dtype is None or T.normalize_dtype(dtype) is obj.dtype else obj.view(dtype)
@@ -391,6 +414,7 @@ def from_dlpack(obj, dtype=None, device=None) -> array:
         capsule = obj
     elif hasattr(obj, "__dlpack__"):
         dev_type, dev_id = (int(x) for x in obj.__dlpack_device__())
+        dl_to_device(dev_type, dev_id)  # an unusable device is refused before the producer exports anything
         if dev_type in (kDLCUDA, kDLCUDAManaged):
             from ..kernels.backends.cuda import driver
 
@@ -414,7 +438,7 @@ def from_dlpack(obj, dtype=None, device=None) -> array:
     if device is not None and get_device(device) != dev:
         raise ValueError(f"the tensor is on {dev.alias}, not {get_device(device).alias} (from_dlpack never copies)")
     ptr = (t.data or 0) + t.byte_offset
-    return _wrap(ptr, shape, strides, scalar, dtype, dev, readonly, owner)
+    return _wrap(ptr, shape, strides, scalar, dtype, dev, readonly, owner, reinterpret=True)
 
 
 def from_cuda_array_interface(obj, dtype=None, device=None) -> array:
@@ -494,7 +518,8 @@ def dl_to_device(device_type: int, device_id: int):
         return get_device("cpu")
     if device_type in (kDLCUDA, kDLCUDAManaged):
         return get_device(f"cuda:{device_id}")
-    raise BufferError(f"DLPack device type {device_type} is not supported (CPU and CUDA only)")
+    raise DeviceError(f"DLPack device type {device_type} (device id {device_id}) is not supported: simkit "
+                      "reads CPU, CUDA, CUDA host and CUDA managed memory")
 
 
 def foreign_device(obj):
