@@ -29,6 +29,7 @@ from .access_check import ArrayAccessWarning
 from .verify_fp import NonFiniteWarning
 from .memory_pools import *  # noqa: F401,F403
 from .memory_pools import __all__ as _memory_pools_all
+from .diagnostics import print_diagnostics
 from .map import OPERATORS as _OPERATORS, map
 
 for _name, _op in _OPERATORS.items():  # a + b, 2.0 * a, a **= 2: elementwise kernels (runtime/map.py)
@@ -48,4 +49,4 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "NonFiniteWarning", "active_tape", "checkpoint", "map",
            "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
            "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",
-           "device_to_jax", "jax_kernel"] + list(_warp_api_all) + list(_memory_pools_all)
+           "device_to_jax", "jax_kernel", "print_diagnostics"] + list(_warp_api_all) + list(_memory_pools_all)
