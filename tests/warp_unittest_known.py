@@ -341,6 +341,7 @@ KNOWN = {
         "test_scoped_timer": "ScopedTimer(detailed=True) prints no cProfile table",
         "test_transform_expand": "wp.transform_expand",
     },
+    "test_diagnostics": {"init_banner_at_debug_log_level": "wp.config.log_level and wp.LOG_DEBUG (Warp's logger)"},
     "test_fixedarray": {"invalid_func_return_annotation": "Warp's wording of the error"},
     "test_map": {
         "input_validity": "Warp's wording of errors (its mangled function names, 'warp.array')",

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..kernels import types as T
 from .array import array, clone
+from .array_ctype import array_t, to_array
 from .device import get_device
 
 # ---------------------------------------------------------------------------
@@ -400,7 +401,7 @@ def _consume(capsule):
     raise BufferError("not a DLPack capsule (or it was already consumed)")
 
 
-def from_dlpack(obj, dtype=None, device=None) -> array:
+def from_dlpack(obj, dtype=None, device=None, *, _reinterpret: bool = True) -> array:
     """A simkit array sharing the memory of ``obj`` (anything with ``__dlpack__``, or a DLPack capsule).
 
     ``dtype``: a vector/matrix type regroups trailing dims (``from_dlpack(t, dtype=sk.vec3)`` on an (n, 3)
@@ -438,7 +439,7 @@ def from_dlpack(obj, dtype=None, device=None) -> array:
     if device is not None and get_device(device) != dev:
         raise ValueError(f"the tensor is on {dev.alias}, not {get_device(device).alias} (from_dlpack never copies)")
     ptr = (t.data or 0) + t.byte_offset
-    return _wrap(ptr, shape, strides, scalar, dtype, dev, readonly, owner, reinterpret=True)
+    return _wrap(ptr, shape, strides, scalar, dtype, dev, readonly, owner, reinterpret=_reinterpret)
 
 
 def from_cuda_array_interface(obj, dtype=None, device=None) -> array:
@@ -526,6 +527,8 @@ def foreign_device(obj):
     """The device of a foreign array object (None if ``obj`` is not one)."""
     if _not_foreign(obj):
         return None
+    if isinstance(obj, array_t):
+        return obj.device
     if isinstance(obj, np.ndarray):
         return get_device("cpu")
     if _has(obj, "__cuda_array_interface__"):
@@ -541,6 +544,8 @@ def foreign_type(obj):
     """The kernel type ``ArrayType(scalar, ndim)`` of a foreign array (for generic kernels), else None."""
     if _not_foreign(obj):
         return None
+    if isinstance(obj, array_t):
+        return T.ArrayType(obj.dtype, int(obj.ndim)) if obj.dtype is not None else None
     try:
         if isinstance(obj, np.ndarray) or _has(obj, "__array_interface__"):
             a = obj if isinstance(obj, np.ndarray) else np.asarray(obj)
@@ -560,7 +565,8 @@ def as_array(obj, t, device=None, what: str = "argument") -> array:
     """Zero-copy simkit view of ``obj`` for a kernel parameter of type ``t`` (an ``ArrayType``).
 
     Accepts simkit arrays, numpy arrays (and ``__array_interface__`` objects), ``__cuda_array_interface__``
-    objects (CuPy, Numba, PyTorch CUDA tensors) and DLPack producers (PyTorch, JAX). Raises ``TypeError``
+    objects (CuPy, Numba, PyTorch CUDA tensors), DLPack producers (PyTorch, JAX) and the ``array_t``
+    descriptors of ``from_torch(..., return_ctype=True)`` (gradient included). Raises ``TypeError``
     starting with ``what`` when a view is impossible (wrong dtype, element dims not contiguous...):
     launch arguments are never copied silently.
     """
@@ -569,12 +575,14 @@ def as_array(obj, t, device=None, what: str = "argument") -> array:
     try:
         if _not_foreign(obj):
             raise TypeError(f"expected {T.type_name(t)}, got {type(obj).__name__}")
+        if isinstance(obj, array_t):
+            return to_array(obj, t, obj.device if device is None else get_device(device))
         if not isinstance(obj, np.ndarray) and _has(obj, "__cuda_array_interface__"):
             a = from_cuda_array_interface(obj, dtype=t.dtype)
         elif isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
             a = from_numpy_view(obj, dtype=t.dtype)
         elif hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-            a = from_dlpack(obj, dtype=t.dtype)
+            a = from_dlpack(obj, dtype=t.dtype, _reinterpret=False)  # (launch arguments match exactly)
         else:
             raise TypeError(f"expected {T.type_name(t)}, got {type(obj).__name__}")
     except (TypeError, ValueError, BufferError, RuntimeError) as e:

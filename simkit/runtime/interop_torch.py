@@ -28,6 +28,7 @@ import contextlib
 
 from ..kernels import types as T
 from .array import array
+from .array_ctype import array_t
 from .device import get_device
 from .interop import from_dlpack, regroup
 from .tape import Tape
@@ -41,18 +42,55 @@ def _torch():
     return torch
 
 
-def _scalar_of_torch(t):
-    torch = _torch()
-    table = {torch.bool: T.bool, torch.int8: T.int8, torch.uint8: T.uint8, torch.int16: T.int16,
-             torch.int32: T.int32, torch.int64: T.int64, torch.float16: T.float16, torch.float32: T.float32,
-             torch.float64: T.float64, torch.bfloat16: T.bfloat16}
-    for name, s in (("uint16", T.uint16), ("uint32", T.uint32), ("uint64", T.uint64)):
-        if hasattr(torch, name):
-            table[getattr(torch, name)] = s
-    s = table.get(t.dtype)
+_FROM_TORCH: dict = {}  # torch dtype -> simkit scalar type (filled on first use: torch is imported lazily)
+
+
+def dtype_from_torch(torch_dtype):
+    """The simkit scalar type of a ``torch.dtype`` (``torch.float32`` -> ``sk.float32``; torch's unsigned
+    ``uint16``/``uint32``/``uint64``, where torch has them, -> ``sk.uint16``...). ``TypeError`` for the others
+    (complex, float8...)."""
+    if not _FROM_TORCH:
+        torch = _torch()
+        _FROM_TORCH.update({torch.bool: T.bool, torch.int8: T.int8, torch.uint8: T.uint8, torch.int16: T.int16,
+                            torch.int32: T.int32, torch.int64: T.int64, torch.float16: T.float16,
+                            torch.float32: T.float32, torch.float64: T.float64, torch.bfloat16: T.bfloat16})
+        for name, s in (("uint16", T.uint16), ("uint32", T.uint32), ("uint64", T.uint64)):
+            if hasattr(torch, name):
+                _FROM_TORCH[getattr(torch, name)] = s
+    s = _FROM_TORCH.get(torch_dtype)
     if s is None:
-        raise TypeError(f"torch dtype {t.dtype} has no simkit scalar type")
+        raise TypeError(f"torch dtype {torch_dtype} has no simkit scalar type")
     return s
+
+
+def dtype_to_torch(dtype):
+    """The ``torch.dtype`` of a simkit scalar type (``sk.float32`` -> ``torch.float32``). As Warp's, unsigned
+    types wider than 8 bits map to the signed torch type of their size (``sk.uint32`` -> ``torch.int32``:
+    torch has few operations for its own ``uint32``); ``from_torch`` views such tensors back as unsigned
+    (``dtype=sk.uint32``). ``TypeError`` for types torch has no counterpart of (vectors: use their scalar)."""
+    torch = _torch()
+    d = T.normalize_dtype(dtype) if dtype is not None else None
+    table = {T.bool: torch.bool, T.int8: torch.int8, T.uint8: torch.uint8, T.int16: torch.int16,
+             T.uint16: torch.int16, T.int32: torch.int32, T.uint32: torch.int32, T.int64: torch.int64,
+             T.uint64: torch.int64, T.float16: torch.float16, T.float32: torch.float32, T.float64: torch.float64,
+             T.bfloat16: torch.bfloat16}
+    if d not in table:
+        name = T.type_name(d) if d is not None else "None"
+        raise TypeError(f"simkit type {name} has no torch dtype (only scalar types do)")
+    return table[d]
+
+
+def _scalar_of_torch(t):
+    return dtype_from_torch(t.dtype)
+
+
+def _storage_capacity(t) -> int:
+    """Bytes of ``t``'s storage from its first element on (what a kernel may address from ``t.data_ptr()``)."""
+    ptr = t.data_ptr()
+    if not ptr:
+        return 0
+    storage = t.untyped_storage()
+    return storage.nbytes() - (ptr - storage.data_ptr())
 
 
 def _zeros_strided(t):
@@ -96,33 +134,54 @@ def stream_to_torch(stream):
     return torch.cuda.ExternalStream(stream.cuda_stream, device=device_to_torch(stream.device))
 
 
-def from_torch(t, dtype=None, requires_grad=None, grad=None) -> array:
+def from_torch(t, dtype=None, requires_grad=None, grad=None, return_ctype: bool = False,
+               retain_grad: bool = False):
     """A simkit array sharing ``t``'s memory (zero copy, CPU or CUDA).
 
-    ``dtype``: a vector/matrix type regroups trailing dims (``(n, 3)`` float32 -> n ``vec3``).
-    ``requires_grad`` (default ``t.requires_grad``): the array's ``.grad`` shares memory with ``grad``
-    (default ``t.grad``, which is allocated zeroed, with ``t``'s strides, when it is None).
+    ``dtype``: a vector/matrix type regroups trailing dims (``(n, 3)`` float32 -> n ``vec3``); an integer type
+    of the tensor's element size views it as signed or unsigned (int64 data as ``sk.uint64``), and bool tensors
+    may be viewed as ``int8``/``uint8``. ``requires_grad`` (default ``t.requires_grad``): the array's ``.grad``
+    shares memory with ``t.grad`` (allocated zeroed, with ``t``'s strides, when it is None). ``grad``: the
+    gradient to attach instead (a tensor or a simkit array with the array's layout; implies requires_grad).
+    ``retain_grad``: keep the gradient through backward passes (``array.retain_grad``).
+    ``return_ctype``: return the kernel descriptor (:class:`simkit.runtime.array_ctype.array_t`) instead of
+    an array; it keeps ``t`` and the gradient alive. ``a.capacity`` counts the storage after the tensor's
+    first element (a view's kernels may address the rest of its storage).
     """
     torch = _torch()
     if not isinstance(t, torch.Tensor):
         raise TypeError(f"from_torch needs a torch.Tensor, got {type(t).__name__}")
     scalar = _scalar_of_torch(t)
     es = t.element_size()
-    regroup(tuple(t.shape), tuple(s * es for s in t.stride()), scalar, dtype)  # clear errors first
+    regroup(tuple(t.shape), tuple(s * es for s in t.stride()), scalar, dtype, reinterpret=True)  # clear errors
     a = from_dlpack(t.detach(), dtype=dtype)
+    a._capacity = _storage_capacity(t)
     if requires_grad is None:
         requires_grad = t.requires_grad
-    if requires_grad:
-        if grad is None:
-            if t.grad is None:
-                t.grad = _zeros_strided(t)
-            grad = t.grad
-        if tuple(grad.shape) != tuple(t.shape) or grad.stride() != t.stride() or grad.dtype != t.dtype:
-            raise ValueError(f"the gradient tensor (shape {tuple(grad.shape)}, strides {grad.stride()}, "
-                             f"{grad.dtype}) must have the tensor's shape, strides and dtype ({tuple(t.shape)}, "
-                             f"{t.stride()}, {t.dtype}): simkit gradients share their array's layout")
-        a.grad = from_dlpack(grad.detach(), dtype=a.dtype)
-    return a
+    if grad is None and requires_grad:
+        if t.grad is None:
+            t.grad = _zeros_strided(t)
+        grad = t.grad
+    if grad is not None:
+        a.grad = _grad_array(a, t, grad)
+    if retain_grad:
+        a.retain_grad = True  # (ValueError without a gradient)
+    return array_t.of(a, keep=t, keep_grad=grad) if return_ctype else a
+
+
+def _grad_array(a: array, t, grad) -> array:
+    """The simkit gradient array of ``a`` (made from tensor ``t``) that ``grad`` (a tensor or an array) is."""
+    if isinstance(grad, array):
+        if grad.shape != a.shape or grad.strides != a.strides or grad.dtype is not a.dtype or grad.device != a.device:
+            raise ValueError(f"the gradient array ({T.type_name(grad.dtype)}, shape {grad.shape}, strides "
+                             f"{grad.strides}, {grad.device.alias}) must have the array's dtype, shape, strides and "
+                             f"device ({T.type_name(a.dtype)}, {a.shape}, {a.strides}, {a.device.alias})")
+        return grad
+    if tuple(grad.shape) != tuple(t.shape) or grad.stride() != t.stride() or grad.dtype != t.dtype:
+        raise ValueError(f"the gradient tensor (shape {tuple(grad.shape)}, strides {grad.stride()}, "
+                         f"{grad.dtype}) must have the tensor's shape, strides and dtype ({tuple(t.shape)}, "
+                         f"{t.stride()}, {t.dtype}): simkit gradients share their array's layout")
+    return from_dlpack(grad.detach(), dtype=a.dtype)
 
 
 def to_torch(a: array, requires_grad=None):
