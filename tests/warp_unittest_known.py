@@ -342,6 +342,16 @@ KNOWN = {
         "test_transform_expand": "wp.transform_expand",
     },
     "test_diagnostics": {"init_banner_at_debug_log_level": "wp.config.log_level and wp.LOG_DEBUG (Warp's logger)"},
+    "interop.test_torch": {},
+    "interop.test_dlpack": {
+        "test_dlpack_incompatible_dtype_error": "Warp's wording (simkit raises the same classes: 'bool data does not "
+                                                "match element type float32; converting would copy')",
+        "test_dlpack_unsupported_source_device_error": "Warp's wording (simkit refuses the device before calling "
+                                                       "__dlpack__, with a TypeError/BufferError of its own words)",
+        "test_invalid_capsule_error": "Warp's wording (simkit: '__dlpack__ must return a DLPack capsule, got object')",
+        "test_dlpack_stream_arg": "calls Warp's internal wp._src.dlpack._from_dlpack (simkit checks the same stream "
+                                  "arguments, in its own words)",
+    },
     "test_fixedarray": {"invalid_func_return_annotation": "Warp's wording of the error"},
     "test_map": {
         "input_validity": "Warp's wording of errors (its mangled function names, 'warp.array')",

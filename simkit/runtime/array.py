@@ -342,6 +342,11 @@ class array:
         return cls(dtype=dtype, ndim=ndim)
 
     @property
+    def capacity(self) -> int:  # Warp's: bytes addressable from ptr (what it spans; from_torch: to storage's end)
+        c = self.__dict__.get("_capacity")
+        return _extent(self.shape, self.strides, self.itemsize) if c is None else c
+
+    @property
     def is_contiguous(self) -> bool:
         c = self.__dict__.get("_contig")
         if c is None:
@@ -409,7 +414,8 @@ class array:
             raise ValueError("an adjoint array must have the shape and strides of its primal array")
         shape = list(self.shape) + [0] * (4 - self.ndim)
         strides = list(self.strides) + [0] * (4 - self.ndim)
-        return _DESC.pack(self.ptr, grad.ptr, *shape, *strides, self.ndim, 1 if self._retain else 0)
+        own = self._requires_grad and self._grad is not None and self._grad.ptr == grad.ptr  # else not consumed
+        return _DESC.pack(self.ptr, grad.ptr, *shape, *strides, self.ndim, 1 if self._retain or not own else 0)
 
     # ------------------------------------------------------------------ numpy interop
 

@@ -15,7 +15,9 @@ Layout rules (all frameworks): vector and matrix dtypes are exported as extra
 trailing dimensions of their scalar type (an array of 10 ``vec3`` is a
 (10, 3) float32 tensor); importing regroups trailing dimensions when ``dtype=``
 names a vector/matrix type (they must then be contiguous). Strides are kept,
-so transposed and sliced views stay views.
+so transposed and sliced views stay views. ``from_dlpack(x, dtype=...)`` also views
+integers as the other sign of their size and bool bytes as int8/uint8 (as Warp);
+other element types must match (``ViewError``: a TypeError and a RuntimeError).
 
 CUDA streams: exporting (``__dlpack__(stream=s)``) makes the consumer's stream
 ``s`` wait (an event, no host sync) for the work queued so far on simkit's
@@ -295,6 +297,7 @@ def to_dlpack(a: array, stream=None, versioned: bool = False, _flags: int = 0):
 
 def array_dlpack(a: array, stream=None, max_version=None, dl_device=None, copy=None):
     """``array.__dlpack__``: the Python array API / DLPack protocol."""
+    _check_stream(a, stream)
     if dl_device is not None and tuple(int(x) for x in dl_device) != dlpack_device(a):
         raise BufferError(f"cannot export a {a.device.alias} array to DLPack device {tuple(dl_device)} "
                           "without a copy")
@@ -302,6 +305,17 @@ def array_dlpack(a: array, stream=None, max_version=None, dl_device=None, copy=N
         a = clone(a)
     versioned = max_version is not None and int(max_version[0]) >= DLPACK_VERSION[0]
     return to_dlpack(a, stream=stream, versioned=versioned, _flags=FLAG_IS_COPIED if copy else 0)
+
+
+def _check_stream(a: array, stream) -> None:
+    """A consumer's ``stream`` argument: None or -1 for CPU memory (nothing to order), else None or an integer
+    handle >= -1 (TypeError otherwise, as the array API asks)."""
+    if stream is None or (type(stream) is int and stream == -1):
+        return
+    if a.device.is_cpu:
+        raise TypeError(f"__dlpack__(stream={stream!r}) of a CPU array: CPU memory takes stream None (or -1)")
+    if not isinstance(stream, int) or isinstance(stream, bool) or stream < -1:
+        raise TypeError(f"__dlpack__(stream={stream!r}): a stream is None, -1 or a CUDA stream handle (an int)")
 
 
 def _producer_sync(device, stream) -> None:

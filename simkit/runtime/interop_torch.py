@@ -16,6 +16,14 @@ matrix dtypes map to trailing tensor dims. Gradients are shared too:
 memory (allocated, zeroed, if ``t.grad`` is None), and ``to_torch(a)`` of an array
 with a gradient gives a leaf tensor whose ``.grad`` is ``a.grad``'s memory.
 
+As in Warp: ``dtype_from_torch`` / ``dtype_to_torch`` map element types (simkit's unsigned types wider than
+8 bits map to torch's signed type of their size); ``from_torch(t, dtype=sk.uint64)`` views an int64 tensor
+(integers of one size, either sign, and bool tensors as int8/uint8) without a copy; ``return_ctype=True``
+gives the kernel descriptor (``array_ctype.array_t``, a launch argument too); ``a.capacity`` counts the
+tensor's storage from its first element on. A custom ``torch.autograd.Function`` may pass torch's gradients
+straight to ``launch(..., adjoint=True, adj_inputs=..., adj_outputs=...)``: those buffers are read and
+accumulated into, never zeroed, and may be strided or broadcast views (``runtime/adjoint_buffers.py``).
+
 Streams (CUDA): conversions follow the DLPack stream protocol, so simkit's current
 stream waits for torch's current stream when importing and vice versa when
 exporting (event waits, no host synchronization). ``torch_function`` runs the

@@ -19,7 +19,7 @@ from ..kernels import types as T
 from ..kernels.decorators import Kernel
 from ..kernels.module import native_key
 from ..kernels.backends import cpu_graph
-from . import interop, tape
+from . import adjoint_buffers, interop, tape
 from .indexedarray import indexedarray
 from .array import array
 from .device import Device, get_device
@@ -335,12 +335,14 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     if size > _INT32_MAX:
         check_tid_extent(kernel, spec, _dims(dim))
     if adjoint:
-        adj = None
+        adj = staged = None
         if adj_inputs is not None or adj_outputs is not None:
             adj = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
             if len(adj) != len(args):
                 raise ValueError(f"kernel '{kernel.key}' takes {len(args)} arguments, but adj_inputs and adj_outputs "
                                  f"give {len(adj)} adjoints (None for an array's own .grad)")
+            if not record_cmd:  # adjoints strided unlike their primal: through temporaries (adjoint_buffers.py)
+                staged = adjoint_buffers.stage(args, adj, stream)
             packed, contiguous = _check_and_pack(kernel, spec, args, device, adj)
         if record_cmd:
             from .launch_cmd import Launch
@@ -349,6 +351,8 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
                                     adj=adj if adj is not None else [None] * len(args))
         _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True,
              max_blocks=max_blocks)
+        if staged:
+            adjoint_buffers.unstage(staged, stream)
         return
     key = device.kind if config.mode != "debug" else native_key(device, False)
     native = spec.native.get(key)
