@@ -394,7 +394,7 @@ def _value_type(kind, shape, dtype, name=None):
         (value_base,),
         {"_kind": kind, "_shape": shape, "_dtype": dtype, "_length": length, "_generic": generic,
          # Warp's names for the same facts, which code written for Warp reads
-         "_shape_": shape, "_length_": length, "_wp_scalar_type_": dtype,
+         "_shape_": shape, "_length_": length, "_wp_scalar_type_": dtype, "_type_": getattr(dtype, "_type_", None),
          **({} if generic else value_numpy_attributes(dtype._np, shape))},
     )
     _value_cache[key] = cls
