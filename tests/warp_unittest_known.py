@@ -352,6 +352,24 @@ KNOWN = {
         "test_dlpack_stream_arg": "calls Warp's internal wp._src.dlpack._from_dlpack (simkit checks the same stream "
                                   "arguments, in its own words)",
     },
+    "interop.test_jax": {
+        "test_ffi_jax_kernel_block_dim_autodiff": "the kernel reads wp.block_dim(), which simkit's kernels lack (the "
+                                                  "_cpu_blocks variant also needs the shim's enable_cpu_blocks option)",
+        "test_ffi_jax_kernel_block_dim_tile": TILES,
+        "test_ffi_jax_kernel_cpu_shaped_tile_store": TILES,
+        "test_ffi_jax_kernel_rejects_oversized": "Warp's exact error wording ('Warp cannot launch a kernel using "
+                                                 "wp.tid() ...'); simkit raises the ValueError while tracing, in its "
+                                                 "own words (tests/test_interop_jax_ffi.py)",
+        "test_ffi_jax_kernel_validates_all_target_block_dims": "tests Warp's internals (patches warp._src.context."
+                                                               "_build_kernel_launch_bounds and counts Warp's calls)",
+        "test_ffi_jax_module_load_failure": "Warp's Module.load(device, block_dim) returning an executable or None; "
+                                            "simkit's Module.load compiles a kernel spec and raises on failure",
+        "test_ffi_module_preload_all_devices_block_dim": "tests Warp's own _preload_ffi_module with "
+                                                         "wp.config.enable_cpu_blocks, which simkit's config lacks",
+        "test_jax_kernel_scalar_ffi": "Kernel.add_overload(arg_types) (Warp's concrete overload of a generic kernel) "
+                                      "is missing from simkit",
+        "test_jax_kernel_vecmat_ffi": "Kernel.add_overload(arg_types) is missing from simkit",
+    },
     "test_fixedarray": {"invalid_func_return_annotation": "Warp's wording of the error"},
     "test_map": {
         "input_validity": "Warp's wording of errors (its mangled function names, 'warp.array')",

@@ -4,9 +4,10 @@ from .array import (array, array1d, array2d, array3d, array4d, clone, copy, empt
 from .device import (Device, ScopedDevice, get_cuda_device_count, get_device, get_devices, is_cuda_available,
                      set_device)
 from .interop import from_dlpack, to_dlpack
-from .interop_jax import device_from_jax, device_to_jax, from_jax, jax_kernel, to_jax
-from .interop_torch import (device_from_torch, device_to_torch, from_torch, stream_from_torch, stream_to_torch,
-                            to_torch, torch_function)
+from .interop_jax import *  # noqa: F401,F403
+from .interop_jax import __all__ as _jax_all
+from .interop_torch import (device_from_torch, device_to_torch, dtype_from_torch, dtype_to_torch, from_torch,
+                            stream_from_torch, stream_to_torch, to_torch, torch_function)
 from .indexedarray import indexedarray, indexedarray1d, indexedarray2d, indexedarray3d, indexedarray4d
 from .launch import launch
 from .launch_cmd import Launch
@@ -49,4 +50,6 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "NonFiniteWarning", "active_tape", "checkpoint", "map",
            "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
            "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",
+           "dtype_from_torch", "dtype_to_torch",
            "device_to_jax", "jax_kernel", "print_diagnostics"] + list(_warp_api_all) + list(_memory_pools_all)
+__all__ += [n for n in _jax_all if n not in __all__]  # (JAX interop: interop_jax.py)
