@@ -384,6 +384,7 @@ GROUPS = {
     "matrix": lambda name: name.startswith("matrix."),
     "math": lambda name: name in {"test_arithmetic", "test_spatial", "test_grad", "test_quat", "test_scalar_ops",
                                   "test_vec", "test_vec_scalar_ops"},
+    "interop": lambda name: name.startswith("interop."),
     "geometry": lambda name: name.startswith("geometry.") or name in {
         "test_closest_point_edge_edge", "test_triangle_closest_point", "test_intersect"},
 }
