@@ -375,6 +375,20 @@ def div(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
+def div_approx(*args: Any, **kwargs: Any) -> Any:
+    """a / b. Exact on every device in simkit (Warp may use an approximate GPU intrinsic).
+
+    Overloads:
+        div_approx(a: Float, b: Float) -> type of 0
+        div_approx(a: vector_Any_Float, b: Float) -> type of 0
+        div_approx(a: Float, b: vector_Any_Float) -> type of 1
+        div_approx(a: matrix_AnyxAny_Float, b: Float) -> type of 0
+        div_approx(a: Float, b: matrix_AnyxAny_Float) -> type of 1
+        div_approx(a: quaternion_4_Float, b: Float) -> type of 0
+        div_approx(a: Float, b: quaternion_4_Float) -> type of 1
+    """
+    ...
+
 def dot(*args: Any, **kwargs: Any) -> Any:
     """Dot product of a and b.
 
@@ -479,6 +493,16 @@ def intersect_tri_tri(*args: Any, **kwargs: Any) -> Any:
 
 def inverse(a: Any) -> Any:
     """Inverse of a square matrix (any size); a singular matrix gives the zero matrix and a zero gradient."""
+    ...
+
+def inverse_approx(*args: Any, **kwargs: Any) -> Any:
+    """Inverse of a 2x2, 3x3 or 4x4 matrix, as ``inverse`` (a singular matrix gives the zero matrix). Exact on every device in simkit (Warp may use an approximate GPU intrinsic).
+
+    Overloads:
+        inverse_approx(a: matrix_2x2_Float) -> type of 0
+        inverse_approx(a: matrix_3x3_Float) -> type of 0
+        inverse_approx(a: matrix_4x4_Float) -> type of 0
+    """
     ...
 
 def invert(*args: Any, **kwargs: Any) -> Any:

@@ -107,6 +107,8 @@ class array:
         src = data if isinstance(data, np.ndarray) and data.dtype == nd else _host_data(self.dtype, data, nd)
         if esh:
             k = len(esh)
+            while src.ndim > 1 and src.shape[-1] == 1 and src.shape[-k:] != esh:  # (n, 3, 1) of vec3, as Warp
+                src = src.reshape(src.shape[:-1])
             if src.shape[-k:] != esh:
                 if src.ndim == 1 and src.size % int(np.prod(esh)) == 0:  # flat data, as Warp takes it
                     src = src.reshape(-1, *esh)
@@ -131,7 +133,7 @@ class array:
         dev = self._target_device()
         if dev.is_cpu:
             if not copy:
-                if not (src is data or src.base is data):
+                if not (src is data or (isinstance(data, np.ndarray) and np.shares_memory(src, data))):
                     raise ValueError("copy=False needs a numpy array of exactly the element dtype "
                                      f"({np.dtype(nd)}); got {getattr(data, 'dtype', type(data).__name__)}")
                 self._set_cpu(src)

@@ -15,18 +15,14 @@ from .builder import Py, TupleValue, describe
 from .expressions import BINOPS
 from .jumps import RETVAL
 from .slices import has_slice
+from .slots import SlotMixin
 
 #: ``arr[i] op= x`` on an array element: the atomic builtin it calls (as in Warp)
 ATOMIC_AUGMENTED = {"add": "atomic_add", "sub": "atomic_sub", "bit_and": "atomic_and", "bit_or": "atomic_or",
                     "bit_xor": "atomic_xor"}
 
-#: element scalar types whose atomic add/sub (or bitwise op) ``arr[i].x op= v`` uses (others: read, update, store)
-_ADD_SCALARS = (T.int32, T.uint32, T.int64, T.uint64, T.float16, T.bfloat16, T.float32, T.float64)
-ATOMIC_SCALARS = {"add": _ADD_SCALARS, "sub": _ADD_SCALARS, "bit_and": _ADD_SCALARS[:4], "bit_or": _ADD_SCALARS[:4],
-                  "bit_xor": _ADD_SCALARS[:4]}
 
-
-class AssignMixin:
+class AssignMixin(SlotMixin):
     def stmt_Assign(self, node):
         if len(node.targets) != 1:  # a = b = value: one value, several names
             value = self.eval(node.value)
@@ -46,9 +42,19 @@ class AssignMixin:
                 n = len(value) if isinstance(value, TupleValue) else 1
                 raise self.error(f"cannot unpack {n} value(s) into {len(target.elts)} names", node)
             for t, v in zip(target.elts, value):
-                self.assign_to(t, v)
+                self.assign_hoisted(t, v)
             return
-        self.assign_to(target, self.eval(node.value))
+        self.assign_hoisted(target, self.eval(node.value))
+
+    def assign_hoisted(self, target, value):
+        """``target = value`` (the value already evaluated, as Python does first), the target's index
+        expressions evaluated once (a part of an array element resolves them once more: frontend/slots.py)."""
+        hidden = []
+        try:
+            self.assign_to(self.hoist_target(target, hidden), value)
+        finally:
+            for name in hidden:
+                self.symbols.pop(name, None)
 
     def stmt_AnnAssign(self, node):
         if node.value is None:
@@ -83,9 +89,8 @@ class AssignMixin:
                 self.symbols.pop(name, None)
 
     def aug_assign(self, key, target, node):
-        if key in ATOMIC_AUGMENTED and (self.atomic_slot_update(key, target, node) or
-                                        self.atomic_field_update(key, target, node)):
-            return
+        if key in ATOMIC_AUGMENTED and self.slot_update(key, target, node):
+            return  # (a part of an array element: frontend/slots.py)
         if isinstance(target, ast.Subscript):
             base = self.eval(target.value)
             if isinstance(base, ir.Var) and isinstance(base.type, T.ArrayType):
@@ -99,106 +104,6 @@ class AssignMixin:
         cur = self.eval_value(target)
         rhs = self.eval_value(node.value)
         self.assign_to(target, self.call_operator(key, [cur, rhs], node))
-
-    def atomic_slot_update(self, key, target, node) -> bool:
-        """``arr[i].x += v``, ``arr[i][k] -= v``, ``arr[i][r] += row``, ``arr[i][r, c] |= v``: an atomic update of
-        a component (or matrix row) of an array element, as Warp does: the atomic op of the whole element with
-        a value that holds ``v`` there and the op's identity elsewhere (no read of the element, so threads
-        updating one element never race and the gradient is the component's). Element types without atomics
-        of their scalar type (int8, int16, ...) are read, updated and stored instead."""
-        from .expressions import COMPONENTS
-
-        comp_node = target.slice if isinstance(target, ast.Subscript) else None
-        if comp_node is not None and has_slice(comp_node):
-            return False
-        elem = target.value if isinstance(target, (ast.Attribute, ast.Subscript)) else None
-        if not isinstance(elem, ast.Subscript) or has_slice(elem.slice):
-            return False
-        arr = self.eval(elem.value)
-        if not (isinstance(arr, ir.Var) and isinstance(arr.type, T.ArrayType)):
-            return False
-        dt = arr.type.dtype
-        if not (T.is_vector(dt) or T.is_quat(dt) or T.is_matrix(dt)) or dt._dtype not in ATOMIC_SCALARS[key]:
-            return False
-        idx = self.index_values(elem.slice)
-        if len(idx) != arr.type.ndim:
-            return False
-        if comp_node is None:
-            if target.attr not in COMPONENTS or T.is_matrix(dt) or COMPONENTS[target.attr] >= dt._length:
-                return False
-            where = [self.const(COMPONENTS[target.attr])]
-        else:
-            where = self.index_values(comp_node)
-            if len(where) > (2 if T.is_matrix(dt) else 1):
-                return False
-        rhs = self.eval_value(node.value)
-        part_type = T.vector(dt._shape[1], dt._dtype) if T.is_matrix(dt) and len(where) == 1 else dt._dtype
-        rhs = self.match_weak(rhs, part_type)
-        if rhs.type is not part_type:  # (the read-update-store path converts it or reports the mismatch)
-            self.assign_to(target, self.call_operator(key, [self.eval_value(target), rhs], node))
-            return True
-        identity = -1 if key == "bit_and" else 0  # (all bits set: AND's identity)
-        n = dt._shape[0] * (dt._shape[1] if T.is_matrix(dt) else 1)
-        fill = self.materialise(self.const(tuple([identity] * n), dt))
-        delta = self.call_builtin("assign", [fill] + where + [rhs], node)
-        self.call_builtin(ATOMIC_AUGMENTED[key], [arr] + idx + [delta], node)
-        return True
-
-    def atomic_field_update(self, key, target, node) -> bool:
-        """``arr[i].f op= v``, ``arr[i].f.g.x op= v``, ``arr[i].m[r, c] op= v``: one atomic op on a field of a struct
-        element (fields of any depth; a component or matrix row of a value field last, updated as the whole field
-        with the op's identity elsewhere), at the field's byte offset in the element, as Warp does: threads
-        updating one element never race, and the gradient is the field's. Fields of types without atomics
-        (int8, bool, arrays...) are read, updated and stored instead."""
-        from ..builtins.atomic import FieldOffset
-        from .expressions import COMPONENTS
-
-        chain, cur = [], target
-        while isinstance(cur, (ast.Attribute, ast.Subscript)):
-            chain.append(cur)
-            cur = cur.value
-        chain.reverse()  # innermost first: ... the element's subscript, then the field path
-        k = next((k for k, n in enumerate(chain) if isinstance(n, ast.Subscript)), None)
-        if k is None or k + 1 >= len(chain) or has_slice(chain[k].slice) or not isinstance(chain[k + 1], ast.Attribute):
-            return False
-        arr = self.eval(chain[k].value)
-        if not (isinstance(arr, ir.Var) and isinstance(arr.type, T.ArrayType) and T.is_struct(arr.type.dtype)):
-            return False
-        idx = self.index_values(chain[k].slice)
-        if len(idx) != arr.type.ndim:
-            return False
-        offset, t, where = 0, arr.type.dtype, None
-        for j, n in enumerate(chain[k + 1:], start=k + 1):
-            last = j == len(chain) - 1
-            if T.is_struct(t) and isinstance(n, ast.Attribute) and n.attr in t._simkit_struct.fields:
-                offset += t._simkit_struct.offsets[n.attr]
-                t = t._simkit_struct.fields[n.attr]
-            elif last and isinstance(n, ast.Attribute) and (T.is_vector(t) or T.is_quat(t)) and \
-                    COMPONENTS.get(n.attr, 99) < t._length:
-                where = [self.const(COMPONENTS[n.attr])]
-            elif last and isinstance(n, ast.Subscript) and T.is_value(t) and not T.is_transform(t) and \
-                    not has_slice(n.slice):
-                where = self.index_values(n.slice)
-                if len(where) > (2 if T.is_matrix(t) else 1):
-                    return False
-            else:
-                return False
-        if not (T.is_scalar(t) or T.is_value(t)) or T.scalar_of(t) not in ATOMIC_SCALARS[key]:
-            return False
-        part = t
-        if where is not None:
-            part = T.vector(t._shape[1], t._dtype) if T.is_matrix(t) and len(where) == 1 else t._dtype
-        rhs = self.match_weak(self.eval_value(node.value), part)
-        if rhs.type is not part:  # (the read-update-store path converts it or reports the mismatch)
-            self.assign_to(target, self.call_operator(key, [self.eval_value(target), rhs], node))
-            return True
-        if where is not None:  # the whole field: the value at the component, the op's identity elsewhere
-            n = t._shape[0] * (t._shape[1] if T.is_matrix(t) else 1)
-            fill = self.materialise(self.const(tuple([-1 if key == "bit_and" else 0] * n), t))
-            rhs = self.call_builtin("assign", [fill] + where + [rhs], node)
-        slot = ir.Var("offset", T.Any, const=FieldOffset(offset), is_const=True)
-        self.call_builtin(ATOMIC_AUGMENTED[key], [arr] + idx + [rhs, slot], node)
-        return True
 
     def hoist_target(self, target, hidden: list):
         """``target`` with each index expression that is not a name or a literal evaluated now, once, into a
@@ -233,60 +138,10 @@ class AssignMixin:
 
     # ------------------------------------------------------------------ assignment targets
 
-    def element_component_store(self, target, value) -> bool:
-        """``arr[i].x = v`` / ``arr[i][k] = v``: write one component of an array element in place.
-
-        Lowered to ``store_component`` (no read of the element), so it is not an in-place
-        read-modify-write and its gradient is exact."""
-        from .expressions import COMPONENTS
-
-        if isinstance(target, ast.Attribute):
-            elem, comp_node = target.value, None
-        elif isinstance(target, ast.Subscript):
-            elem, comp_node = target.value, target.slice
-        else:
-            return False
-        if not isinstance(elem, ast.Subscript) or (comp_node is not None and has_slice(comp_node)):
-            return False
-        arr = self.eval(elem.value)
-        if not (isinstance(arr, ir.Var) and isinstance(arr.type, T.ArrayType)):
-            return False
-        dt = arr.type.dtype
-        idx = self.index_values(elem.slice)
-        if len(idx) != arr.type.ndim or not T.is_value(dt):
-            return False
-        if T.is_transform(dt) and comp_node is None:  # t.p / t.q: components 0-2 / 3-6, one by one
-            first, n = {"p": (0, 3), "q": (3, 4)}.get(target.attr, (None, 0))
-            if first is None or not (T.is_value(value.type) and value.type._length == n):
-                return False
-            for k in range(n):
-                part = self.call_builtin("extract", [value, self.const(k)], target)
-                part = self.match_weak(part, dt._dtype)
-                self.call_builtin("store_component", [arr] + idx + [self.const(first + k), part], target)
-            return True
-        if comp_node is None:
-            if target.attr not in COMPONENTS or COMPONENTS[target.attr] >= dt._length or T.is_matrix(dt):
-                return False
-            comp = self.const(COMPONENTS[target.attr])
-        else:
-            cidx = self.index_values(comp_node)
-            if T.is_matrix(dt):
-                if len(cidx) != 2:
-                    return False
-                ncols = self.const(dt._shape[1])
-                comp = self.call_builtin("add", [self.call_builtin("mul", [cidx[0], ncols], target), cidx[1]], target)
-            elif len(cidx) == 1:
-                comp = cidx[0]
-            else:
-                return False
-        value = self.match_weak(value, dt._dtype)
-        self.call_builtin("store_component", [arr] + idx + [comp, value], target)
-        return True
-
     def assign_to(self, target, value):
         if isinstance(target, (ast.Attribute, ast.Subscript)) and isinstance(value, ir.Var) and \
-                self.element_component_store(target, value):
-            return
+                self.slot_store(target, value):
+            return  # (a part of an array element: frontend/slots.py)
         if isinstance(target, ast.Name):
             if self.declared_returns is not None and target.id.startswith(RETVAL):  # an early return (jumps.py)
                 k, want = target.id[len(RETVAL):], self.declared_returns

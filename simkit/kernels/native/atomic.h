@@ -319,10 +319,9 @@ SK_INLINE T atomic_cas_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, 
 
 
 // ---------------------------------------------------------------------------
-// arr[i].f.g op= v: an atomic op on a field of a struct element (any depth), at byte offset OFF of the
-// element; the field a scalar or a vector/matrix/quaternion/transform (component by component, as
-// atomic_add of such an element). OP: 0 add, 1 sub, 2 and, 3 or, 4 xor. Returns the field's old value.
-// Adjoint (add, sub): the value's adjoint is that field of the element's gradient (negated for sub).
+// field_atomic<OP>::run(p, v): the atomic op of a value at p (a scalar, or a vector/matrix/quaternion/
+// transform component by component, as atomic_add of such an element); returns the old value. OP: 0 add,
+// 1 sub, 2 and, 3 or, 4 xor. Used by the slot updates of parts of elements (slots.h: arr[i].f.x += v).
 template <int OP> struct field_atomic;
 template <> struct field_atomic<0> {
     template <typename V> static SK_INLINE V run(V* p, const V& v) { return atomic_elem<V>::add(p, v); }
@@ -339,64 +338,5 @@ template <> struct field_atomic<3> {
 template <> struct field_atomic<4> {
     template <typename V> static SK_INLINE V run(V* p, const V& v) { return atomic_bitwise<2>(p, v); }
 };
-
-template <int OFF, typename V, typename T> SK_INLINE V* field_at(T* elem) {
-    return reinterpret_cast<V*>(reinterpret_cast<char*>(elem) + OFF);
-}
-template <int OP, int OFF, typename V, typename T> SK_INLINE void adj_field_atomic(const T* g, V& adj_v) {
-    adj_accumulate(adj_v, *field_at<OFF, V>(const_cast<T*>(g)), OP == 1 ? -1.0f : 1.0f);
-}
-
-template <bool C, int OP, int OFF, typename T, typename I0, typename V>
-SK_INLINE V atomic_field(const array_t<T>& a, I0 i, const V& v) {
-    return field_atomic<OP>::run(field_at<OFF, V>(address<C>(a, i)), v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename V>
-SK_INLINE V atomic_field(const array_t<T>& a, I0 i, I1 j, const V& v) {
-    return field_atomic<OP>::run(field_at<OFF, V>(address<C>(a, i, j)), v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename V>
-SK_INLINE V atomic_field(const array_t<T>& a, I0 i, I1 j, I2 k, const V& v) {
-    return field_atomic<OP>::run(field_at<OFF, V>(address<C>(a, i, j, k)), v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename I3, typename V>
-SK_INLINE V atomic_field(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const V& v) {
-    return field_atomic<OP>::run(field_at<OFF, V>(address<C>(a, i, j, k, l)), v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename V>
-SK_INLINE V atomic_field_checked(int line, const array_t<T>& a, I0 i, const V& v) {
-    return field_atomic<OP>::run(field_at<OFF, V>(checked_address<C>(line, a, i)), v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename V>
-SK_INLINE V atomic_field_checked(int line, const array_t<T>& a, I0 i, I1 j, const V& v) {
-    return field_atomic<OP>::run(field_at<OFF, V>(checked_address<C>(line, a, i, j)), v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename V>
-SK_INLINE V atomic_field_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, const V& v) {
-    return field_atomic<OP>::run(field_at<OFF, V>(checked_address<C>(line, a, i, j, k)), v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename I3, typename V>
-SK_INLINE V atomic_field_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const V& v) {
-    return field_atomic<OP>::run(field_at<OFF, V>(checked_address<C>(line, a, i, j, k, l)), v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename V>
-SK_INLINE void adj_atomic_field(const array_t<T>& a, I0 i, const V&, array_t<T>&, I0&, V& adj_v, const V&) {
-    if (a.grad) adj_field_atomic<OP, OFF>(grad_address<C>(a, i), adj_v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename V>
-SK_INLINE void adj_atomic_field(const array_t<T>& a, I0 i, I1 j, const V&, array_t<T>&, I0&, I1&, V& adj_v,
-                                const V&) {
-    if (a.grad) adj_field_atomic<OP, OFF>(grad_address<C>(a, i, j), adj_v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename V>
-SK_INLINE void adj_atomic_field(const array_t<T>& a, I0 i, I1 j, I2 k, const V&, array_t<T>&, I0&, I1&, I2&,
-                                V& adj_v, const V&) {
-    if (a.grad) adj_field_atomic<OP, OFF>(grad_address<C>(a, i, j, k), adj_v);
-}
-template <bool C, int OP, int OFF, typename T, typename I0, typename I1, typename I2, typename I3, typename V>
-SK_INLINE void adj_atomic_field(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, const V&, array_t<T>&, I0&, I1&,
-                                I2&, I3&, V& adj_v, const V&) {
-    if (a.grad) adj_field_atomic<OP, OFF>(grad_address<C>(a, i, j, k, l), adj_v);
-}
 
 }  // namespace sk

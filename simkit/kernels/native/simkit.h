@@ -11,6 +11,7 @@
 #include "array.h"
 #include "fixed_array.h"
 #include "atomic.h"
+#include "slots.h"
 #include "rand.h"
 #include "utility.h"
 #include "stack.h"
