@@ -15,6 +15,7 @@ Example::
 """
 from __future__ import annotations
 
+import copy
 import hashlib
 import inspect
 import sys
@@ -215,11 +216,13 @@ class Kernel:
 
         remember(pyfunc)  # (its file's lines as they are now: read when it is built)
         self._src = _src or declare_statics(pyfunc)  # static(...) is evaluated now, once (frontend/statics.py)
+        from .module import Module
+
         if module == "unique":  # as in Warp: a module of its own (its own options, compiled alone)
             module = f"{pyfunc.__module__}.{_sanitize(pyfunc.__qualname__)}.unique{self.instance}"
-        elif module is not None and not isinstance(module, str):
+        elif module is not None and not isinstance(module, (str, Module)):
             module = module.__name__
-        self.module = get_module(module or pyfunc.__module__)
+        self.module = module if isinstance(module, Module) else get_module(module or pyfunc.__module__)
         # options of this kernel alone (``enable_backward``, ``max_unroll``), over its module's
         self.options = dict(options or {})
         check_options(self.options, f"kernel '{self.key}' options")
@@ -265,6 +268,21 @@ class Kernel:
             self.specs[arg_types] = spec
             self.module.invalidate_pending()
         return spec
+
+    def add_overload(self, arg_types) -> Kernel:
+        """Warp's ``Kernel.add_overload``: this generic kernel's specialisation for ``arg_types`` (a list, one type
+        per parameter), as a kernel of its own with those concrete parameter types (a concrete kernel: itself)."""
+        if len(arg_types) != len(self.param_types):
+            raise RuntimeError(f"Invalid number of arguments for kernel {self.key}: {len(arg_types)} types for "
+                               f"{len(self.param_types)} parameters")
+        if not self.generic:
+            return self
+        overload(self, list(arg_types))
+        types = tuple(T.as_kernel_type(t) for t in arg_types)
+        k = copy.copy(self)
+        k.param_types, k.generic = dict(zip(self.param_names, types)), False
+        k.specs, k._by_signature = {None: self.spec_for(types)}, {}
+        return k
 
     def __call__(self, *args, **kwargs):
         raise TypeError(f"kernel '{self.key}' cannot be called directly; use simkit.launch({self.key}, dim, "

@@ -58,6 +58,8 @@ def _module_name(module, depth: int = 2) -> str:
         import sys
 
         return sys._getframe(depth).f_globals.get("__name__", "__main__")
+    if isinstance(module, Module):
+        return module.name
     return module if isinstance(module, str) else module.__name__
 
 
@@ -187,8 +189,13 @@ class Unit:
 
 
 class Module:
-    def __init__(self, name: str):
+    """The kernels compiled together (one library per device): by default those of one Python module. As in Warp,
+    ``sk.Module("name")`` makes one that kernels join with ``@sk.kernel(module=m)``, and ``sk.get_module(name)``
+    finds one by name."""
+
+    def __init__(self, name: str, loader=None):
         self.name = name
+        _modules.setdefault(name, self)  # (the first of a name is the one get_module finds)
         self._kernels: dict = {}  # id -> weak reference: a kernel nobody holds leaves its module
         # kernels defined at a module's top level stay (as long as their Python module does): Warp's
         # ``@overload`` stubs replace a generic kernel's name with a plain function and look it up here

@@ -90,14 +90,14 @@ def load_module(module=None, device=None, recursive: bool = False, block_dim=Non
     accepted for Warp compatibility and change nothing."""
     import sys
 
-    from ..kernels.module import get_module, native_key
+    from ..kernels.module import Module, get_module, native_key
 
     if module is None:
         name = sys._getframe(1).f_globals.get("__name__", "__main__")
     else:
-        name = module if isinstance(module, str) else module.__name__
+        name = module if isinstance(module, str) else module.name if isinstance(module, Module) else module.__name__
     dev = get_device(device)
-    m = get_module(name)
+    m = module if isinstance(module, Module) else get_module(name)
     pending = m.pending(native_key(dev, False))
     if pending:
         m.load(pending[0], dev)  # one unit holds every pending kernel of the module
