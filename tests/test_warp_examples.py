@@ -40,10 +40,18 @@ CASES = {
 def warp_cpu():
     import warp as wp
 
+    import simkit as sk
+
     wp.config.quiet = True
     wp.init()
-    with wp.ScopedDevice("cpu"):
-        yield
+    # (example_fdtd_3d sets the global config.enable_backward = False of the framework it runs under)
+    saved = wp.config.enable_backward, getattr(sk.config, "enable_backward", True)
+    wp.config.enable_backward = sk.config.enable_backward = True
+    try:
+        with wp.ScopedDevice("cpu"):
+            yield
+    finally:
+        wp.config.enable_backward, sk.config.enable_backward = saved
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
