@@ -121,3 +121,20 @@ def tree_layout(request, monkeypatch):
 def pytest_report_header(config):
     return (f"simkit {sk.__version__}: devices {DEVICE_PARAMS}, NVRTC verify: {sk.config.verify_cuda}, "
             f"cache: {sk.config.cache_dir or '~/.cache/simkit'}")
+
+
+@pytest.fixture(scope="module")
+def warp_cpu():
+    """warp-lang on its CPU, quiet, with its global config.enable_backward (and simkit's) True for the module's
+    tests: Warp's examples run under both frameworks (tests/warp_examples.py), and example_fdtd_3d sets it False."""
+    import warp as wp
+
+    wp.config.quiet = True
+    wp.init()
+    saved = wp.config.enable_backward, getattr(sk.config, "enable_backward", True)
+    wp.config.enable_backward = sk.config.enable_backward = True
+    try:
+        with wp.ScopedDevice("cpu"):
+            yield
+    finally:
+        wp.config.enable_backward, sk.config.enable_backward = saved

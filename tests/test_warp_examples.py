@@ -36,24 +36,6 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def warp_cpu():
-    import warp as wp
-
-    import simkit as sk
-
-    wp.config.quiet = True
-    wp.init()
-    # (example_fdtd_3d sets the global config.enable_backward = False of the framework it runs under)
-    saved = wp.config.enable_backward, getattr(sk.config, "enable_backward", True)
-    wp.config.enable_backward = sk.config.enable_backward = True
-    try:
-        with wp.ScopedDevice("cpu"):
-            yield
-    finally:
-        wp.config.enable_backward, sk.config.enable_backward = saved
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_warp_example_runs_unchanged_and_matches_warp(name, warp_cpu, capsys):
     kwargs, tolerances = CASES[name]

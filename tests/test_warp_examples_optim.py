@@ -23,24 +23,6 @@ import warp_examples
 pytestmark = pytest.mark.skipif(warp_examples.examples_dir("optim") is None, reason="warp-lang is not installed")
 
 
-@pytest.fixture(scope="module")
-def warp_cpu():
-    import warp as wp
-
-    import simkit as sk
-
-    wp.config.quiet = True
-    wp.init()
-    # (example_fdtd_3d sets the global config.enable_backward = False of the framework it runs under)
-    saved = wp.config.enable_backward, getattr(sk.config, "enable_backward", True)
-    wp.config.enable_backward = sk.config.enable_backward = True
-    try:
-        with wp.ScopedDevice("cpu"):
-            yield
-    finally:
-        wp.config.enable_backward, sk.config.enable_backward = saved
-
-
 def _close(got, want, rtol):
     got, want = np.asarray(got, np.float64), np.asarray(want, np.float64)
     np.testing.assert_allclose(got, want, rtol=0, atol=rtol * max(np.abs(want).max(), 1e-30))
