@@ -46,6 +46,11 @@ max_unroll: int = 16
 #: stack (for A/B measurements, or to rule these optimisations out when debugging).
 adjoint_shortcuts: bool = True
 
+#: Warp's experimental switch for several threads per block on the CPU. simkit's CPU launches always run one
+#: thread per block (``block_dim()`` is 1 there); the setting is kept for Warp code that reads it, and changes
+#: nothing.
+enable_cpu_blocks: bool = False
+
 #: Optimisation flags for the CPU compiler, split like a shell command line (e.g. "-O3 -g" to profile).
 cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")
 

@@ -357,8 +357,8 @@ KNOWN = {
                                       "50 s of CI): Kernel.add_overload is tested in tests/test_generic_overloads.py",
         "test_jax_kernel_vecmat_ffi": "passes, but compiles a generic kernel for every vector and matrix type (about "
                                       "50 s of CI): Kernel.add_overload is tested in tests/test_generic_overloads.py",
-        "test_ffi_jax_kernel_block_dim_autodiff": "the kernel reads wp.block_dim(), which simkit's kernels lack (the "
-                                                  "_cpu_blocks variant also needs the shim's enable_cpu_blocks option)",
+        "test_ffi_jax_kernel_block_dim_autodiff_cpu_blocks": "Warp's wp.config.enable_cpu_blocks (several threads per "
+                                                             "block on the CPU)",
         "test_ffi_jax_kernel_block_dim_tile": TILES,
         "test_ffi_jax_kernel_cpu_shaped_tile_store": TILES,
         "test_ffi_jax_kernel_rejects_oversized": "Warp's exact error wording ('Warp cannot launch a kernel using "

@@ -187,6 +187,10 @@ def bit_xor(*args: Any, **kwargs: Any) -> Any:
     """
     ...
 
+def block_dim() -> Any:
+    """The number of threads in the current block: the launch's block_dim on a GPU, 1 on the CPU (one thread per block, as Warp's CPU launches)."""
+    ...
+
 def breakpoint() -> Any:
     """Stop in an attached native debugger (gdb, cuda-gdb); a no-op without one."""
     ...

@@ -1,6 +1,6 @@
 """Logical operators, printing, expectations."""
 from ..registry import add_builtin
-from ..types import Any, Scalar, bool as bool_t
+from ..types import Any, Scalar, int32, bool as bool_t
 
 
 def _same_types(info):
@@ -37,5 +37,8 @@ add_builtin("grad_array", {"a": Any}, lambda info: info.arg_types[0], native="sk
             hidden=True, doc="The gradient of array a as an array (adjoint[a] in a @func_grad).", group="utility")
 add_builtin("has_grad", {"a": Any}, bool_t, native="sk::has_grad", differentiable=False, hidden=True,
             doc="Whether array a has a gradient (guards adjoint[a] updates in a @func_grad).", group="utility")
+add_builtin("block_dim", {}, int32, differentiable=False,
+            doc="The number of threads in the current block: the launch's block_dim on a GPU, 1 on the CPU (one "
+                "thread per block, as Warp's CPU launches).", group="utility")
 add_builtin("breakpoint", {}, None, side_effects=True, replay=False, differentiable=False,
             doc="Stop in an attached native debugger (gdb, cuda-gdb); a no-op without one.", group="utility")

@@ -86,6 +86,13 @@ SK_INLINE void assert_true_checked(int line, bool_t cond) {
     if (!cond) report_error(SK_ERR_ASSERT, line, 0, 0, 0);
 }
 
+// block_dim(): threads per block (the CPU runs one thread per block)
+#if SK_CUDA
+SK_INLINE int32 block_dim() { return int32(blockDim.x); }
+#else
+SK_INLINE int32 block_dim() { return 1; }
+#endif
+
 // breakpoint(): stop in an attached native debugger (gdb/cuda-gdb); without one it does nothing
 // (a trap without a debugger would kill the process).
 #if SK_CUDA
