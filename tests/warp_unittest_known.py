@@ -394,6 +394,7 @@ KNOWN = {
                          "compiled, so it takes @funcs and builtins only"),
         "wrong_return_annotation_reports_error": "Warp's wording of the error",
     },
+    "test_grad_debug": {},
     "test_fixedarray": {"invalid_func_return_annotation": "Warp's wording of the error"},
     "test_map": {
         "input_validity": "Warp's wording of errors (its mangled function names, 'warp.array')",

@@ -47,6 +47,8 @@ def rewrite(src: str) -> str:
     src = src.replace("wp._src.types.", "wp.types.")  # (Warp's internal module: its public names are wp.types)
     src = re.sub(r"^(\s*)from warp\._src\.(?:codegen|types) import ([\w, ]+)$", _simkit_import, src, flags=re.M)
     src = src.replace("from warp._src.utils import map_cache", "from simkit.runtime.map import map_cache")
+    src = src.replace("from warp._src.autograd import", "from simkit.autograd import")
+    src = src.replace("from warp.autograd import", "from simkit.autograd import")
     src = src.replace("from warp.fem import Sample as", "from warp_unittest_shim import FemSample as")
     if tests_dir() is not None:  # Warp's example assets (USD meshes), shipped beside its tests
         assets = os.path.join(os.path.dirname(tests_dir()), "examples", "assets")

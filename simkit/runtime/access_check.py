@@ -31,6 +31,7 @@ class ArrayAccessWarning(UserWarning):
     """A recorded operation overwrote an array an earlier recorded launch read (see this module)."""
 
 
+
 def enabled() -> bool:
     return bool(getattr(config, "verify_autograd_array_access", False))
 
@@ -47,8 +48,15 @@ def mark_write(a, subject: str = "array", how: str = "") -> None:
     """``a`` is written by a recorded operation: warn if a recorded launch read it. The message reads
     "{subject} is being written to{how} but has already been read from ..."."""
     if a._ver[2]:
-        warnings.warn(f"{subject} is being written to{how} {_TAIL}", ArrayAccessWarning,
-                      stacklevel=_user_stacklevel())
+        # at the user's line, and every time (no once-per-line registry: an overwrite repeated from one line, in a
+        # loop, is a new one each time, as Warp reports it); the warning filters still apply
+        f = next((f for f, _ in _user_frames()), None)
+        if f is None:
+            warnings.warn(f"{subject} is being written to{how} {_TAIL}", ArrayAccessWarning, stacklevel=2)
+            return
+        warnings.warn_explicit(f"{subject} is being written to{how} {_TAIL}", ArrayAccessWarning,
+                               f.f_code.co_filename, f.f_lineno, module=f.f_globals.get("__name__"),
+                               registry=None, module_globals=f.f_globals)
 
 
 def clear(arrays) -> None:
@@ -101,8 +109,3 @@ def _user_frame():
         return f.f_code.co_filename, f.f_lineno
     return "<unknown>", 0
 
-
-def _user_stacklevel() -> int:
-    for _, depth in _user_frames():
-        return depth - 1  # (seen from mark_write's caller of warnings.warn)
-    return 1
