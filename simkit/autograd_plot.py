@@ -34,16 +34,21 @@ def _metadata(kernel, inputs) -> FunctionMetadata:
     raise ValueError(f"jacobian_plot: kernel must be a kernel or a FunctionMetadata, got {type(kernel).__name__}")
 
 
+def _check_label(kind: str, labels, k: int) -> None:
+    """Jacobian ``kind`` ("input" or "output") index ``k`` has a label in the metadata."""
+    labels = labels or []
+    if not 0 <= k < len(labels):
+        raise ValueError(f"jacobian_plot: Jacobian {kind} index {k} is out of range: the metadata has "
+                         f"{len(labels)} {kind}s")
+    if labels[k] is None:
+        raise ValueError(f"jacobian_plot: Jacobian {kind} index {k}: missing label in the metadata")
+
+
 def _check(meta, ins, outs) -> dict:
     """{input index: components per element}, after checking every index has a label (and inputs a dtype)."""
     comps = {}
     for i in ins:
-        labels = meta.input_labels or []
-        if not 0 <= i < len(labels):
-            raise ValueError(f"jacobian_plot: Jacobian input index {i} is out of range: the metadata has "
-                             f"{len(labels)} inputs")
-        if labels[i] is None:
-            raise ValueError(f"jacobian_plot: Jacobian input index {i}: missing label in the metadata")
+        _check_label("input", meta.input_labels, i)
         dtypes = meta.input_dtypes or []
         if i >= len(dtypes) or dtypes[i] is None:
             raise ValueError(f"jacobian_plot: Jacobian input index {i}: missing array dtype in the metadata")
@@ -52,12 +57,7 @@ def _check(meta, ins, outs) -> dict:
             raise ValueError(f"jacobian_plot: Jacobian input index {i}: dtype {dtypes[i]} has no component count")
         comps[i] = n
     for o in outs:
-        labels = meta.output_labels or []
-        if not 0 <= o < len(labels):
-            raise ValueError(f"jacobian_plot: Jacobian output index {o} is out of range: the metadata has "
-                             f"{len(labels)} outputs")
-        if labels[o] is None:
-            raise ValueError(f"jacobian_plot: Jacobian output index {o}: missing label in the metadata")
+        _check_label("output", meta.output_labels, o)
     return comps
 
 
