@@ -26,7 +26,7 @@ from . import ir
 from . import types as T
 from .activity import Activity
 from .analysis import has_side_effects
-from .codegen import Emitter, ctype, fixed_ctype, iterator_call, ref, return_ctype
+from .codegen import Emitter, ctype, fixed_ctype, iterator_call, ref, replay_skips, return_ctype
 from .fixed_arrays import writes_local
 from .registry import adjoint_name
 
@@ -295,9 +295,8 @@ class AdjointEmitter(Emitter):
 
     def fwd(self, stmts, depth: int, record: bool):
         for s in stmts:
-            if isinstance(s, ir.Call) and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay
-                                                                  and not writes_local(s))):
-                continue  # (writes to thread-local arrays are replayed: the replay rebuilds them)
+            if isinstance(s, ir.Call) and replay_skips(s):
+                continue
             if isinstance(s, ir.Return):
                 continue
             if isinstance(s, ir.Call) and s.kind == "func" and self.result_unread(s) and not writes_local(s):

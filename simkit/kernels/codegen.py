@@ -61,6 +61,12 @@ def ctype(t) -> str:
     raise TypeError(f"no C++ type for {T.type_name(t)}")
 
 
+def replay_skips(s: ir.Call) -> bool:
+    """A call an adjoint's forward replay leaves out: it writes no memory (but rebuilds thread-local arrays,
+    fixed_arrays.py) and prints nothing."""
+    return s.kind == "printf" or (s.builtin is not None and not s.builtin.replay and not writes_local(s))
+
+
 def fixed_ctype(t, grads: bool = False) -> str:
     """``sk::fixed_array_t<T, G, ndim, d0, d1, d2, d3>`` (native/fixed_array.h); ``grads``: with gradient
     storage (adjoint code)."""
@@ -165,9 +171,8 @@ class Emitter:
     def stmt(self, s, depth: int):
         self.comment(s.line, depth)
         if isinstance(s, ir.Call):
-            if self.replay and (s.kind == "printf" or (s.builtin is not None and not s.builtin.replay
-                                                       and not writes_local(s))):
-                return  # a replay writes no memory (but rebuilds thread-local arrays) and prints nothing
+            if self.replay and replay_skips(s):
+                return
             if s.kind == "printf":
                 fmt = s.callee
                 args = [f"double({ref(a)})" if T.is_float(a.type) else ref(a) for a in s.args]
