@@ -110,7 +110,7 @@ def report(device, quick: bool) -> list:
         common.progress(name)
         direct = ms_per_frame(frame, device, count, rounds)
         graph = ms_per_frame(sk.CapturedStep(frame, device, enabled=True), device, count, rounds)
-        lines.append(f"| {name} | {substeps} | {direct:.3g} | {graph:.3g} | {direct / graph:.2f} |")
+        lines.append(f"| {name} | {substeps} | {direct:.3g} | {graph:.3g} | {direct / graph:.3g} |")
     return lines
 
 
