@@ -26,7 +26,8 @@ from .kernels.mathlib import *  # noqa: F401,F403 - norm_huber, quat_to_rpy, tra
 from .kernels.mathlib import __all__ as _mathlib_all
 from .kernels.decompositions import *  # noqa: F401,F403 - eig3, svd3, svd2, qr3
 from .kernels.decompositions import __all__ as _decompositions_all
-from .kernels.module import DeterministicMode, Module, get_module, get_module_options, set_module_options
+from .kernels.deterministic import DeterministicMode
+from .kernels.module import Module, get_module, get_module_options, set_module_options
 from .kernels.math_constants import __all__ as _constants_all
 from .kernels.types import *  # noqa: F401,F403 - scalar/vector/matrix types and aliases
 from .kernels.types import __all__ as _types_all

@@ -175,7 +175,7 @@ def gather_many(x: sk.array(dtype=f64), n: int, out: sk.array(dtype=f64)):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_func_gradients_from_many_threads_into_few_elements(threads, monkeypatch):
     # every thread adds into the same 4 gradient elements from inside a func: atomics when threads
-    # share the launch, plain adds when one thread runs it all (sk::cpu_serial)
+    # share the launch, plain adds when one thread runs it all (sk::cpu_serial_thread)
     monkeypatch.setattr(sk.config, "cpu_threads", threads)
     m, k = 20000, 7
     x = arr(np.array([0.5, -1.0, 2.0, 0.25]), "cpu")

@@ -162,3 +162,15 @@ def test_array_algorithms_benchmark_checks_and_times_every_contender(tmp_path):
     assert [r[0].strip() for r in rows] == ["numpy (argsort stable + gather)", "simkit", "numpy (cumsum)", "simkit",
                                             "numpy (sum)", "simkit"]
     assert all(float(r[2].strip().rstrip("x")) > 0 for r in rows)
+
+
+def test_deterministic_benchmark_checks_and_times_every_contender(tmp_path, monkeypatch):
+    mod = _load("deterministic")
+    monkeypatch.setattr(mod, "N", 5000)
+    out = tmp_path / "det.md"
+    assert mod.main(["--quick", "--no-warp", "--markdown", str(out)]) == 0
+    rows = [r for r in (line.split("|")[1:-1] for line in out.read_text().splitlines()) if len(r) == 3
+            and r[0].strip() not in ("implementation", "---")]
+    assert [r[0].strip() for r in rows] == ["numpy add.at (sequential)", "simkit, atomics on every core",
+                                            "simkit, deterministic (ordered)"] * 2
+    assert all(float(r[2].strip().rstrip("x")) > 0 for r in rows)

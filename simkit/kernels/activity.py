@@ -127,3 +127,68 @@ class Activity:
         """A loop none of whose statements (condition included) defines an active value."""
         blocks = [s.body] + ([s.cond_block] if isinstance(s, ir.While) else [])
         return not any(self.active(o) for b in blocks for t in _stmts(b) for o in _outputs(t))
+
+
+_WRITES = {"store", "store_component"} | {f"atomic_{op}" for op in ("add", "sub", "min", "max", "exch", "and", "or",
+                                                                   "xor")}
+
+
+def _atomic_result(s) -> bool:
+    """An atomic on shared memory whose returned old value is kept (the adjoint's replay does not run it)."""
+    return (isinstance(s, ir.Call) and s.builtin is not None and s.builtin.key.startswith("atomic_")
+            and s.out is not None and bool(s.args) and not isinstance(s.args[0].type, T.LocalArrayType))
+
+
+def unreplayed_atomic(fn: ir.Function, seen: set | None = None) -> int | None:
+    """The Python line where the adjoint of ``fn`` would use the value an atomic returned (a slot from a
+    counter: ``s = atomic_add(count, 0, 1); out[s] = x[i]``), or None. The adjoint's replay does not run
+    atomics (it writes no memory), so that value is not there: the gradient would go to the wrong element.
+    Such a use is one that reaches an active value, an array carrying gradients (an index) or a branch."""
+    seen = set() if seen is None else seen
+    stmts = _stmts(fn.body)
+    tainted = set()
+    for s in stmts:
+        if _atomic_result(s):
+            tainted.add(s.out.name)
+        elif isinstance(s, ir.Call) and s.kind == "func" and id(s.func) not in seen and s.func.ir is not None \
+                and s.func.replay_ir is None:  # (a @func_replay gives the replay its results)
+            seen.add(id(s.func))
+            if any(_atomic_result(t) for t in _stmts(s.func.ir.body)) or unreplayed_atomic(s.func.ir, seen):
+                tainted.update(o.name for o in ir.defines(s))
+    if not tainted:
+        return None
+    changed = True
+    while changed:  # what is computed from those values
+        changed = False
+        for s in stmts:
+            if any(a is not None and a.name in tainted for a in ir.reads(s)):
+                for o in ir.defines(s):
+                    if o.name not in tainted:
+                        tainted.add(o.name)
+                        changed = True
+    act = Activity(fn)
+
+    def grad_array(s) -> bool:
+        return any(a is not None and isinstance(a.type, T.ArrayType) and carries_gradient(a.type) for a in ir.reads(s))
+
+    def matters(s) -> bool:  # the adjoint of ``s`` depends on the values it reads
+        if not isinstance(s, ir.Call) or s.kind == "make":  # copies, fields, constructors: linear in the values
+            return False
+        return grad_array(s) or any(act.active(o) for o in _outputs(s))
+
+    def uses(s) -> list:  # what ``s`` reads that its adjoint needs: a write's index, not the value written
+        args = [a for a in ir.reads(s) if a is not None]
+        if isinstance(s, ir.Call) and s.builtin is not None and s.builtin.key in _WRITES and grad_array(s):
+            return args[:-1]
+        return args
+
+    for s in stmts:
+        if _atomic_result(s) or not any(a.name in tainted for a in uses(s)):
+            continue
+        if isinstance(s, (ir.If, ir.While, ir.For)):  # a branch or loop: what it runs
+            blocks = [s.body] + [getattr(s, b) for b in ("orelse", "cond_block") if getattr(s, b, None)]
+            if any(matters(t) for b in blocks for t in _stmts(b)):
+                return s.line
+        elif matters(s):
+            return s.line
+    return None

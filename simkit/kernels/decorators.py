@@ -147,6 +147,10 @@ class KernelSpec:
         self.has_arrays = any(_contains_array(t) for t in self.types)
         self.packer = None  # runtime fast argument packer, built on first launch
         self.may_error = False  # can report errors without debug mode (expect_*)
+        # line of its first atomic whose effect depends on the order of threads (deterministic.py), or None
+        self.ordered_atomic = None
+        # line where its adjoint would need an atomic's returned value, which its replay lacks (activity.py)
+        self.unreplayed_atomic = None
         self.writes = True  # writes arrays (refined once the IR is built)
 
     def build_ir(self, options: dict):
@@ -161,6 +165,14 @@ class KernelSpec:
 
             self.writes = bool(analyze(self.ir).writes)
             self.may_error = may_report_errors(self.ir)
+            from .deterministic import mode_of, ordered_atomic
+
+            self.ordered_atomic = ordered_atomic(self.ir)
+            from .activity import unreplayed_atomic
+
+            self.unreplayed_atomic = unreplayed_atomic(self.ir) if options["differentiable"] else None
+            # launched in index order: keep one launch index per CUDA thread (interleave.py)
+            self.ir.ordered = self.ordered_atomic is not None and mode_of(self.kernel) != 0
         return self.ir
 
 

@@ -35,8 +35,10 @@ def _words(fn: ir.Function) -> int:
 
 def eligible(fn: ir.Function | None) -> bool:
     """Can kernel ``fn`` run interleaved (a small straight-line body of 1D launch indices that writes no
-    parameter)?"""
-    if fn is None or not fn.is_kernel or fn.uses_tid > 1 or not fn.body or len(fn.body) > MAX_STATEMENTS:
+    parameter, and not launched in index order by deterministic mode: deterministic.py)?"""
+    if fn is None or not fn.is_kernel or getattr(fn, "ordered", False):
+        return False
+    if fn.uses_tid > 1 or not fn.body or len(fn.body) > MAX_STATEMENTS:
         return False
     if any(isinstance(v.type, T.FixedArrayType) for v in fn.vars):
         return False  # (a thread-local array per copy: registers spill)

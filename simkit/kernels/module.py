@@ -9,7 +9,6 @@ options, the simkit version, the code generator's own source and the target
 """
 from __future__ import annotations
 
-import enum
 import hashlib
 import os
 import weakref
@@ -19,6 +18,7 @@ import numpy as np
 from .. import config
 from ..version import __version__
 from . import codegen, registry
+from .deterministic import DeterministicMode, check_mode
 from .errors import CompileError, NativeCompileError
 
 _modules: dict = {}
@@ -32,23 +32,11 @@ def get_module(name: str) -> Module:
     return m
 
 
-class DeterministicMode(enum.IntEnum):
-    """Warp's ``deterministic`` module option: the ordering guarantee of atomic updates.
-
-    simkit takes only ``NOT_GUARANTEED`` (the default): floating-point atomics on a GPU add in whatever
-    order threads arrive, so sums may differ in their last bits from run to run. ``RUN_TO_RUN`` and
-    ``GPU_TO_GPU`` (bit-exact results) are refused."""
-
-    NOT_GUARANTEED = 0
-    RUN_TO_RUN = 1
-    GPU_TO_GPU = 2
-
-
 #: Warp's per-module options that simkit honours (``set_module_options``)
 MODULE_OPTIONS = ("enable_backward", "max_unroll", "deterministic")
 #: Warp's options accepted without effect: simkit never compiles with fast math (results stay IEEE), and
-#: its generated code always keeps the Python line of each statement; ``deterministic_max_records`` tunes
-#: deterministic atomics, which simkit does not offer
+#: its generated code always keeps the Python line of each statement; ``deterministic_max_records`` sizes
+#: Warp's records of deterministic atomics, which simkit's ordered launches do without (deterministic.py)
 IGNORED_OPTIONS = ("fast_math", "lineinfo", "deterministic_max_records")
 
 
@@ -66,9 +54,10 @@ def _module_name(module, depth: int = 2) -> str:
 def set_module_options(options: dict, module=None) -> None:
     """Options for the kernels of ``module`` (default: the calling module), as in Warp:
     ``enable_backward`` (False: its kernels have no adjoint; a backward pass through one raises),
-    ``max_unroll`` (static loops of at most this many iterations are unrolled) and ``deterministic``
-    (only ``DeterministicMode.NOT_GUARANTEED``, the default). Its kernels compile with them at their next
-    load. ``fast_math``, ``lineinfo`` and ``deterministic_max_records`` are accepted and change nothing."""
+    ``max_unroll`` (static loops of at most this many iterations are unrolled) and ``deterministic`` (a
+    ``DeterministicMode``; unset: ``config.deterministic``, read at each launch). Its kernels compile with
+    them at their next load. ``fast_math``, ``lineinfo`` and ``deterministic_max_records`` are accepted and
+    change nothing."""
     check_options(options, "set_module_options")
     m = get_module(_module_name(module))
     changed = any(m.options.get(k) != v for k, v in options.items())
@@ -90,21 +79,11 @@ def check_options(options: dict, who: str) -> None:
             raise ValueError(f"{who}: max_unroll must be an int >= 0, got {n!r}")
         options["max_unroll"] = int(n)
     if "deterministic" in options:
-        _check_deterministic(options["deterministic"], who)
+        check_mode(options["deterministic"], who)
     if "deterministic_max_records" in options:
         n = options["deterministic_max_records"]
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
             raise ValueError(f"{who}: deterministic_max_records must be an int >= 0, got {n!r}")
-
-
-def _check_deterministic(mode, who: str) -> None:
-    """The ``deterministic`` option: a DeterministicMode, and (for now) only NOT_GUARANTEED."""
-    if not isinstance(mode, enum.IntEnum) or type(mode).__name__ != "DeterministicMode":
-        raise ValueError(f"{who}: deterministic must be a simkit.DeterministicMode value, got {mode!r}")
-    if mode.value != DeterministicMode.NOT_GUARANTEED:
-        raise ValueError(f"{who}: deterministic={type(mode).__name__}.{mode.name} is not supported: simkit does "
-                         f"not order atomic updates (floating-point atomic sums on a GPU may differ in their last "
-                         f"bits between runs); only DeterministicMode.NOT_GUARANTEED is accepted")
 
 
 def check_module_options(options, module, who: str) -> None:
@@ -120,8 +99,9 @@ def check_module_options(options, module, who: str) -> None:
 
 
 def get_module_options(module=None) -> dict:
-    """The options set for ``module`` (default: the calling module) with ``set_module_options``."""
-    return dict(get_module(_module_name(module)).options)
+    """The options of ``module`` (default: the calling module): those set with ``set_module_options``, and
+    ``deterministic`` (``config.deterministic`` unless set)."""
+    return {"deterministic": DeterministicMode(config.deterministic), **get_module(_module_name(module)).options}
 
 
 def generator_hash() -> str:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import struct as _struct
+import warnings
 
 import numpy as np
 
 from .. import config
 from ..kernels import types as T
 from ..kernels.decorators import Kernel
+from ..kernels.deterministic import DeterminismWarning, mode_of
 from ..kernels.module import native_key
 from ..kernels.backends import cpu_graph
 from . import adjoint_buffers, interop, tape
@@ -336,6 +338,9 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         check_tid_extent(kernel, spec, _dims(dim))
     if adjoint:
         adj = staged = None
+        if spec.ir is None:
+            kernel.module.load(spec, device)
+        _check_replayable(kernel, spec)
         if adj_inputs is not None or adj_outputs is not None:
             adj = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
             if len(adj) != len(args):
@@ -350,7 +355,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
             return Launch._recorded(kernel, spec, device, args, dim, packed, contiguous, block_dim, max_blocks,
                                     adj=adj if adj is not None else [None] * len(args))
         _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True,
-             max_blocks=max_blocks)
+             max_blocks=max_blocks, ordered=mode_of(kernel) != 0)
         if staged:
             adjoint_buffers.unstage(staged, stream)
         return
@@ -374,10 +379,11 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         map(_needs_grad, args)) else None
     if size:
         entry, unit = native
+        ordered = spec.ordered_atomic is not None and mode_of(kernel) != 0  # (deterministic.py)
         if device.is_cpu:
             if size > CPU_MAX_THREADS:
                 check_cpu_size(kernel, size)
-            threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1
+            threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) and not ordered else 1
             if cpu_graph.active:
                 _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous,
                             spec.may_error or config.mode == "debug", args)
@@ -388,6 +394,8 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
                     if err is not None:
                         raise_kernel_error(kernel, err)
         else:
+            if ordered:
+                block_dim, max_blocks = _one_gpu_thread(kernel, False)
             err = unit.launch(entry, packed, bounds, size, block_dim, stream, device, max_blocks)
             if err is not None:
                 raise_kernel_error(kernel, err)
@@ -423,26 +431,43 @@ def _parallel_min(kernel) -> int:
 
 
 def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks=0,
-          check: bool = True, keep=None):
+          check: bool = True, keep=None, ordered: bool = False, adjoint: bool = False):
     """Run a packed launch of ``size`` threads; raise the error it reported (on the CPU: read only when
-    ``check``; on the GPU the unit knows which kernels report errors)."""
+    ``check``; on the GPU the unit knows which kernels report errors). ``ordered``: one thread after
+    another, in launch-index order (deterministic mode: kernels/deterministic.py)."""
     if device.is_cpu:
         if size > CPU_MAX_THREADS:
             check_cpu_size(kernel, size)
-        threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) else 1
+        threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) and not ordered else 1
         if cpu_graph.active:
             _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous, check, keep)
             return
         entry(packed, bounds, threads, 1 if contiguous else 0)
         err = unit.library.error() if check else None
     else:
+        if ordered:
+            block_dim, max_blocks = _one_gpu_thread(kernel, adjoint)
         err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
     if err is not None:
         raise_kernel_error(kernel, err)
 
 
+def _one_gpu_thread(kernel, adjoint: bool) -> tuple:
+    """(block_dim, max_blocks) of a GPU launch in launch-index order: one block of one thread, whose
+    grid-stride loop runs every index in turn. Warns once per kernel (and direction): it is slow."""
+    warned = kernel.__dict__.setdefault("_ordered_warned", set())
+    if adjoint not in warned:
+        warned.add(adjoint)
+        what = ("its backward pass accumulates gradients with atomics" if adjoint else
+                "the effect of its atomics depends on the order of threads")
+        warnings.warn(f"deterministic mode: kernel '{kernel.key}' runs on one GPU thread ({what}); simkit "
+                      f"orders such launches by running their threads in turn (kernels/deterministic.py)",
+                      DeterminismWarning, stacklevel=3)
+    return 1, 1
+
+
 def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint, max_blocks=0,
-         keep=None):
+         keep=None, ordered: bool = False):
     kind = native_key(device, adjoint)
     native = spec.native.get(kind)
     if native is None:
@@ -450,7 +475,7 @@ def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stre
         native = spec.native[kind]
     if size:
         _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream, max_blocks,
-              keep=keep)
+              keep=keep, ordered=ordered, adjoint=adjoint)
 
 
 def _needs_grad(v) -> bool:
@@ -468,15 +493,32 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
     if kernel.enable_backward is False:
         raise tape.TapeError(f"kernel '{kernel.key}' was declared with enable_backward=False, but a gradient "
                              f"must flow through it; remove the flag or launch it with record_tape=False")
+    _check_replayable(kernel, spec)
     packed, contiguous = _check_and_pack(kernel, spec, args, device)
     ptrs = [a.ptr for a in args if isinstance(a, array)]
     no_alias = len(set(ptrs)) == len(ptrs)  # an array passed twice could be read at another thread's index
     size = 1
     for d in dims:
         size *= d
-    serial = device.is_cpu and ((config.cpu_threads or _ncpu) == 1 or size < _parallel_min(kernel))
+    ordered = mode_of(kernel) != 0  # deterministic: gradients of reads accumulate in launch-index order
+    serial = device.is_cpu and (ordered or (config.cpu_threads or _ncpu) == 1 or size < _parallel_min(kernel))
     bounds, size = bounds_bytes(tuple(dims), (1 if no_alias else 0) | (2 if serial else 0))
-    _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True, keep=args)
+    _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True, keep=args,
+         ordered=ordered)
+
+
+def _check_replayable(kernel, spec) -> None:
+    """Refuse the backward pass of a kernel whose adjoint needs the value an atomic returned (kernels/activity.py,
+    ``unreplayed_atomic``): it would put gradients at the wrong elements."""
+    line = spec.unreplayed_atomic
+    if line is not None:
+        src = kernel.source()
+        raise tape.TapeError(
+            f"{src.filename}:{line}: the gradient of kernel '{kernel.key}' depends here on the value an atomic "
+            f"returned (e.g. a slot taken from a counter); the backward pass does not run atomics again, so that "
+            f"value is unknown there and gradients would go to the wrong elements. Write the slots in one "
+            f"launch and use them in another (from an array), or launch the kernel with record_tape=False if no "
+            f"gradient must flow through it\n    {src.text_of_line(line).strip()}")
 
 
 def raise_kernel_error(kernel, err):

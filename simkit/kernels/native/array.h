@@ -126,11 +126,11 @@ template <bool C, typename T, typename... I>
 SK_INLINE T load_checked(int line, const array_t<T>& a, I... idx) { return *checked_address<C>(line, a, idx...); }
 
 // Gradient accumulation where other threads may add to the same element: atomic, except on a CPU
-// thread that runs the whole launch alone (core.h, cpu_serial).
+// thread that runs the whole launch alone (core.h, cpu_serial()).
 template <typename T>
 SK_INLINE void grad_accumulate(T* g, const T& v) {
 #if !SK_CUDA
-    if (cpu_serial) {
+    if (cpu_serial()) {
         *g += v;
         return;
     }

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <pthread.h>
 #endif
 
 #define SK_INLINE CUDA_CALLABLE inline
@@ -254,16 +255,26 @@ struct launch_bounds_t {
 #define SK_BOUNDS_SERIAL 2  // one CPU thread runs the whole launch: gradient accumulation needs no atomics
 
 #if !SK_CUDA
-// Set by the CPU launch loop while this thread runs a whole launch alone (SK_BOUNDS_SERIAL): code
-// without the launch bounds at hand (@func adjoints) then accumulates gradients with plain adds.
-inline thread_local bool cpu_serial = false;
+// The thread pointer of the CPU thread that runs a whole launch alone (set by the launch loop,
+// SK_CPU_LOOP): atomics and gradient accumulation there need no locked instructions (atomic.h,
+// array.h). A plain global compared with the caller's thread pointer (one register read): a
+// thread_local in a dlopen'ed library would cost a call to __tls_get_addr at every atomic.
+inline void* cpu_serial_thread = nullptr;
+SK_INLINE void* this_thread() {
+#if defined(__GNUC__) && !defined(__clang__)
+    return __builtin_thread_pointer();
+#else
+    return reinterpret_cast<void*>(pthread_self());
+#endif
+}
+SK_INLINE bool cpu_serial() { return cpu_serial_thread == this_thread(); }
 #endif
 // Read once at the top of a @func adjoint: its array-read adjoints then add without atomics.
 SK_INLINE bool serial_launch() {
 #if SK_CUDA
     return false;
 #else
-    return cpu_serial;
+    return cpu_serial();
 #endif
 }
 
