@@ -26,6 +26,12 @@ USER_OPERATOR = ("a @func named add / sub in the kernel's module does not replac
                  "(simkit takes user operators for structs)")
 KERNEL_NAME = "Warp-only kernel options (kernel(name=...), entry_point_abi)"
 WARP_ONLY_OPTION = "Warp-only options (deterministic modes, cuda_max_registers, enable_cuda_smem_spilling)"
+DET_ORDERED = ("Warp's WarpDeterminismError for reading or writing a target of deterministic atomics in the same kernel "
+               "(its records are added after the kernel); simkit's ordered launches give such accesses their "
+               "sequential meaning (kernels/deterministic.py)")
+DET_SLOTS = ("Warp's WarpDeterminismError and wording; simkit refuses this backward pass too, in every mode, with a "
+             "TapeError naming the line (tests/test_atomic_results_backward.py)")
+DET_RECORDS = "Warp's record-and-sort internals of deterministic atomics (Module.resolve_options, its native sources)"
 SIBLINGS = ("by design: a kernel that fails to build fails alone (its module's other kernels build and run); "
             "Warp fails the module")
 REF_TAPE = ("refused on a Tape: a ref argument that is an array element is read (copy in), written (copy out) "
@@ -35,6 +41,19 @@ REF_GRAD = ("by design: simkit differentiates @func ref[T] parameters exactly (c
 TILES = "tiles (wp.launch_tiled, tile_* builtins; out of scope, ../shared/LANGUAGE.md)"
 
 KNOWN = {
+    "deterministic.test_deterministic_scatter": {"scatter_target_access_rejected": DET_ORDERED},
+    "deterministic.test_deterministic_counter": {"counter_target_access_rejected": DET_ORDERED},
+    "deterministic.test_deterministic_backward": {
+        "counter_store_rejected": DET_SLOTS, "custom_adjoint_consumed_counter_rejected": DET_SLOTS,
+        "overlapping_arguments_backward_rejected": "simkit's tape refuses, when it is recorded, a launch that "
+                                                   "overwrites an array another argument reads (the same memory)",
+    },
+    "deterministic.test_deterministic_options": {
+        "config_deterministic_max_records_default": DET_RECORDS, "deterministic_mode_validation": DET_RECORDS,
+        "metadata_refresh_struct_tile_stack": DET_RECORDS, "run_sort_reduce_uses_emitted_record_count": DET_RECORDS,
+        "scatter_capacity_overflow_rejected": DET_RECORDS, "deterministic_enum_parity": DET_RECORDS,
+        "cpu_cache_hit_refreshes": "runs Warp's test module in a subprocess (run_python_subprocess)",
+    },
     "test_arithmetic": {"test_binary_ops_": MOD_GRAD},
     "test_quat": {},
     "matrix.test_mat": {
@@ -252,8 +271,9 @@ KNOWN = {
         "garbage_collection": INTERNALS + " (Module.load(device=); simkit's modules hold kernels weakly)",
     },
     "test_unique_module": {
-        "deterministic_max_records_validation": WARP_ONLY_OPTION, "global_deterministic_captured": WARP_ONLY_OPTION,
-        "module_options_affect_unique_module_identity": WARP_ONLY_OPTION,
+        "global_deterministic_captured": "config.deterministic is read at each launch (so it also applies to modules "
+                                         "made before it was set, such as simkit's solvers); Warp captures it when a "
+                                         "module is made (and Module.get_module_hash)",
         "generic_kernel_options_disambiguation": WARP_ONLY_OPTION,
         "module_options_multiple_keys": "'mode' is global in simkit (config.mode), not a module option",
         "generic_multiple_overloads": INTERNALS, "reuse_does_not_retain_temporary_dependents": INTERNALS,

@@ -82,7 +82,9 @@ def check_options(options: dict, who: str) -> None:
         check_mode(options["deterministic"], who)
     if "deterministic_max_records" in options:
         n = options["deterministic_max_records"]
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"{who}: deterministic_max_records must be an int >= 0, got {n!r}")
+        if n < 0:
             raise ValueError(f"{who}: deterministic_max_records must be an int >= 0, got {n!r}")
 
 
