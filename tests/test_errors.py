@@ -532,3 +532,22 @@ def test_launch_with_fewer_dims_than_tid_unpacks(device):
         sk.launch(k_tid2, dim=12, inputs=[out], device=device)
     sk.launch(k_tid2, dim=(3, 4), inputs=[out], device=device)
     np.testing.assert_array_equal(out.numpy(), np.arange(3)[:, None] * 10 + np.arange(4))
+
+
+def test_a_type_error_in_a_funcs_body_names_its_line_once():
+    @sk.func
+    def as_matrix(x: float) -> sk.array(dtype=int, ndim=2):
+        a = sk.zeros(shape=(2, 3), dtype=int)
+        return a  # RETURN_MARK
+
+    @sk.kernel(module="unique")
+    def calls_it(out: sk.array(dtype=float)):
+        b = as_matrix(1.0)  # noqa: F841
+        out[0] = 1.0
+
+    with pytest.raises(sk.CompileError) as info:
+        sk.launch(calls_it, 1, inputs=[sk.zeros(1, device="cpu")], device="cpu")
+    msg = str(info.value)
+    line = next(i for i, text in enumerate(open(__file__), 1) if "# RETURN_MARK" in text)
+    assert msg.startswith(f"{__file__}:{line}:") and msg.count(__file__) == 1, msg
+    assert "is annotated to return array(dtype=int32, ndim=2) but this returns fixedarray" in msg

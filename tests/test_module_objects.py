@@ -56,3 +56,10 @@ def test_module_options_apply_to_its_kernels():
         sk.launch(double, 2, inputs=[a, b], device="cpu")
     tape.backward(grads={b: np.ones(2, dtype=np.float32)})
     np.testing.assert_array_equal(a.grad.numpy(), [2.0, 2.0])
+
+
+def test_load_module_of_a_name_nothing_imported_raises():
+    with pytest.raises(RuntimeError, match="module 'no_such_module_here' does not contain any kernels, functions or "
+                                           r"structs \(no module of that name is imported\)"):
+        sk.load_module("no_such_module_here")
+    sk.load_module("json")  # imported, no kernels: nothing to compile

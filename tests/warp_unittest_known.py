@@ -26,8 +26,8 @@ USER_OPERATOR = ("a @func named add / sub in the kernel's module does not replac
                  "(simkit takes user operators for structs)")
 KERNEL_NAME = "Warp-only kernel options (kernel(name=...), entry_point_abi)"
 WARP_ONLY_OPTION = "Warp-only options (deterministic modes, cuda_max_registers, enable_cuda_smem_spilling)"
-DET_ORDERED = ("Warp's WarpDeterminismError for reading or writing a target of deterministic atomics in the same kernel "
-               "(its records are added after the kernel); simkit's ordered launches give such accesses their "
+DET_ORDERED = ("Warp's WarpDeterminismError for reading or writing a target of deterministic atomics in the same "
+               "kernel (its records are added after the kernel); simkit's ordered launches give such accesses their "
                "sequential meaning (kernels/deterministic.py)")
 DET_SLOTS = ("Warp's WarpDeterminismError and wording; simkit refuses this backward pass too, in every mode, with a "
              "TapeError naming the line (tests/test_atomic_results_backward.py)")
@@ -41,6 +41,33 @@ REF_GRAD = ("by design: simkit differentiates @func ref[T] parameters exactly (c
 TILES = "tiles (wp.launch_tiled, tile_* builtins; out of scope, ../shared/LANGUAGE.md)"
 
 KNOWN = {
+    "test_func_inline": {
+        "codegen_emits_inline_attrs": INTERNALS + " (Function.module, Warp's WP_FORCEINLINE; simkit: "
+                                      "tests/test_func_inline_hint.py)",
+        "inline_attr_applied_to": INTERNALS, "inline_macros_defined_in_builtin_header": INTERNALS + " (builtin.h)",
+        "native_snippet_codegen_unaffected": INTERNALS,
+    },
+    "test_factory_style_array_annotations": {
+        "annotation_metadata": INTERNALS + " (warp._src.types.array_type_id of simkit's types)",
+        "geometry_array_metadata": INTERNALS, "struct_element_metadata": INTERNALS,
+        "vector_matrix_quaternion_transform_array_metadata": INTERNALS,
+        "indexedarray_struct_metadata": INTERNALS + " (a struct's .vars)",
+        "any_metadata": "array(dtype=Any).dtype is simkit's generic marker, not typing.Any",
+        "func_return_annotation_error": "Warp's wording (simkit: \"@func 'f' is annotated to return array(dtype=int32, "
+                                        "ndim=2) but this returns fixedarray(...)\", at the return's line)",
+        "noncontiguous_array_metadata": "Fabric arrays (wp.fabricarray)", "texture_array_metadata": "textures",
+    },
+    "test_compile_consts": {
+        "captured_value_unknown_attribute": "a CompileError naming the value and the attribute (Warp: AttributeError "
+                                            "and its wording)",
+        "hash_redefine_constant_only": INTERNALS + " (Module.hash_module)", "hash_redefine_kernel": INTERNALS,
+        "hash_shadowed_var": INTERNALS, "negative_constant_codegen": INTERNALS,
+    },
+    "test_modules_lite": {
+        "load_no_warp_content": "load_module of an imported module without kernels does nothing (Warp raises)",
+        "load_nonexistent": "Warp's wording (simkit: \"module '...' does not contain any kernels, functions or "
+                            "structs (no module of that name is imported)\")",
+    },
     "deterministic.test_deterministic_scatter": {"scatter_target_access_rejected": DET_ORDERED},
     "deterministic.test_deterministic_counter": {"counter_target_access_rejected": DET_ORDERED},
     "deterministic.test_deterministic_backward": {

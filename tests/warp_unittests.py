@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.util
+import linecache
 import os
 import re
 import sys
@@ -81,6 +82,8 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return  # the packages' __init__ files are empty
         with open(spec.origin) as f:
             src = rewrite(f.read())
+        # kernels read their source through inspect (linecache): the rewritten text, with the same lines
+        linecache.cache[spec.origin] = (len(src), None, src.splitlines(True), spec.origin)
         code = compile(src, spec.origin, "exec", dont_inherit=True)  # (not this file's __future__ flags)
         exec(code, module.__dict__)  # noqa: S102 - warp-lang's own test file
 

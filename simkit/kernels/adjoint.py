@@ -26,7 +26,7 @@ from . import ir
 from . import types as T
 from .activity import Activity
 from .analysis import has_side_effects
-from .codegen import Emitter, ctype, fixed_ctype, iterator_call, ref, replay_skips, return_ctype
+from .codegen import Emitter, ctype, fixed_ctype, func_qualifier, iterator_call, ref, replay_skips, return_ctype
 from .fixed_arrays import writes_local
 from .registry import adjoint_name
 
@@ -586,7 +586,8 @@ def adj_func_signature(fn: ir.Function, used: tuple | None = None) -> str:
         rt = fn.return_types[0]
         ret = f"sk::array_t<{ctype(rt.dtype)}>" if isinstance(rt, T.FixedArrayType) else return_ctype(fn)
         params.append(f"const {ret}& adj_ret")
-    return f"template <bool SKC>\nstatic SK_INLINE void adj_{fn.name}{variant_suffix(used)}({', '.join(params)})"
+    return (f"template <bool SKC>\nstatic {func_qualifier(fn)} void adj_{fn.name}{variant_suffix(used)}"
+            f"({', '.join(params)})")
 
 
 def gen_adj_func(fn: ir.Function, options: dict, used: tuple | None = None, variants: dict | None = None) -> str:

@@ -67,6 +67,13 @@ def replay_skips(s: ir.Call) -> bool:
     return s.kind == "printf" or (s.builtin is not None and not s.builtin.replay and not writes_local(s))
 
 
+def func_qualifier(fn: ir.Function) -> str:
+    """How a @func (and its adjoint) is declared: ``@func(inline=True)`` forces it inline, ``inline=False``
+    keeps it a call (core.h), otherwise the compiler decides."""
+    inline = getattr(fn, "inline", None)
+    return "SK_INLINE" if inline is None else "SK_FORCEINLINE_FN" if inline else "SK_NOINLINE_FN"
+
+
 def fixed_ctype(t, grads: bool = False) -> str:
     """``sk::fixed_array_t<T, G, ndim, d0, d1, d2, d3>`` (native/fixed_array.h); ``grads``: with gradient
     storage (adjoint code)."""
@@ -341,7 +348,7 @@ def gen_func(fn: ir.Function, options: dict, replay: bool = False) -> str:
     params = ", ".join(f"{ctype(p.type)} {p.name}" for p in fn.params)
     name = replay_name(fn) if replay else fn.name
     out.append(f"// {e.rel}:{fn.first_line}: @func {name}")
-    out.append(f"template <bool SKC>\nstatic SK_INLINE {return_ctype(fn)} {name}({params}) {{")
+    out.append(f"template <bool SKC>\nstatic {func_qualifier(fn)} {return_ctype(fn)} {name}({params}) {{")
     e.declarations(1)
     e.block(fn.body, 1)
     if fn.return_types:

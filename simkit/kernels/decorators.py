@@ -533,6 +533,7 @@ class Function:
                 return spec
             spec.ir = build(pyfunc, concrete, is_kernel=False, name=spec.cname, src=self._source(i),
                             ref_params=spec.ref_params)
+            spec.ir.inline = getattr(pyfunc, "_simkit_inline", None)  # (codegen.func_qualifier)
         except BaseException:
             del self.specs[key]
             raise
@@ -593,11 +594,18 @@ _functions: dict = {}
 def func(f=None, *, module=None, inline: bool | None = None):
     """Decorate a Python function callable from kernels. Same-named @funcs in a module overload each other.
 
-    ``module`` and ``inline`` are accepted for Warp's signature: a @func compiles into the module of each
-    kernel that calls it, and the C++ compiler decides what to inline."""
+    ``inline`` (as Warp's): True forces the function (and its adjoint) inline into its callers, False keeps it
+    a call, None (the default) leaves it to the C++ compiler. ``module`` is accepted for Warp's signature: a
+    @func compiles into the module of each kernel that calls it."""
+    if inline is not None and not isinstance(inline, bool):
+        raise TypeError(f"@func: inline must be a bool or None, got {inline!r}")
+
+    def declare(g, scope):
+        g._simkit_inline = inline
+        return _declare_func(g, scope)
     if f is None:
-        return lambda g: _declare_func(g, sys._getframe(1).f_locals)
-    return _declare_func(f, sys._getframe(1).f_locals)
+        return lambda g: declare(g, sys._getframe(1).f_locals)
+    return declare(f, sys._getframe(1).f_locals)
 
 
 def _declare_func(f, scope: dict) -> Function:

@@ -98,9 +98,20 @@ def load_module(module=None, device=None, recursive: bool = False, block_dim=Non
         name = module if isinstance(module, str) else module.name if isinstance(module, Module) else module.__name__
     dev = get_device(device)
     m = module if isinstance(module, Module) else get_module(name)
+    if not m.kernels and not isinstance(module, Module):
+        _check_imported(name)
     pending = m.pending(native_key(dev, False))
     if pending:
         m.load(pending[0], dev)  # one unit holds every pending kernel of the module
+
+
+def _check_imported(name: str) -> None:
+    """A module named in ``load_module`` must at least be imported (a misspelt name raises)."""
+    import sys
+
+    if name not in sys.modules:
+        raise RuntimeError(f"load_module: module '{name}' does not contain any kernels, functions or structs (no "
+                           f"module of that name is imported); pass an imported module, or its name")
 
 
 __all__ = ["clear_kernel_cache", "load_module", "is_cpu_available", "is_device_available", "get_cuda_devices",

@@ -58,6 +58,8 @@ class Builder(FixedArrayMixin, RefArgsMixin, GradMixin, SliceMixin, AssignMixin,
             try:
                 spec, args = self.pick_overload(fn, bound)
                 break
+            except CompileError:
+                raise  # an error in the func's body: it names its own line
             except TypeError as e:
                 error = error or e
         else:

@@ -26,6 +26,14 @@
 #endif
 
 #define SK_INLINE CUDA_CALLABLE inline
+// @func(inline=True / False) (codegen.func_qualifier)
+#if SK_CUDA && !defined(SK_CUDA_EMU)
+#define SK_FORCEINLINE_FN CUDA_CALLABLE __forceinline__
+#define SK_NOINLINE_FN CUDA_CALLABLE __noinline__
+#else
+#define SK_FORCEINLINE_FN inline __attribute__((always_inline))
+#define SK_NOINLINE_FN __attribute__((noinline))
+#endif
 
 #if SK_CUDA && defined(__CUDACC_RTC__)
 // NVRTC has no system headers: declare the fixed-width integer types.
