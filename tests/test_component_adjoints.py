@@ -296,6 +296,27 @@ def scattered(x: sk.array(dtype=f64), idx: sk.array(dtype=int), y: sk.array(dtyp
 N = 3
 J = np.array([-1, -2, 1], dtype=np.int32)
 
+@sk.kernel
+def parts_in_turn(x: sk.array(dtype=f64), y: sk.array(dtype=sk.vec3d), m: sk.array(dtype=sk.mat33d),
+                  b: sk.array(dtype=Body), out: sk.array(dtype=f64)):
+    i = sk.tid()
+    y[i].x *= x[i]          # each part read, then written: the tape orders reads by the parts they use
+    y[i].y *= x[i]
+    out[i] = y[i].z * 2.0   # a part no write touches
+    m[i][0, 0] *= x[i]
+    m[i][1] *= x[i]         # row 1: (1, 0), (1, 1), (1, 2)
+    m[i][2, 2] -= m[i][0, 1] * x[i]
+    b[i].a *= x[i]
+    b[i].inner.v.y *= b[i].inner.m[1, 0]
+
+
+@sk.kernel
+def part_read_after_its_write(x: sk.array(dtype=f64), y: sk.array(dtype=sk.vec3d), out: sk.array(dtype=f64)):
+    i = sk.tid()
+    y[i].x *= x[i]
+    out[i] = y[i].x  # .x read on both sides of its write: refused on a tape
+
+
 CASES = {
     "vector_parts": (vector_parts, N, lambda: [(rand(N), f64, True), (rand(N, 3), sk.vec3d, True)], [1]),
     "vector_mul": (vector_mul, N, lambda: [(rand(N), f64, True), (rand(N, 3), sk.vec3d, True)], [1]),
@@ -324,6 +345,9 @@ CASES = {
                      [2]),
     "read_after_writes": (read_after_writes, N, lambda: [(rand(N), f64, True), (rand(N, 3), sk.vec3d, True),
                                                          (rand(N), f64, True)], [1, 2]),
+    "parts_in_turn": (parts_in_turn, N, lambda: [(rand(N), f64, True), (rand(N, 3), sk.vec3d, True),
+                                                 (rand(N, 3, 3), sk.mat33d, True), (bodies(), Body, True),
+                                                 (rand(N), f64, True)], [1, 2, 3, 4]),
     "scattered": (scattered, N, lambda: [(rand(N), f64, True), (np.array([0, 0, 2], dtype=np.int32), sk.int32, False),
                                          (rand(N, 3), sk.vec3d, True)], [2]),
 }
@@ -532,3 +556,11 @@ def test_custom_adjoints_write_parts_of_adjoints():
     tape.backward(grads={out: sk.array(np.array([1.0, 2.0, 4.0]), dtype=f64, device="cpu")})
     np.testing.assert_array_equal(hs.grad.numpy()["vec"], [[0.0, 5.0, 1.0], [0.0, 10.0, 2.0], [0.0, 20.0, 4.0]])
     np.testing.assert_array_equal(values.grad.numpy(), [[12.0, 0.0, 0.0], [9.0, 0.0, 0.0]])
+
+
+def test_a_part_read_on_both_sides_of_its_write_is_refused():
+    y = sk.array(rand(3, 3), dtype=sk.vec3d, requires_grad=True, device="cpu")
+    x, out = (sk.array(rand(3), dtype=f64, requires_grad=True, device="cpu") for _ in range(2))
+    with pytest.raises(sk.TapeError, match="reads array 'y' both before and after writing it"):
+        with sk.Tape():
+            sk.launch(part_read_after_its_write, 3, inputs=[x, y, out], device="cpu")

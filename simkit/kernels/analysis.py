@@ -113,11 +113,13 @@ def load_order(fn: ir.Function) -> dict:
     ``order`` is BEFORE when no write of the path can precede any of its loads in a thread (the loads
     see the launch's input values), AFTER when writes can precede every load and none can follow one
     (the loads see what the launch leaves), MIXED otherwise; ``line``: a load that breaks the other
-    orders (or the first load). Branches are exclusive; a loop body counts twice (its back edge)."""
-    loads = {}  # key -> [path, line, a write may precede it, a write may follow it]
+    orders (or the first load). Branches are exclusive; a loop body counts twice (its back edge).
+    Writes of one part of an element (``y[i].x = v``) order only the loads whose used parts overlap it:
+    ``y[i].x *= a; y[i].y *= a`` reads each part before writing it (BEFORE)."""
+    loads = {}  # key -> [path, line, a write may precede it, a write may follow it, the parts it uses]
 
-    def visit(stmts, origin, state, chain):
-        written, pending = state  # paths a write may have touched; load keys that may have run
+    def visit(stmts, origin, state, chain, uses):
+        written, pending = state  # {path: parts a write may have touched}; load keys that may have run
         for s in stmts:
             if _alias(s, origin):
                 continue
@@ -125,35 +127,38 @@ def load_order(fn: ir.Function) -> dict:
                 key, path = _call_path(s, origin)
                 if key == "load" and path is not None:
                     k = chain + (id(s),)
-                    rec = loads.setdefault(k, [path, s.line, False, False])
-                    rec[2] = rec[2] or path in written
+                    parts = _used_parts(s.out, uses) if s.out is not None else None
+                    rec = loads.setdefault(k, [path, s.line, False, False, parts])
+                    rec[2] = rec[2] or any(_overlap(parts, w) for w in written.get(path, ()))
                     pending.add(k)
                 elif key in WRITE_KEYS and path is not None:
-                    written.add(path)
+                    part = _written_part(s)
+                    written.setdefault(path, set()).add(part)
                     for k in pending:
-                        if loads[k][0] == path:
+                        if loads[k][0] == path and _overlap(loads[k][4], part):
                             loads[k][3] = True
                 elif s.kind == "func":
                     inner = {p.name: origin[a.name] for a, p in zip(s.args, s.func.ir.params)
                              if not a.is_const and a.name in origin}
-                    visit(s.func.ir.body, inner, state, chain + (id(s),))
+                    visit(s.func.ir.body, inner, state, chain + (id(s),), _uses(s.func.ir))
             elif isinstance(s, ir.If):
-                other = (set(written), set(pending))
-                visit(s.body, origin, state, chain)
-                visit(s.orelse, origin, other, chain)
-                written |= other[0]
+                other = ({p: set(w) for p, w in written.items()}, set(pending))
+                visit(s.body, origin, state, chain, uses)
+                visit(s.orelse, origin, other, chain, uses)
+                for p, w in other[0].items():
+                    written.setdefault(p, set()).update(w)
                 pending |= other[1]
             elif isinstance(s, (ir.For, ir.While)):
                 for _ in range(2):
                     if isinstance(s, ir.While):
-                        visit(s.cond_block, origin, state, chain)
-                    visit(s.body, origin, state, chain)
+                        visit(s.cond_block, origin, state, chain, uses)
+                    visit(s.body, origin, state, chain, uses)
 
     origin = {p.name: (p.label,) for p in fn.params if _has_arrays(p.type)}
-    state = (set(), set())
-    visit(fn.body, origin, state, ())
+    state = ({}, set())
+    visit(fn.body, origin, state, (), _uses(fn))
     out = {}
-    for path, line, prior, follows in loads.values():
+    for path, line, prior, follows, _parts in loads.values():
         if path not in state[0]:
             continue
         order = BEFORE if not prior else AFTER if not follows else MIXED
@@ -163,6 +168,75 @@ def load_order(fn: ir.Function) -> dict:
         elif have[0] != order and have[0] != MIXED:
             out[path] = (MIXED, line)
     return out
+
+
+# Parts of an array element, as lists of byte ranges [lo, hi); None: the whole element.
+
+def _uses(fn: ir.Function) -> dict:
+    """{value name: the statements of ``fn`` that read it}."""
+    uses: dict = {}
+    for s in ir.walk(fn.body):
+        for a in ir.reads(s):
+            if a is not None:
+                uses.setdefault(a.name, []).append(s)
+    return uses
+
+
+def _used_parts(v: ir.Var, uses: dict):
+    """The parts of a loaded element that are used: each use a component (``extract`` with constant
+    indices) or a struct field; otherwise the whole element."""
+    parts = []
+    for s in uses.get(v.name, ()):
+        part = _part_read(s, v)
+        if part is None:
+            return None
+        parts.append(part)
+    return parts
+
+
+def _part_read(s, v: ir.Var):
+    t = v.type
+    if isinstance(s, ir.GetField) and s.src is v and T.is_struct(t):
+        lo = t._simkit_struct.offsets[s.field]
+        return (lo, lo + T.sizeof(t._simkit_struct.fields[s.field]))
+    if not (isinstance(s, ir.Call) and s.builtin is not None and s.builtin.key == "extract" and s.args[0] is v
+            and all(a.is_const for a in s.args[1:]) and T.is_value(t)):
+        return None
+    size = T.sizeof(T.scalar_of(t))
+    ks = [int(a.const) for a in s.args[1:]]
+    if T.is_matrix(t):
+        rows, cols = t._shape
+        if len(ks) == 2:
+            lo = ((ks[0] % rows) * cols + ks[1] % cols) * size
+            return (lo, lo + size)
+        if len(ks) == 1:
+            lo = (ks[0] % rows) * cols * size
+            return (lo, lo + cols * size)
+        return None
+    if len(ks) != 1:
+        return None
+    lo = (ks[0] % t._length) * size
+    return (lo, lo + size)
+
+
+def _written_part(s: ir.Call):
+    """The part a write touches: a slot write's (``store_component``, atomics of a part), else the whole."""
+    slot = next((a.const for a in s.args if a.is_const and type(a.const).__name__ == "Slot"), None)
+    if slot is None:
+        return None
+    size = T.sizeof(slot.part)
+    i = [a.const for a in s.args].index(slot)
+    k1, k2 = s.args[i - 2], s.args[i - 1]
+    if k1.is_const and k2.is_const:
+        lo = slot.offset + (int(k1.const) * slot.n2 + int(k2.const)) * size
+        return ((lo, lo + size),)
+    return ((slot.offset, slot.offset + slot.n1 * slot.n2 * size),)
+
+
+def _overlap(a, b) -> bool:
+    if a is None or b is None:
+        return True
+    return any(lo < hi2 and lo2 < hi for lo, hi in a for lo2, hi2 in b)
 
 
 def _has_arrays(t) -> bool:
