@@ -139,25 +139,21 @@ def _atomic_result(s) -> bool:
             and s.out is not None and bool(s.args) and not isinstance(s.args[0].type, T.LocalArrayType))
 
 
-def unreplayed_atomic(fn: ir.Function, seen: set | None = None) -> int | None:
-    """The Python line where the adjoint of ``fn`` would use the value an atomic returned (a slot from a
-    counter: ``s = atomic_add(count, 0, 1); out[s] = x[i]``), or None. The adjoint's replay does not run
-    atomics (it writes no memory), so that value is not there: the gradient would go to the wrong element.
-    Such a use is one that reaches an active value, an array carrying gradients (an index) or a branch."""
-    seen = set() if seen is None else seen
+def _tainted(fn: ir.Function, seen: set) -> set:
+    """Names of the values of ``fn`` computed from an atomic's returned value (or from a call whose result
+    is one)."""
     stmts = _stmts(fn.body)
     tainted = set()
     for s in stmts:
         if _atomic_result(s):
             tainted.add(s.out.name)
-        elif isinstance(s, ir.Call) and s.kind == "func" and id(s.func) not in seen and s.func.ir is not None \
-                and s.func.replay_ir is None:  # (a @func_replay gives the replay its results)
-            seen.add(id(s.func))
-            if any(_atomic_result(t) for t in _stmts(s.func.ir.body)) or unreplayed_atomic(s.func.ir, seen):
+        elif isinstance(s, ir.Call) and s.kind == "func" and s.func.ir is not None and s.func.replay_ir is None \
+                and id(s.func) not in seen:  # (a @func_replay gives the replay its results)
+            inner = _tainted(s.func.ir, seen | {id(s.func)})
+            if any(isinstance(t, ir.Return) and any(v.name in inner for v in t.values)
+                   for t in _stmts(s.func.ir.body)):
                 tainted.update(o.name for o in ir.defines(s))
-    if not tainted:
-        return None
-    changed = True
+    changed = bool(tainted)
     while changed:  # what is computed from those values
         changed = False
         for s in stmts:
@@ -166,6 +162,18 @@ def unreplayed_atomic(fn: ir.Function, seen: set | None = None) -> int | None:
                     if o.name not in tainted:
                         tainted.add(o.name)
                         changed = True
+    return tainted
+
+
+def unreplayed_atomic(fn: ir.Function) -> int | None:
+    """The Python line where the adjoint of ``fn`` would use the value an atomic returned (a slot from a
+    counter: ``s = atomic_add(count, 0, 1); out[s] = x[i]``), or None. The adjoint's replay does not run
+    atomics (it writes no memory), so that value is not there: the gradient would go to the wrong element.
+    Such a use is one that reaches an active value, an array carrying gradients (an index) or a branch."""
+    stmts = _stmts(fn.body)
+    tainted = _tainted(fn, set())
+    if not tainted:
+        return None
     act = Activity(fn)
 
     def grad_array(s) -> bool:
