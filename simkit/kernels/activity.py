@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from . import ir
 from . import types as T
+from .analysis import WRITE_KEYS
 
 
 def carries_gradient(t) -> bool:
@@ -129,8 +130,7 @@ class Activity:
         return not any(self.active(o) for b in blocks for t in _stmts(b) for o in _outputs(t))
 
 
-_WRITES = {"store", "store_component"} | {f"atomic_{op}" for op in ("add", "sub", "min", "max", "exch", "and", "or",
-                                                                   "xor")}
+_WRITES = WRITE_KEYS - {"atomic_cas"}  # (writes whose last argument is the value written)
 
 
 def _atomic_result(s) -> bool:

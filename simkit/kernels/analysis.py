@@ -140,7 +140,7 @@ def load_order(fn: ir.Function) -> dict:
                 elif s.kind == "func":
                     inner = {p.name: origin[a.name] for a, p in zip(s.args, s.func.ir.params)
                              if not a.is_const and a.name in origin}
-                    visit(s.func.ir.body, inner, state, chain + (id(s),), _uses(s.func.ir))
+                    visit(s.func.ir.body, inner, state, chain + (id(s),), value_uses(s.func.ir))
             elif isinstance(s, ir.If):
                 other = ({p: set(w) for p, w in written.items()}, set(pending))
                 visit(s.body, origin, state, chain, uses)
@@ -156,7 +156,7 @@ def load_order(fn: ir.Function) -> dict:
 
     origin = {p.name: (p.label,) for p in fn.params if _has_arrays(p.type)}
     state = ({}, set())
-    visit(fn.body, origin, state, (), _uses(fn))
+    visit(fn.body, origin, state, (), value_uses(fn))
     out = {}
     for path, line, prior, follows, _parts in loads.values():
         if path not in state[0]:
@@ -172,7 +172,7 @@ def load_order(fn: ir.Function) -> dict:
 
 # Parts of an array element, as lists of byte ranges [lo, hi); None: the whole element.
 
-def _uses(fn: ir.Function) -> dict:
+def value_uses(fn: ir.Function) -> dict:
     """{value name: the statements of ``fn`` that read it}."""
     uses: dict = {}
     for s in ir.walk(fn.body):

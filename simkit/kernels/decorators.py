@@ -165,11 +165,10 @@ class KernelSpec:
 
             self.writes = bool(analyze(self.ir).writes)
             self.may_error = may_report_errors(self.ir)
+            from .activity import unreplayed_atomic
             from .deterministic import mode_of, ordered_atomic
 
             self.ordered_atomic = ordered_atomic(self.ir)
-            from .activity import unreplayed_atomic
-
             self.unreplayed_atomic = unreplayed_atomic(self.ir) if options["differentiable"] else None
             # launched in index order: keep one launch index per CUDA thread (interleave.py)
             self.ir.ordered = self.ordered_atomic is not None and mode_of(self.kernel) != 0

@@ -25,6 +25,7 @@ import enum
 from .. import config
 from . import ir
 from . import types as T
+from .analysis import value_uses
 from .types_local import LocalArrayType
 
 
@@ -57,13 +58,14 @@ def mode_of(kernel) -> int:
     return int(config.deterministic if mode is None else mode)
 
 
+def ordered(kernel, spec, adjoint: bool = False) -> bool:
+    """Does a launch of ``spec`` (its backward pass: ``adjoint``) run its threads in launch-index order? (The
+    forward launch in runtime/launch.py inlines this test: its cost counts on every launch.)"""
+    return (adjoint or spec.ordered_atomic is not None) and mode_of(kernel) != 0
+
+
 _ORDER_FREE_INT = {"atomic_add", "atomic_sub", "atomic_and", "atomic_or", "atomic_xor", "atomic_min",
                    "atomic_max"}
-
-
-def _used_names(fn: ir.Function) -> set:
-    """Names of the values a function's statements read."""
-    return {a.name for s in ir.walk(fn.body) for a in ir.reads(s) if a is not None}
 
 
 def _order_dependent(s: ir.Call, used: set) -> bool:
@@ -87,7 +89,7 @@ def ordered_atomic(fn: ir.Function) -> int | None:
             if not isinstance(s, ir.Call):
                 continue
             if s.builtin is not None and s.builtin.key.startswith("atomic_"):
-                used = _used_names(f) if used is None else used
+                used = value_uses(f) if used is None else used
                 if _order_dependent(s, used):
                     return s.line or 0
             elif s.kind == "func" and id(s.func) not in seen:

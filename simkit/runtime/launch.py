@@ -18,7 +18,7 @@ import numpy as np
 from .. import config
 from ..kernels import types as T
 from ..kernels.decorators import Kernel
-from ..kernels.deterministic import DeterminismWarning, mode_of
+from ..kernels.deterministic import DeterminismWarning, mode_of, ordered as ordered_launch
 from ..kernels.module import native_key
 from ..kernels.backends import cpu_graph
 from . import adjoint_buffers, interop, tape
@@ -355,7 +355,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
             return Launch._recorded(kernel, spec, device, args, dim, packed, contiguous, block_dim, max_blocks,
                                     adj=adj if adj is not None else [None] * len(args))
         _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True,
-             max_blocks=max_blocks, ordered=mode_of(kernel) != 0)
+             max_blocks=max_blocks, ordered=ordered_launch(kernel, spec, adjoint=True))
         if staged:
             adjoint_buffers.unstage(staged, stream)
         return
@@ -379,7 +379,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         map(_needs_grad, args)) else None
     if size:
         entry, unit = native
-        ordered = spec.ordered_atomic is not None and mode_of(kernel) != 0  # (deterministic.py)
+        ordered = spec.ordered_atomic is not None and mode_of(kernel) != 0  # (deterministic.ordered, inlined)
         if device.is_cpu:
             if size > CPU_MAX_THREADS:
                 check_cpu_size(kernel, size)
@@ -500,7 +500,7 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
     size = 1
     for d in dims:
         size *= d
-    ordered = mode_of(kernel) != 0  # deterministic: gradients of reads accumulate in launch-index order
+    ordered = ordered_launch(kernel, spec, adjoint=True)  # gradients of reads accumulate in index order
     serial = device.is_cpu and (ordered or (config.cpu_threads or _ncpu) == 1 or size < _parallel_min(kernel))
     bounds, size = bounds_bytes(tuple(dims), (1 if no_alias else 0) | (2 if serial else 0))
     _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True, keep=args,

@@ -30,7 +30,7 @@ import numpy as np
 from .. import config
 from ..kernels import types as T
 from ..kernels.decorators import Kernel
-from ..kernels.deterministic import mode_of
+from ..kernels.deterministic import ordered as ordered_launch
 from ..kernels.module import native_key
 from . import tape
 from .device import get_device
@@ -199,7 +199,7 @@ class Launch:
         if self._size:
             entry, unit = self._native
             check = self.adjoint or self._spec.may_error or config.mode == "debug"
-            ordered = (self.adjoint or self._spec.ordered_atomic is not None) and mode_of(self.kernel) != 0
+            ordered = ordered_launch(self.kernel, self._spec, self.adjoint)
             _call(self.kernel, entry, unit, self.device, self._packed, self._contiguous, self._bounds, self._size,
                   self.block_dim, stream, self.max_blocks, check=check,
                   keep=(self._args, self._adj), ordered=ordered, adjoint=self.adjoint)
