@@ -32,6 +32,24 @@ def k_point(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), method: int, max_dist:
 
 
 @wp.kernel
+def k_point_position(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), method: int, max_dist: float,
+                     cps: wp.array(dtype=wp.vec3), dists: wp.array(dtype=float)):
+    # k_point's closest point and its signed distance (what a tie between faces does not change)
+    i = wp.tid()
+    q = wp.mesh_query_point_no_sign(mesh, xs[i], max_dist)
+    if method == 1:
+        q = wp.mesh_query_point(mesh, xs[i], max_dist)
+    elif method == 2:
+        q = wp.mesh_query_point_sign_normal(mesh, xs[i], max_dist)
+    elif method == 3:
+        q = wp.mesh_query_point_sign_winding_number(mesh, xs[i], max_dist)
+    if q.result:
+        cp = wp.mesh_eval_position(mesh, q.face, q.u, q.v)
+        cps[i] = cp
+        dists[i] = wp.length(cp - xs[i]) * q.sign
+
+
+@wp.kernel
 def k_ray(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), ds: wp.array(dtype=wp.vec3), max_t: float,
           ts: wp.array(dtype=float), faces: wp.array(dtype=int), hit: wp.array(dtype=wp.vec3),
           normals: wp.array(dtype=wp.vec3), signs: wp.array(dtype=float)):
@@ -559,13 +577,18 @@ def test_every_point_query_and_eval_is_differentiable(device, method):
     mesh = wp.Mesh(wp.array(v, dtype=wp.vec3, device=device),
                    wp.array(np.asarray(tm.faces, np.int32).ravel(), dtype=wp.int32, device=device),
                    velocities=wp.array(2.0 * v, dtype=wp.vec3, device=device), support_winding_number=True)
-    x = feature_points(tm, 8, seed=1)
-    n = len(x)
-    outs = [wp.zeros(n, dtype=int, device=device), wp.zeros(n, dtype=wp.vec3, device=device),
-            wp.zeros(n, dtype=int, device=device), wp.zeros(n, dtype=wp.vec2, device=device),
-            wp.zeros(n, dtype=float, device=device)]
-    wp.autograd.gradcheck(k_point, n, [mesh.id, wp.array(x, dtype=wp.vec3, device=device), METHODS[method], 1.0e6],
-                          outs, eps=1e-3, atol=2e-3, rtol=2e-2, device=device)
+    x = feature_points(tm, 12, seed=1)  # 4 points of each: face inside, face outside, edge
+    for pts, kern in ((x[:8], k_point), (x, k_point_position)):
+        # (u, v) of a closest point on an edge depends on which of the two faces the query reports: both are
+        # at the same distance, and rounding decides. Its position, distance and sign do not.
+        n = len(pts)
+        outs = [wp.zeros(n, dtype=int, device=device), wp.zeros(n, dtype=wp.vec3, device=device),
+                wp.zeros(n, dtype=int, device=device), wp.zeros(n, dtype=wp.vec2, device=device),
+                wp.zeros(n, dtype=float, device=device)]
+        if kern is k_point_position:
+            outs = [outs[1], outs[4]]
+        wp.autograd.gradcheck(kern, n, [mesh.id, wp.array(pts, dtype=wp.vec3, device=device), METHODS[method],
+                                        1.0e6], outs, eps=1e-3, atol=2e-3, rtol=2e-2, device=device)
     nf = len(tm.faces)
     uv = wp.array(np.random.default_rng(0).uniform(0, 0.5, (nf, 2)).astype(np.float32), dtype=wp.vec2, device=device)
     outs = [wp.zeros(nf, dtype=wp.vec3, device=device) for _ in range(5)] + [wp.zeros(nf, dtype=int, device=device)]

@@ -9,7 +9,9 @@ from the bins (no extra pass). Past depth ``MEDIAN_DEPTH`` it
 switches to object-median splits, which bounds the tree depth (and so the traversal stack of
 ``SK_BVH_STACK`` entries). Nodes are numbered depth first: a child's index is larger than its
 parent's. Meshes pad every leaf to its own block of ``LANES`` slots (``pad_leaves``) so that a
-leaf's faces are tested in one vectorized loop.
+leaf's faces are tested in one vectorized loop; their SAH counts items in blocks of ``LANES``
+(a leaf of 1 face costs what one of 8 does), which fills 90% of the slots instead of 72% (81920-face
+icosphere; 20% fewer nodes, rays 3-5% and closest points 9% faster).
 
 Quality (81920-face icosphere, 300 random queries, python emulation of the native traversals):
 the SAH tree visits 16% fewer nodes per closest-point query than object-median splits (120 vs
@@ -64,6 +66,12 @@ def _vmax(a: vec3, b: vec3) -> vec3:
 
 
 @func
+def _blocks(count: int, block: int) -> float:
+    # the SAH's cost of testing `count` items that are tested `block` at a time (a mesh leaf: SK_LANES faces)
+    return float((count + block - 1) // block)
+
+
+@func
 def _half_area(lo: vec3, hi: vec3) -> float:
     d = hi - lo
     if d[0] < 0.0 or d[1] < 0.0 or d[2] < 0.0:
@@ -106,7 +114,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                all_tasks: array(dtype=int32, ndim=3),
                all_bin_lo: array(dtype=vec3, ndim=3), all_bin_hi: array(dtype=vec3, ndim=3),
                all_bin_n: array(dtype=int32, ndim=3), all_right: array(dtype=float32, ndim=3),
-               all_task_box: array(dtype=vec3, ndim=3), max_leaf: int, median_depth: int, c_trav: float,
+               all_task_box: array(dtype=vec3, ndim=3), max_leaf: int, block: int, median_depth: int, c_trav: float,
                first: array(dtype=int32, ndim=2), first_box: array(dtype=vec3, ndim=2), stop_depth: int,
                out: array(dtype=int32, ndim=2), out_box: array(dtype=vec3, ndim=2), info: array(dtype=int32, ndim=2)):
     # One subtree per thread t: first[t] = (start, end, parent child ref, depth, first node, box known) with its
@@ -190,7 +198,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                         rlo = _vmin(rlo, bin_lo[ax, b])
                         rhi = _vmax(rhi, bin_hi[ax, b])
                         rn += bin_n[ax, b]
-                        right_cost[ax, b] = _half_area(rlo, rhi) * float(rn)
+                        right_cost[ax, b] = _half_area(rlo, rhi) * _blocks(rn, block)
                         b -= 1
                     llo = vec3(BIG, BIG, BIG)
                     lhi = vec3(-BIG, -BIG, -BIG)
@@ -201,7 +209,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                         lhi = _vmax(lhi, bin_hi[ax, b])
                         ln += bin_n[ax, b]
                         if ln > 0 and ln < count:
-                            cost = _half_area(llo, lhi) * float(ln) + right_cost[ax, b + 1]
+                            cost = _half_area(llo, lhi) * _blocks(ln, block) + right_cost[ax, b + 1]
                             if cost < best_cost:
                                 best_cost = cost
                                 best_axis = ax
@@ -212,7 +220,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
         mid = int(-1)
         known = int(0)  # children boxes known from the bins
         parea = _half_area(blo, bhi)
-        split = best_axis >= 0 and (count > max_leaf or c_trav * parea + best_cost < float(count) * parea)
+        split = best_axis >= 0 and (count > max_leaf or c_trav * parea + best_cost < _blocks(count, block) * parea)
         if split:
             # partition the slots: bin <= best_bin first (with the bins sah_bin gave)
             mid = bvh_builtins.sah_partition(perm, lo, hi, start, end, best_axis, clo[best_axis],
@@ -567,10 +575,10 @@ def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth:
     ``group_ids`` and ``group_roots`` (None without groups) map each group to its subtree's root node."""
     group_ids = group_roots = None
     if groups is None:
-        nodes, prims, depths = _build_nodes(lo, hi, max_leaf, median_depth, c_trav)
+        nodes, prims, depths = _build_nodes(lo, hi, max_leaf, median_depth, c_trav, lanes)
     else:
         nodes, prims, depths, group_ids, group_roots = _build_grouped(lo, hi, groups, max_leaf, median_depth,
-                                                                      c_trav)
+                                                                      c_trav, lanes)
     if lanes > 1:
         nodes, prims = pad_leaves(nodes, prims, lanes)
     tree = Tree(nodes, prims, depths, device)
@@ -579,7 +587,8 @@ def build_tree(lo: array, hi: array, device, *, max_leaf: int = 4, median_depth:
     return tree
 
 
-def _build_grouped(lo: array, hi: array, groups: np.ndarray, max_leaf: int, median_depth: int, c_trav: float):
+def _build_grouped(lo: array, hi: array, groups: np.ndarray, max_leaf: int, median_depth: int, c_trav: float,
+                   block: int):
     """A tree whose top is a balanced tree over the groups (in ascending id order), with one SAH subtree of
     each group's items below it: (nodes, prims, depths, group ids, the root node of each group's subtree).
     The top nodes come first, so every child still has a larger index than its parent."""
@@ -591,7 +600,7 @@ def _build_grouped(lo: array, hi: array, groups: np.ndarray, max_leaf: int, medi
     for g in range(len(ids)):
         idx = np.flatnonzero(which == g).astype(np.int32)
         sub = _build_nodes(array(lo_np[idx], dtype=vec3, device="cpu"), array(hi_np[idx], dtype=vec3, device="cpu"),
-                           max_leaf, max(median_depth - top_depth, 0), c_trav)
+                           max_leaf, max(median_depth - top_depth, 0), c_trav, block)
         parts.append((sub[0], idx[sub[1]], sub[2]))
     base = np.cumsum([top] + [len(p[0]) for p in parts])[:-1]  # first node of each group's subtree
     slot = np.cumsum([0] + [len(p[1]) for p in parts])[:-1]
@@ -627,7 +636,7 @@ def _build_grouped(lo: array, hi: array, groups: np.ndarray, max_leaf: int, medi
     return nodes, prims, depths, ids.astype(np.int32), base.astype(np.int32)
 
 
-def _build_nodes(lo: array, hi: array, max_leaf: int, median_depth: int, c_trav: float):
+def _build_nodes(lo: array, hi: array, max_leaf: int, median_depth: int, c_trav: float, block: int = 1):
     """The SAH build itself: (nodes as NODE_DTYPE records, the item of each slot, the depth of each node).
 
     With several CPU threads and enough items, the top split(s) are built first, then the subtrees below
@@ -655,7 +664,7 @@ def _build_nodes(lo: array, hi: array, max_leaf: int, median_depth: int, c_trav:
         out = zeros((max(subtrees, 1), 6), dtype=int32, device="cpu")
         out_box = zeros((max(subtrees, 1), 4), dtype=vec3, device="cpu")
         info = zeros((k, 3), dtype=int32, device="cpu")
-        launch(_build_sah, k, inputs=[lo, hi, perm, fnodes, inodes, parents, depths, *scratch, max_leaf,
+        launch(_build_sah, k, inputs=[lo, hi, perm, fnodes, inodes, parents, depths, *scratch, max_leaf, block,
                                       median_depth, c_trav, array(first, dtype=int32, device="cpu"),
                                       array(first_box, dtype=vec3, device="cpu"), stop_depth, out, out_box,
                                       info], device="cpu", record_tape=False)

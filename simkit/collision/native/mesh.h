@@ -229,7 +229,8 @@ SK_INLINE bool closest_point(const mesh_t& m, const v3<float>& p, float max_dist
     if (const bvh4_node_t* wide = m.bvh.wide) {  // the wide tree: four boxes per step, nearest child first
         bvh4_nearest(
             wide, 0.0f, best, [&](const bvh4_node_t& n, float* key) { box4_dist_sq(n.lo, n.hi, p, key); },
-            [&](int32 s0, int32 s1) { closest_point_leaf(m, p, s0, s1, best, h); });
+            [&](int32 s0, int32 s1) { closest_point_leaf(m, p, s0, s1, best, h); },
+            [&](int32 s0) { prefetch_bytes(slot_block(m, s0), 9 * SK_LANES * sizeof(float)); });
         h.d2 = best;
         return h.slot >= 0;
     }
@@ -284,7 +285,8 @@ SK_INLINE bool closest_hit(const mesh_t& m, const v3<float>& o, const v3<float>&
     if (wide) {  // the wide tree: four slab tests per step, nearest first
         bvh4_nearest(
             wide, -INFINITY, best, [&](const bvh4_node_t& n, float* key) { ray_box4(n.lo, n.hi, br, key); },
-            [&](int32 s0, int32 s1) { closest_hit_leaf(m, wr, s0, s1, best, h); });
+            [&](int32 s0, int32 s1) { closest_hit_leaf(m, wr, s0, s1, best, h); },
+            [&](int32 s0) { prefetch_bytes(slot_block(m, s0), 9 * SK_LANES * sizeof(float)); });
         return h.slot >= 0;
     }
     bvh_nearest(
