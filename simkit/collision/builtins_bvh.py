@@ -82,5 +82,11 @@ registry.add_builtin(
                       "axis": int32, "cmin": float32, "scale": float32, "nb": int32, "last": int32}, int32,
     differentiable=False, side_effects=True, replay=False, hidden=True, group="geometry",
     doc="Move items [start, end) whose bin along ``axis`` is at most ``last`` first; returns the first other.")
+registry.add_builtin(
+    "sah_sweep", {"bin_lo": _BINS, "bin_hi": _BINS, "bin_n": ArrayType(int32, 2), "scale": vec3, "nb": int32,
+                  "count": int32, "block": int32, "cost": ArrayType(float32, 1)}, int32,
+    differentiable=False, side_effects=True, replay=False, hidden=True, group="geometry",
+    doc="The least-cost SAH split of the bins (axis * 16 + bin, or -1); its cost goes to cost[0].")
 sah_bin = BuiltinFunction("sah_bin")
+sah_sweep = BuiltinFunction("sah_sweep")
 sah_partition = BuiltinFunction("sah_partition")

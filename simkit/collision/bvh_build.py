@@ -113,7 +113,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
                inodes: array(dtype=int32, ndim=2), parents: array(dtype=int32), depths: array(dtype=int32),
                all_tasks: array(dtype=int32, ndim=3),
                all_bin_lo: array(dtype=vec3, ndim=3), all_bin_hi: array(dtype=vec3, ndim=3),
-               all_bin_n: array(dtype=int32, ndim=3), all_right: array(dtype=float32, ndim=3),
+               all_bin_n: array(dtype=int32, ndim=3), all_cost: array(dtype=float32, ndim=2),
                all_task_box: array(dtype=vec3, ndim=3), max_leaf: int, block: int, median_depth: int, c_trav: float,
                first: array(dtype=int32, ndim=2), first_box: array(dtype=vec3, ndim=2), stop_depth: int,
                out: array(dtype=int32, ndim=2), out_box: array(dtype=vec3, ndim=2), info: array(dtype=int32, ndim=2)):
@@ -128,7 +128,7 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
     bin_lo = all_bin_lo[t]
     bin_hi = all_bin_hi[t]
     bin_n = all_bin_n[t]
-    right_cost = all_right[t]
+    split_cost = all_cost[t]
     num_nodes = first[t, 4]
     max_depth = int(0)
     n_out = int(0)
@@ -184,39 +184,21 @@ def _build_sah(lo: array(dtype=vec3), hi: array(dtype=vec3), perm: array(dtype=i
         best_cost = float(BIG)
         best_llo = blo
         best_lhi = bhi
-        if count > 1 and depth < median_depth:
-            # bin the centroids of every axis in one pass (native/bvh_build.h)
+        # a small node whose split would cost a node visit of at least its leaf's cost is a leaf: skip the bins
+        # (the sweep's best cost is never negative, so the split test below would fail)
+        if count > 1 and depth < median_depth and (count > max_leaf or c_trav < _blocks(count, block)):
+            # bin the centroids of every axis in one pass, then sweep the bins (native/bvh_build.h)
             bvh_builtins.sah_bin(lo, hi, start, end, clo, scale, nb, bin_lo, bin_hi, bin_n)
-            # sweep: cost of each split plane = area(left) * n_left + area(right) * n_right
-            for ax in range(3):
-                if scale[ax] > 0.0:
-                    rlo = vec3(BIG, BIG, BIG)
-                    rhi = vec3(-BIG, -BIG, -BIG)
-                    rn = int(0)
-                    b = nb - 1
-                    while b > 0:
-                        rlo = _vmin(rlo, bin_lo[ax, b])
-                        rhi = _vmax(rhi, bin_hi[ax, b])
-                        rn += bin_n[ax, b]
-                        right_cost[ax, b] = _half_area(rlo, rhi) * _blocks(rn, block)
-                        b -= 1
-                    llo = vec3(BIG, BIG, BIG)
-                    lhi = vec3(-BIG, -BIG, -BIG)
-                    ln = int(0)
-                    b = int(0)
-                    while b < nb - 1:
-                        llo = _vmin(llo, bin_lo[ax, b])
-                        lhi = _vmax(lhi, bin_hi[ax, b])
-                        ln += bin_n[ax, b]
-                        if ln > 0 and ln < count:
-                            cost = _half_area(llo, lhi) * _blocks(ln, block) + right_cost[ax, b + 1]
-                            if cost < best_cost:
-                                best_cost = cost
-                                best_axis = ax
-                                best_bin = b
-                                best_llo = llo
-                                best_lhi = lhi
-                        b += 1
+            best = bvh_builtins.sah_sweep(bin_lo, bin_hi, bin_n, scale, nb, count, block, split_cost)
+            if best >= 0:
+                best_axis = best // NBINS  # (sah_sweep's encoding: NBINS = 16)
+                best_bin = best % NBINS
+                best_cost = split_cost[0]
+                best_llo = vec3(BIG, BIG, BIG)
+                best_lhi = vec3(-BIG, -BIG, -BIG)
+                for b in range(best_bin + 1):
+                    best_llo = _vmin(best_llo, bin_lo[best_axis, b])
+                    best_lhi = _vmax(best_lhi, bin_hi[best_axis, b])
         mid = int(-1)
         known = int(0)  # children boxes known from the bins
         parea = _half_area(blo, bhi)
@@ -353,14 +335,20 @@ def _gather_faces(leaves: array(dtype=int32, ndim=2), vids: array(dtype=int32, n
                   boxes: array(dtype=vec3, ndim=2)):
     # One leaf per thread: leaves[l] = (child ref 2 * node + k, face count); its faces are slots
     # [l * LANES, l * LANES + count) and vids[s] their vertex indices. Writes every face's block entry and
-    # box, and the leaf's box into its parent (refit_levels then skips leaf children). Padding slots
-    # are never written here: Mesh fills them once (NaN faces, empty boxes).
+    # box, and the leaf's box into its parent (refit_levels then skips leaf children). Padding slots get
+    # NaN faces and empty boxes (10% of the slots of a mesh: cheaper than a separate fill at construction).
     leaf = sk.tid()
     ref = leaves[leaf, 0]
     s0 = leaf * LANES
+    count = leaves[leaf, 1]
+    for ln in range(count, LANES):
+        item_lo[s0 + ln] = vec3(BIG, BIG, BIG)
+        item_hi[s0 + ln] = vec3(-BIG, -BIG, -BIG)
+        for r in range(9):
+            tris[leaf, r * LANES + ln] = NAN
     llo = vec3(BIG, BIG, BIG)
     lhi = vec3(-BIG, -BIG, -BIG)
-    for s in range(s0, s0 + leaves[leaf, 1]):
+    for s in range(s0, s0 + count):
         a = points[vids[s, 0]]
         b = points[vids[s, 1]]
         c = points[vids[s, 2]]
@@ -503,9 +491,8 @@ class Tree:
 
     def leaves_numpy(self, lanes: int) -> np.ndarray:
         """Leaf k (slots [k * lanes, k * lanes + count) of a padded tree) as (child ref 2 * node + child, count)."""
-        nodes = self.nodes_numpy()
-        cn = np.stack([nodes["count0"], nodes["count1"]], 1).reshape(-1)
-        start = np.stack([nodes["child0"], nodes["child1"]], 1).reshape(-1)
+        links = _links(self.nodes_numpy())
+        start, cn = links[:, :2].reshape(-1), links[:, 2:].reshape(-1)
         refs = np.flatnonzero(cn > 0)
         refs = refs[np.argsort(start[refs], kind="stable")]
         assert np.array_equal(start[refs], np.arange(len(refs)) * lanes), "leaves are not padded to blocks"
@@ -547,23 +534,27 @@ def empty_nodes(n: int) -> np.ndarray:
     return raw.view(NODE_DTYPE).reshape(-1)
 
 
+def _links(nodes: np.ndarray) -> np.ndarray:
+    """The (child0, child1, count0, count1) columns of NODE_DTYPE records, as an int32 [n, 4] view (numpy's
+    structured-array copies and field writes are ~10x slower than plain ones)."""
+    return nodes.view(np.int32).reshape(-1, 16)[:, 12:16]
+
+
 def pad_leaves(nodes: np.ndarray, prims: np.ndarray, lanes: int):
     """Give every leaf its own block of ``lanes`` slots (leaf k starts at slot k * lanes, in slot order);
     padding slots hold item -1."""
-    ch = np.stack([nodes["child0"], nodes["child1"]], 1)
-    cn = np.stack([nodes["count0"], nodes["count1"]], 1)
-    leaf = cn > 0
-    starts, counts = ch[leaf], cn[leaf]
-    rank = np.empty(len(starts), np.int64)
-    rank[np.argsort(starts, kind="stable")] = np.arange(len(starts))
-    new_starts = (rank * lanes).astype(np.int32)
-    ch[leaf] = new_starts
-    nodes = nodes.copy()
-    nodes["child0"], nodes["child1"] = ch[:, 0], ch[:, 1]
-    padded = np.full(max(len(starts), 1) * lanes, -1, np.int32)
-    which = np.repeat(np.arange(len(starts)), counts)
-    j = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
-    padded[new_starts[which] + j] = prims[starts[which] + j]
+    nodes = nodes.view(np.float32).reshape(-1, 16).copy().view(NODE_DTYPE).reshape(-1)
+    links = _links(nodes)
+    ch, cn = links[:, :2].reshape(-1), links[:, 2:].reshape(-1)  # (copies) child and count of ref 2 * node + side
+    refs = np.flatnonzero(cn > 0)  # the leaves
+    order = np.argsort(ch[refs], kind="stable")
+    refs = refs[order]  # in item order: their item ranges cover [0, n) one after another
+    starts, counts = ch[refs], cn[refs]
+    ch[refs] = np.arange(len(refs), dtype=np.int32) * lanes
+    links[:, :2] = ch.reshape(-1, 2)
+    padded = np.full(max(len(refs), 1) * lanes, -1, np.int32)
+    shift = np.arange(len(refs), dtype=np.int64) * lanes - starts  # item i of leaf k goes to slot i + shift[k]
+    padded[np.arange(len(prims)) + np.repeat(shift, counts)] = prims
     return nodes, padded
 
 
@@ -660,7 +651,7 @@ def _build_nodes(lo: array, hi: array, max_leaf: int, median_depth: int, c_trav:
         k = len(first)
         scratch = [zeros((k, STACK, 5), dtype=int32, device="cpu"), zeros((k, 3, NBINS), dtype=vec3, device="cpu"),
                    zeros((k, 3, NBINS), dtype=vec3, device="cpu"), zeros((k, 3, NBINS), dtype=int32, device="cpu"),
-                   zeros((k, 3, NBINS), dtype=float32, device="cpu"), zeros((k, STACK, 4), dtype=vec3, device="cpu")]
+                   zeros((k, 1), dtype=float32, device="cpu"), zeros((k, STACK, 4), dtype=vec3, device="cpu")]
         out = zeros((max(subtrees, 1), 6), dtype=int32, device="cpu")
         out_box = zeros((max(subtrees, 1), 4), dtype=vec3, device="cpu")
         info = zeros((k, 3), dtype=int32, device="cpu")
@@ -681,13 +672,12 @@ def _build_nodes(lo: array, hi: array, max_leaf: int, median_depth: int, c_trav:
         sub, _, _ = run(first, out_box[:len(tasks)], 1 << 30)
         used += [np.arange(b, e) for b, e in zip(first[:, 4], sub[:, 0])]
     keep = np.concatenate(used).astype(np.int64)
-    raw = fnodes.numpy()
-    nodes = raw[keep].view(NODE_DTYPE).reshape(-1).copy()
+    nodes = fnodes.numpy()[keep].view(NODE_DTYPE).reshape(-1)  # (a copy: keep is an index array)
     if len(keep) != int(keep[-1]) + 1:  # gaps between the subtrees' ranges: renumber inner children
         remap = np.full(cap, -1, np.int32)
         remap[keep] = np.arange(len(keep), dtype=np.int32)
-        for k in (0, 1):
-            ch, cn = nodes[f"child{k}"], nodes[f"count{k}"]
-            inner = (cn == 0) & (ch >= 0)
-            ch[inner] = remap[ch[inner]]
+        links = _links(nodes)
+        ch, cn = links[:, :2], links[:, 2:]
+        inner = (cn == 0) & (ch >= 0)
+        ch[inner] = remap[ch[inner]]
     return nodes, perm.numpy().copy(), depths.numpy()[keep]

@@ -115,10 +115,15 @@ class WideTree:
 
     def __init__(self, tree, nodes_np: np.ndarray, device):
         n = len(nodes_np)
-        raw = np.ascontiguousarray(nodes_np).view(np.float32).reshape(n, 16)
-        cpu_raw = array(raw, dtype=float32, device="cpu")
-        boxes = array(ptr=cpu_raw.ptr, dtype=vec3, shape=(n, 4), strides=(64, 12), device="cpu", _owner=cpu_raw)
-        links = array(ptr=cpu_raw.ptr + 48, dtype=int32, shape=(n, 4), strides=(64, 4), device="cpu", _owner=cpu_raw)
+        if tree.raw.device.is_cpu:  # the binary nodes' kernel views (the collapse runs on the CPU)
+            boxes, links = tree.boxes, tree.links
+        else:
+            cpu_raw = array(np.ascontiguousarray(nodes_np).view(np.float32).reshape(n, 16), dtype=float32,
+                            device="cpu")
+            boxes = array(ptr=cpu_raw.ptr, dtype=vec3, shape=(n, 4), strides=(64, 12), device="cpu",
+                          _owner=cpu_raw)
+            links = array(ptr=cpu_raw.ptr + 48, dtype=int32, shape=(n, 4), strides=(64, 4), device="cpu",
+                          _owner=cpu_raw)
         wlinks = zeros((n, 8), dtype=int32, device="cpu")
         wsrc = zeros((n, 4), dtype=int32, device="cpu")
         wbin = zeros(n, dtype=int32, device="cpu")

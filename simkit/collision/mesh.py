@@ -47,16 +47,10 @@ from .descriptor import Descriptor
 
 _MESH_T = _struct.Struct("<QQQQQii" "QQii" "QQQQQQ" "fiii")  # sk::mesh_t (136 bytes)
 assert _MESH_T.size == 136
-# SAH cost of a node visit relative to one face test: node visits miss the cache more than the
-# (contiguous) faces of a leaf, so leaves of up to 8 faces measured fastest for point and ray queries
+# SAH cost of a node visit relative to one leaf test (all 8 faces of a block at once: the SAH counts faces in
+# blocks, bvh_build._blocks). It is above 1, so a node of at most bvh_leaf_size faces is always a leaf: leaves
+# of up to 8 faces measured fastest for point and ray queries.
 C_TRAV = 4.0
-
-
-def _host_filled(shape, dtype, device, fill) -> array:
-    """An array on ``device`` whose values ``fill(view)`` writes into a host numpy view (no extra copy on the CPU)."""
-    a = empty(shape, dtype=dtype, device="cpu")
-    fill(a.numpy())
-    return a if device.is_cpu else a.to(device)
 
 
 class Mesh:
@@ -131,11 +125,9 @@ class Mesh:
         vids[prims < 0] = -1  # padding (refits gather real slots only)
         self._vids = array(vids, dtype=T.int32, device=self.device)
         self._leaves = array(self._tree.leaves_numpy(B.LANES), dtype=T.int32, device=self.device)
-        # refits write only the real slots: padding slots are NaN faces with empty boxes from the start
-        self._tris = _host_filled((slots // B.LANES, 9 * B.LANES), T.float32, self.device,
-                                  lambda v: v.fill(np.nan))
-        self._items = _host_filled((slots, 2), T.vec3, self.device,  # (lo, hi) per slot, interleaved
-                                   lambda v: (v[:, 0].fill(B.BIG), v[:, 1].fill(-B.BIG)))
+        # (refits write every slot: padding slots get NaN faces and empty boxes)
+        self._tris = empty((slots // B.LANES, 9 * B.LANES), dtype=T.float32, device=self.device)
+        self._items = empty((slots, 2), dtype=T.vec3, device=self.device)  # (lo, hi) per slot, interleaved
         self._item_lo, self._item_hi = self._items[:, 0], self._items[:, 1]
         self._wn = (empty((self._tree.num_nodes, 16), dtype=T.float32, device=self.device)
                     if self.support_winding_number else None)

@@ -99,6 +99,58 @@ SK_INLINE void sah_bin(const array_t<sah_v3>& lo, const array_t<sah_v3>& hi, int
 #endif
 }
 
+// Half the surface area of the box [lo, hi]; 0 for an empty one (the builder's _half_area).
+SK_INLINE float32 sah_half_area(const sah_v3& lo, const sah_v3& hi) {
+    const float32 dx = hi[0] - lo[0], dy = hi[1] - lo[1], dz = hi[2] - lo[2];
+    if (dx < 0.0f || dy < 0.0f || dz < 0.0f) return 0.0f;
+    return dx * dy + dy * dz + dz * dx;
+}
+
+// The SAH sweep over the bins sah_bin wrote, on every axis with scale > 0: the split "bins 0 .. b on the
+// left" of least cost area(left) * blocks(left) + area(right) * blocks(right), where blocks(k) is
+// ceil(k / block) (items tested `block` at a time: a mesh leaf's faces). Returns axis * 16 + b (-1: no split
+// with items on both sides) and writes its cost to cost[0]. Ties keep the first (axis, then bin) found.
+SK_INLINE int32 sah_sweep(const array_t<sah_v3>& bin_lo, const array_t<sah_v3>& bin_hi, const array_t<int32>& bin_n,
+                          const sah_v3& scale, int32 nb, int32 count, int32 block, const array_t<float32>& cost) {
+    int32 best = -1;
+    float32 best_cost = 1e30f;
+    for (int32 ax = 0; ax < 3; ++ax) {
+        if (!(scale[ax] > 0.0f)) continue;
+        float32 right[16];  // right[b]: the cost of bins b .. nb - 1 (nb <= 16)
+        sah_v3 lo{{1e30f, 1e30f, 1e30f}}, hi{{-1e30f, -1e30f, -1e30f}};
+        int32 n = 0;
+        for (int32 b = nb - 1; b > 0; --b) {
+            const sah_v3 &bl = sah_at(bin_lo, ax, b), &bh = sah_at(bin_hi, ax, b);
+            for (int c = 0; c < 3; ++c) {
+                lo[c] = bl[c] < lo[c] ? bl[c] : lo[c];
+                hi[c] = bh[c] > hi[c] ? bh[c] : hi[c];
+            }
+            n += sah_at(bin_n, ax, b);
+            right[b] = sah_half_area(lo, hi) * float32((n + block - 1) / block);
+        }
+        lo = sah_v3{{1e30f, 1e30f, 1e30f}};
+        hi = sah_v3{{-1e30f, -1e30f, -1e30f}};
+        n = 0;
+        for (int32 b = 0; b < nb - 1; ++b) {
+            const sah_v3 &bl = sah_at(bin_lo, ax, b), &bh = sah_at(bin_hi, ax, b);
+            for (int c = 0; c < 3; ++c) {
+                lo[c] = bl[c] < lo[c] ? bl[c] : lo[c];
+                hi[c] = bh[c] > hi[c] ? bh[c] : hi[c];
+            }
+            n += sah_at(bin_n, ax, b);
+            if (n > 0 && n < count) {
+                const float32 c = sah_half_area(lo, hi) * float32((n + block - 1) / block) + right[b + 1];
+                if (c < best_cost) {
+                    best_cost = c;
+                    best = ax * 16 + b;
+                }
+            }
+        }
+    }
+    sah_at(cost, 0) = best_cost;
+    return best;
+}
+
 // Partition items [start, end) (with their perm entries) so that those whose bin along `axis` is at
 // most `last` come first; returns the index of the first of the others.
 SK_INLINE int32 sah_partition(const array_t<int32>& perm, const array_t<sah_v3>& lo, const array_t<sah_v3>& hi,
