@@ -2,8 +2,8 @@
 
 Build (host): a top-down binned SAH (16 bins per axis, fewer in nodes of fewer items, all three
 axes, leaves of at most ``max_leaf`` items) written as a kernel with one subtree per thread, so it
-runs as compiled C++; its two per-item passes, binning and partition, are native builtins
-(``sah_bin``, ``sah_partition`` in ``native/bvh_build.h``). The item boxes move with the
+runs as compiled C++; its two per-item passes, binning and partition, and the sweep over the bins are
+native builtins (``sah_bin``, ``sah_partition``, ``sah_sweep`` in ``native/bvh_build.h``). The item boxes move with the
 permutation so every pass reads them in order, and the children of an SAH split take their boxes
 from the bins (no extra pass). Past depth ``MEDIAN_DEPTH`` it
 switches to object-median splits, which bounds the tree depth (and so the traversal stack of
