@@ -245,3 +245,58 @@ def test_large_launch_on_the_gpu(cuda_device):
     n = 3 * 1024 * 1024 + 7  # (the emulator is slow: the 64-bit path is checked by the bounds test above)
     sk.launch(no_tid, dim=n, inputs=[out], device=cuda_device, max_blocks=3)
     assert out.numpy()[0] == n
+
+
+@sk.kernel
+def visits_1d(counts: sk.array(dtype=sk.int32)):
+    i = sk.tid()
+    sk.atomic_add(counts, i, 1)
+
+
+@sk.kernel
+def visits_2d(counts: sk.array(dtype=sk.int32, ndim=2)):
+    i, j = sk.tid()
+    sk.atomic_add(counts, i, j, 1)
+
+
+@sk.kernel
+def visits_3d(counts: sk.array(dtype=sk.int32, ndim=3)):
+    i, j, k = sk.tid()
+    sk.atomic_add(counts, i, j, k, 1)
+
+
+VISITS = {1: visits_1d, 2: visits_2d, 3: visits_3d}
+
+
+@pytest.mark.parametrize("launch_dim,tids", [(128, 2), (64, 3), ((8, 16), 1), ((4, 8, 3), 2), ((4, 8, 3, 2), 2),
+                                             ((5, 6), 3)])
+def test_tid_arity_other_than_the_launch(device, launch_dim, tids):
+    """As Warp: tid() gives the leading indices of a launch with more dimensions (each visited once per
+    combination of the others), and index 0 for dimensions the launch lacks (extents of 1)."""
+    dims = (launch_dim,) if isinstance(launch_dim, int) else launch_dim
+    kept = (dims + (1,) * tids)[:tids]
+    counts = sk.zeros(kept, dtype=sk.int32, device=device)
+    sk.launch(VISITS[tids], dim=launch_dim, inputs=[counts], device=device)
+    np.testing.assert_array_equal(counts.numpy(), np.full(kept, np.prod(dims) // np.prod(kept), np.int32))
+    cmd = sk.launch(VISITS[tids], dim=launch_dim, inputs=[counts], device=device, record_cmd=True)
+    cmd.launch()
+    np.testing.assert_array_equal(counts.numpy(), np.full(kept, 2 * (np.prod(dims) // np.prod(kept)), np.int32))
+
+
+@sk.kernel
+def square_2d(x: sk.array(dtype=float, ndim=2), y: sk.array(dtype=float, ndim=2)):
+    i, j = sk.tid()
+    y[i, j] = x[i, j] * x[i, j]
+
+
+def test_tid_padding_on_a_tape(device):
+    """A 2D-tid kernel launched over one dimension differentiates like its (n, 1) launch."""
+    xs = np.array([[1.0], [2.0], [-3.0]], np.float32)
+    x = sk.array(xs, dtype=float, requires_grad=True, device=device)
+    y = sk.zeros((3, 1), dtype=float, requires_grad=True, device=device)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(square_2d, dim=3, inputs=[x, y], device=device)
+    tape.backward(grads={y: sk.array(np.ones((3, 1), np.float32), dtype=float, device=device)})
+    np.testing.assert_array_equal(y.numpy(), xs * xs)
+    np.testing.assert_array_equal(x.grad.numpy(), 2.0 * xs)

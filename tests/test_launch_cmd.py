@@ -54,8 +54,12 @@ def test_parameters_and_dimensions_change(device):
     cmd2 = sk.launch(fill_2d, (3, 4), inputs=[1.0, grid], record_cmd=True)
     cmd2.launch()
     np.testing.assert_array_equal(grid.numpy(), 1.0 + np.add.outer(np.arange(3) * 10, np.arange(4)))
-    with pytest.raises(ValueError, match="unpacks tid"):
-        cmd2.set_dim(12)
+    cmd2.set_dim(3)  # fewer dimensions than tid() unpacks: the missing extents are 1, as in Warp
+    cmd2.set_params([5.0, grid])
+    cmd2.launch()
+    expect = 1.0 + np.add.outer(np.arange(3) * 10, np.arange(4))
+    expect[:, 0] = 5.0 + np.arange(3) * 10
+    np.testing.assert_array_equal(grid.numpy(), expect)
 
 
 def test_bad_parameters_are_named():

@@ -53,9 +53,9 @@ def _dims(dim) -> tuple:
         except (TypeError, ValueError):
             raise TypeError(f"launch dim must be an int or a tuple of 1-4 ints, got {dim!r}") from None
     if not 1 <= len(dims) <= 4:
-        raise ValueError(f"launch dim must have 1 to 4 dimensions, got {len(dims)}")
+        raise ValueError(f"launch dim must have at least 1 and at most 4 dimensions, got {len(dims)}")
     if any(d < 0 for d in dims):
-        raise ValueError(f"launch dim must not be negative, got {dims}")
+        raise ValueError(f"launch dim must be non-negative, got {dims}")
     return dims
 
 
@@ -85,6 +85,13 @@ def bounds_bytes(dims: tuple, flags: int = 0) -> bytes:
                                  f"are int32); only a 1D launch may have more threads")
         shape = list(dims) + [1] * (4 - len(dims))
     return _BOUNDS.pack(*shape, len(dims), flags, size), size
+
+
+def pad_to_tid(spec, dims: tuple) -> tuple:
+    """``dims`` with extents of 1 appended up to the number of indices the kernel unpacks tid() into: as in
+    Warp, ``i, j = tid()`` launched over ``dim=n`` runs n threads with j = 0."""
+    tids = spec.ir.uses_tid if spec.ir is not None else 0
+    return dims + (1,) * (tids - len(dims)) if tids > len(dims) else dims
 
 
 def check_tid_extent(kernel, spec, dims: tuple) -> None:
@@ -341,6 +348,9 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         if spec.ir is None:
             kernel.module.load(spec, device)
         _check_replayable(kernel, spec)
+        if spec.ir.uses_tid > 1 and len(_dims(dim)) < spec.ir.uses_tid:
+            dim = pad_to_tid(spec, _dims(dim))
+            bounds, size = _bounds(dim)
         if adj_inputs is not None or adj_outputs is not None:
             adj = list(adj_inputs or [None] * len(inputs)) + list(adj_outputs or [None] * len(outputs))
             if len(adj) != len(args):
@@ -365,9 +375,9 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         kernel.module.load(spec, device)
         native = spec.native[key]
     tids = spec.ir.uses_tid if spec.ir is not None else 0
-    if tids > 1 and len(_dims(dim)) < tids:  # the missing indices would be garbage: out-of-bounds writes
-        raise ValueError(f"kernel '{kernel.key}' unpacks tid() into {tids} indices but is launched over "
-                         f"{len(_dims(dim))} dimension(s): dim={dim!r}")
+    if tids > 1 and len(_dims(dim)) < tids:  # missing trailing extents are 1 (their indices 0)
+        dim = pad_to_tid(spec, _dims(dim))
+        bounds, size = _bounds(dim)
     if record_cmd:
         from .launch_cmd import Launch
 

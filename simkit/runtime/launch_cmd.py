@@ -34,7 +34,7 @@ from ..kernels.deterministic import ordered as ordered_launch
 from ..kernels.module import native_key
 from . import tape
 from .device import get_device
-from .launch import _INT32_MAX, _bounds, _call, _check_and_pack, _dims, check_tid_extent
+from .launch import _INT32_MAX, _bounds, _call, _check_and_pack, _dims, check_tid_extent, pad_to_tid
 
 
 def _native_for(kernel, spec, device, adjoint: bool):
@@ -140,11 +140,7 @@ class Launch:
 
     def set_dim(self, dim) -> None:
         """Launch over ``dim`` (an int or a tuple of up to 4 ints) from now on."""
-        dims = _dims(dim)
-        tids = self._spec.ir.uses_tid if self._spec.ir is not None else 0
-        if tids > 1 and len(dims) < tids:
-            raise ValueError(f"kernel '{self.kernel.key}' unpacks tid() into {tids} indices but is launched "
-                             f"over {len(dims)} dimension(s): dim={dim!r}")
+        dims = pad_to_tid(self._spec, _dims(dim))
         bounds, size = _bounds(dims if len(dims) > 1 else dims[0])
         if size > _INT32_MAX:
             check_tid_extent(self.kernel, self._spec, dims)
