@@ -113,3 +113,20 @@ def test_integer_components_wrap_as_a_c_cast():
         v = sk.types.vector(3, dtype)(1, -2, 300)
         np.testing.assert_array_equal(v, np.array([1, -2, 300], dtype=np.int64).astype(np_dtype))
         np.testing.assert_array_equal(sk.types.vector(2, dtype)(-1), np.array([-1, -1]).astype(np_dtype))
+
+
+def test_keyword_arguments_from_python():
+    """Keywords as in kernels: compile-time ones (dtype, n) and values (angle=); a wrong name says which."""
+    q = sk.quat_identity(dtype=sk.float64)
+    assert isinstance(q, sk.quatd)
+    np.testing.assert_array_equal(q, [0, 0, 0, 1])
+    m = sk.identity(n=3, dtype=sk.float64)
+    assert isinstance(m, sk.mat33d)
+    np.testing.assert_array_equal(m, np.eye(3))
+    assert isinstance(sk.identity(n=2, dtype=sk.float32), sk.mat22)
+    for q in (sk.quat_from_axis_angle(axis=sk.vec3(0.0, 0.0, 1.0), angle=0.5),
+              sk.quat_from_axis_angle(sk.vec3(0.0, 0.0, 1.0), angle=0.5)):
+        np.testing.assert_allclose(q, [0, 0, np.sin(0.25), np.cos(0.25)], rtol=1e-6)
+    assert sk.min(a=1.0, b=2.0) == 1.0
+    with pytest.raises(TypeError, match=r"simkit.normalize\(\): 'normalize' has no argument 'x'"):
+        sk.normalize(x=sk.vec3(1.0, 2.0, 2.0))

@@ -27,9 +27,9 @@ class BuiltinFunction:
         self.__doc__ = doc
 
     def __call__(self, *args, **kwargs):
-        if PYTHON_SCOPE is None or kwargs or self.__name__ in ("tid", "printf", "adjoint"):
+        if PYTHON_SCOPE is None or self.__name__ in ("tid", "printf", "adjoint"):
             raise RuntimeError(f"simkit.{self.__name__}() can only be called inside a @kernel or @func")
-        result = PYTHON_SCOPE(self.__name__, args)
+        result = PYTHON_SCOPE(self.__name__, args, kwargs=kwargs) if kwargs else PYTHON_SCOPE(self.__name__, args)
         if self.__name__ in IN_PLACE and isinstance(args[0], np.ndarray):
             args[0][...] = result       # Warp's setters change their first argument
             return None

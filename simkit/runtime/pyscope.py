@@ -17,6 +17,7 @@ import numpy as np
 from ..kernels import ir, registry
 from ..kernels import types as T
 from ..kernels.backends.cpu import cache_root
+from ..kernels.errors import CompileError
 
 _cache: dict = {}
 
@@ -130,11 +131,38 @@ def result_types(key: str | None, types: tuple, function=None) -> list:
     return list(ret) if isinstance(ret, tuple) else ([] if ret is None else [ret])
 
 
-def evaluate(key: str, args: tuple, function=None):
-    """Builtin ``key`` (or the @func ``function``) applied to ``args``, computed by a one-thread kernel."""
+def _with_keywords(key: str, types: tuple, kwargs: dict):
+    """A @func calling builtin ``key`` on positional arguments of ``types`` and on ``kwargs`` as compile-time
+    constants (``sk.identity(n=3, dtype=sk.float64)``): each set of keyword values is one @func (and kernel)."""
+    names = sorted(kwargs)
+    ident = tuple((n, _type_id(v) if isinstance(v, type) or T.is_struct(v) else f"{type(v).__name__}:{v!r}")
+                  for n, v in ((n, kwargs[n]) for n in names))
+    entry = _cache.get((key, types, ident))
+    if entry is None:
+        params = [f"a{k}: A[{k}]" for k in range(len(types))]
+        call = ", ".join([f"a{k}" for k in range(len(types))] + [f"{n}=K{j}" for j, n in enumerate(names)])
+        src = "\n".join(["import simkit as sk", "from simkit.kernels.api import BuiltinFunction",
+                         f"B = BuiltinFunction({key!r})", f"# A: {', '.join(_type_id(t) for t in types)}",
+                         f"# keywords: {ident!r}", "A = PYSCOPE_TYPES  # (set with K<j> by runtime/pyscope.py)",
+                         "@sk.func", f"def f({', '.join(params)}):", f"    return B({call})"]) + "\n"
+        preset = {"PYSCOPE_TYPES": types, **{f"K{j}": kwargs[n] for j, n in enumerate(names)}}
+        entry = _cache[(key, types, ident)] = import_generated(src, f"simkit_pyscope_kw_{key}", "pyscope",
+                                                               None, preset).f
+    return entry
+
+
+def evaluate(key: str, args: tuple, function=None, kwargs: dict | None = None):
+    """Builtin ``key`` (or the @func ``function``) applied to ``args`` (and, for a builtin, keyword arguments
+    ``kwargs``: compile-time constants), computed by a one-thread kernel."""
     from .array import array, zeros
     from .launch import launch
 
+    if kwargs:
+        function = _with_keywords(key, tuple(_type_of(a) for a in args), kwargs)
+        try:
+            return evaluate(key, args, function)
+        except CompileError as e:  # (the generated @func's location means nothing to the caller)
+            raise TypeError(f"simkit.{key}(): {e.message}") from None
     types = tuple(_type_of(a, function) for a in args)
     cache_key = (key if function is None else function, types)
     entry = _cache.get(cache_key)
