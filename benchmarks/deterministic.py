@@ -1,5 +1,6 @@
-"""Deterministic mode on the CPU: a float scatter-add with atomics on every core vs the same launch ordered
-(``config.deterministic``: one core, launch-index order), numpy's sequential ``add.at`` and warp-lang, in one run.
+"""Contended atomics on the CPU: a float scatter-add with atomics on every core, as simkit chooses by default
+(``config.cpu_atomic_tuning``: one thread or all, measured per kernel), and ordered (``config.deterministic``: one
+core, launch-index order), against numpy's sequential ``add.at`` and warp-lang, in one run.
 
     python benchmarks/deterministic.py [--quick] [--no-warp] [--markdown out.md]
 
@@ -21,6 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 import simkit as sk  # noqa: E402
+from simkit.runtime import cpu_tuning  # noqa: E402
 
 try:
     import warp as wp
@@ -44,14 +46,14 @@ if wp is not None:
         wp.atomic_add(out, idx[i], d[i])
 
 
-def _simkit(d, idx, out, mode):
+def _simkit(d, idx, out, mode, tuning: bool = True):
     def run():
-        sk.config.deterministic = mode
+        sk.config.deterministic, sk.config.cpu_atomic_tuning = mode, tuning
         try:
             out.zero_()
             sk.launch(scatter, len(d), inputs=[d, idx, out])
         finally:
-            sk.config.deterministic = sk.DeterministicMode.NOT_GUARANTEED
+            sk.config.deterministic, sk.config.cpu_atomic_tuning = sk.DeterministicMode.NOT_GUARANTEED, True
         return out.numpy()
     return run
 
@@ -69,7 +71,9 @@ def contenders(n: int, bins: int, warp: bool) -> dict:
 
     d, idx, out = sk.array(dn), sk.array(ixn), sk.zeros(bins, dtype=float)
     fns = {"numpy add.at (sequential)": numpy_add_at,
-           "simkit, atomics on every core": _simkit(d, idx, out, sk.DeterministicMode.NOT_GUARANTEED),
+           "simkit, atomics on every core (cpu_atomic_tuning=False)":
+               _simkit(d, idx, out, sk.DeterministicMode.NOT_GUARANTEED, tuning=False),
+           "simkit, default (one thread or all, measured)": _simkit(d, idx, out, sk.DeterministicMode.NOT_GUARANTEED),
            "simkit, deterministic (ordered)": _simkit(d, idx, out, sk.DeterministicMode.RUN_TO_RUN)}
     if warp and wp is not None:
         wd, wi = wp.array(dn, device="cpu"), wp.array(ixn, device="cpu")
@@ -81,8 +85,9 @@ def contenders(n: int, bins: int, warp: bool) -> dict:
             return wout.numpy()
         fns["warp-lang (CPU, one thread)"] = warp_lang
     want = numpy_add_at().copy()
-    for name, fn in fns.items():  # check each result (this also compiles)
-        got = fn()
+    for name, fn in fns.items():  # check each result (this also compiles, and makes simkit's measured choice)
+        for _ in range(2 * cpu_tuning.ROUNDS if "measured" in name else 1):
+            got = fn()
         if "ordered" in name:
             np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32), err_msg=name)
         else:

@@ -31,6 +31,11 @@ cpu_threads: int | None = int(os.environ["SIMKIT_CPU_THREADS"]) if os.environ.ge
 #: Launches smaller than this run on one CPU thread (thread start-up would cost more than it saves).
 cpu_parallel_min: int = 1024
 
+#: Measure, per kernel and launch size, whether CPU launches of kernels whose atomics contend (float atomics,
+#: exchanges, atomics whose result is used; and every adjoint) run faster on one thread or on all, over their
+#: first launches, and keep the faster (runtime/cpu_tuning.py). False: all threads.
+cpu_atomic_tuning: bool = os.environ.get("SIMKIT_CPU_ATOMIC_TUNING", "1") != "0"
+
 #: Also compile every CPU module for the GPU with NVRTC (checks CUDA code generation without a GPU).
 verify_cuda: bool = bool(int(os.environ.get("SIMKIT_VERIFY_CUDA", "0")))
 

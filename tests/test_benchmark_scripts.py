@@ -171,6 +171,8 @@ def test_deterministic_benchmark_checks_and_times_every_contender(tmp_path, monk
     assert mod.main(["--quick", "--no-warp", "--markdown", str(out)]) == 0
     rows = [r for r in (line.split("|")[1:-1] for line in out.read_text().splitlines()) if len(r) == 3
             and r[0].strip() not in ("implementation", "---")]
-    assert [r[0].strip() for r in rows] == ["numpy add.at (sequential)", "simkit, atomics on every core",
+    assert [r[0].strip() for r in rows] == ["numpy add.at (sequential)",
+                                            "simkit, atomics on every core (cpu_atomic_tuning=False)",
+                                            "simkit, default (one thread or all, measured)",
                                             "simkit, deterministic (ordered)"] * 2
     assert all(float(r[2].strip().rstrip("x")) > 0 for r in rows)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import struct as _struct
+import time
 import warnings
 
 import numpy as np
@@ -21,7 +22,7 @@ from ..kernels.decorators import Kernel
 from ..kernels.deterministic import DeterminismWarning, mode_of, ordered as ordered_launch
 from ..kernels.module import native_key
 from ..kernels.backends import cpu_graph
-from . import adjoint_buffers, interop, tape
+from . import adjoint_buffers, cpu_tuning, interop, tape
 from .indexedarray import indexedarray
 from .array import array
 from .device import Device, get_device
@@ -394,11 +395,16 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
             if size > CPU_MAX_THREADS:
                 check_cpu_size(kernel, size)
             threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) and not ordered else 1
+            if threads > 1 and spec.ordered_atomic is not None and config.cpu_atomic_tuning:
+                threads = _tuned(spec, size, threads, False)
             if cpu_graph.active:
-                _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous,
+                _record_cpu(kernel, entry, unit, packed, bounds, threads if threads > 0 else _all_threads(), contiguous,
                             spec.may_error or config.mode == "debug", args)
             else:
-                entry(packed, bounds, threads, 1 if contiguous else 0)
+                if threads < 0:  # a timed launch (cpu_tuning.py)
+                    _timed(spec, size, entry, packed, bounds, -threads, contiguous, False)
+                else:
+                    entry(packed, bounds, threads, 1 if contiguous else 0)
                 if spec.may_error or config.mode == "debug":
                     err = unit.library.error()
                     if err is not None:
@@ -435,13 +441,31 @@ def _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous, check,
     cpu_graph.record(replay)
 
 
+def _tuned(spec, size: int, threads: int, adjoint: bool) -> int:
+    """The thread count of a CPU launch of a kernel whose atomics contend (cpu_tuning.py): the measured choice,
+    or minus the count of a launch still to be timed."""
+    t = cpu_tuning.tuning(spec, size, adjoint)
+    return t.threads if t.threads is not None else -t.next_threads(threads)
+
+
+def _all_threads() -> int:
+    """Every CPU thread (what a captured launch of a kernel still being measured uses: CPU graphs do not time)."""
+    return config.cpu_threads or _ncpu
+
+
+def _timed(spec, size: int, entry, packed, bounds, threads: int, contiguous: bool, adjoint: bool) -> None:
+    t0 = time.perf_counter()
+    entry(packed, bounds, threads, 1 if contiguous else 0)
+    cpu_tuning.tuning(spec, size, adjoint).record(threads, time.perf_counter() - t0, _all_threads())
+
+
 def _parallel_min(kernel) -> int:
     """Launches of fewer CPU threads than this run on one OS thread (a parallel region costs more)."""
     return config.cpu_parallel_min if kernel.parallel_min is None else kernel.parallel_min
 
 
 def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks=0,
-          check: bool = True, keep=None, ordered: bool = False, adjoint: bool = False):
+          check: bool = True, keep=None, ordered: bool = False, adjoint: bool = False, spec=None):
     """Run a packed launch of ``size`` threads; raise the error it reported (on the CPU: read only when
     ``check``; on the GPU the unit knows which kernels report errors). ``ordered``: one thread after
     another, in launch-index order (deterministic mode: kernels/deterministic.py)."""
@@ -449,10 +473,17 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
         if size > CPU_MAX_THREADS:
             check_cpu_size(kernel, size)
         threads = (config.cpu_threads or _ncpu) if size >= _parallel_min(kernel) and not ordered else 1
+        if threads > 1 and spec is not None and (adjoint or spec.ordered_atomic is not None) and \
+                config.cpu_atomic_tuning:  # (an adjoint adds its gradients with atomics)
+            threads = _tuned(spec, size, threads, adjoint)
         if cpu_graph.active:
-            _record_cpu(kernel, entry, unit, packed, bounds, threads, contiguous, check, keep)
+            _record_cpu(kernel, entry, unit, packed, bounds, threads if threads > 0 else _all_threads(), contiguous,
+                        check, keep)
             return
-        entry(packed, bounds, threads, 1 if contiguous else 0)
+        if threads < 0:  # a timed launch (cpu_tuning.py)
+            _timed(spec, size, entry, packed, bounds, -threads, contiguous, adjoint)
+        else:
+            entry(packed, bounds, threads, 1 if contiguous else 0)
         err = unit.library.error() if check else None
     else:
         if ordered:
@@ -485,7 +516,7 @@ def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stre
         native = spec.native[kind]
     if size:
         _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream, max_blocks,
-              keep=keep, ordered=ordered, adjoint=adjoint)
+              keep=keep, ordered=ordered, adjoint=adjoint, spec=spec)
 
 
 def _needs_grad(v) -> bool:

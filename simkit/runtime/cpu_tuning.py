@@ -1,0 +1,66 @@
+"""One CPU thread or all of them, measured per kernel: launches of kernels whose atomics contend.
+
+x86 has no floating-point fetch-add, so a float ``atomic_add`` (``a[i] += v``) on several cores is a
+compare-and-swap loop, and threads that hit the same elements take turns owning its cache line. A
+scatter of 1M floats into 4 bins ran 23x slower on two cores than on one (41 ms vs 1.8 ms; one thread
+adds with plain loads and stores, ``atomic.h``), into 65,536 bins 4.5x slower. Kernels that do more
+than scatter (the cloth solver's) still gain from the cores. Which one wins depends on the data, so
+it is measured: the first launches of such a kernel (``KernelSpec.ordered_atomic``: float atomics,
+exchanges, atomics whose result is used) alternate between all threads and one, ``ROUNDS`` of each,
+per kernel and launch size (its power of two), and the faster keeps the launches that follow. Both
+ways give the same results up to the order of float additions, which several threads never fix
+anyway (``config.deterministic`` fixes it).
+
+``config.cpu_atomic_tuning = False`` (``SIMKIT_CPU_ATOMIC_TUNING=0``) keeps every launch on all threads.
+"""
+from __future__ import annotations
+
+ROUNDS = 2  # timed launches of each kind before the choice
+
+
+class Tuning:
+    """The measurements of one kernel at one launch size; ``threads`` once chosen (None before)."""
+
+    __slots__ = ("parallel", "serial", "threads", "runs")
+
+    def __init__(self):
+        self.parallel = self.serial = float("inf")  # fastest time of each kind so far
+        self.threads = None
+        self.runs = 0
+
+    def next_threads(self, all_threads: int) -> int:
+        """The thread count of the next (timed) launch: all threads first, then one, in turn."""
+        return all_threads if self.runs % 2 == 0 else 1
+
+    def record(self, threads: int, seconds: float, all_threads: int) -> None:
+        if threads == 1:
+            self.serial = min(self.serial, seconds)
+        else:
+            self.parallel = min(self.parallel, seconds)
+        self.runs += 1
+        if self.runs >= 2 * ROUNDS:
+            self.threads = 1 if self.serial < self.parallel else all_threads
+
+
+_tunings: dict = {}
+
+
+def tuning(spec, size: int, adjoint: bool = False) -> Tuning:
+    """The tuning of ``spec``'s launches of about ``size`` threads (forward or adjoint)."""
+    key = (spec, size.bit_length(), adjoint)
+    t = _tunings.get(key)
+    if t is None:
+        t = _tunings[key] = Tuning()
+    return t
+
+
+def choices() -> list:
+    """What was measured and chosen: (kernel name, adjoint, launch size rounded down to a power of two, best
+    time on all threads, on one, the chosen thread count or None) per tuned kernel and size."""
+    return [(spec.kernel.key, adj, 1 << (bits - 1) if bits else 0, t.parallel, t.serial, t.threads)
+            for (spec, bits, adj), t in _tunings.items()]
+
+
+def reset() -> None:
+    """Forget every choice (they are measured again)."""
+    _tunings.clear()
