@@ -19,27 +19,29 @@ ROUNDS = 2  # timed launches of each kind before the choice
 
 
 class Tuning:
-    """The measurements of one kernel at one launch size; ``threads`` once chosen (None before)."""
+    """The measurements of one kernel at one launch size; ``serial`` once chosen (None before)."""
 
-    __slots__ = ("parallel", "serial", "threads", "runs")
+    __slots__ = ("parallel", "serial_time", "serial", "runs")
 
     def __init__(self):
-        self.parallel = self.serial = float("inf")  # fastest time of each kind so far
-        self.threads = None
+        self.parallel = self.serial_time = float("inf")  # fastest time of each kind so far
+        self.serial = None  # True: one thread is faster; False: all threads
         self.runs = 0
 
-    def next_threads(self, all_threads: int) -> int:
-        """The thread count of the next (timed) launch: all threads first, then one, in turn."""
+    def threads(self, all_threads: int) -> int:
+        """The thread count of the next launch: the choice, or, while measuring, all threads and one in turn."""
+        if self.serial is not None:
+            return 1 if self.serial else all_threads
         return all_threads if self.runs % 2 == 0 else 1
 
-    def record(self, threads: int, seconds: float, all_threads: int) -> None:
+    def record(self, threads: int, seconds: float) -> None:
         if threads == 1:
-            self.serial = min(self.serial, seconds)
+            self.serial_time = min(self.serial_time, seconds)
         else:
             self.parallel = min(self.parallel, seconds)
         self.runs += 1
         if self.runs >= 2 * ROUNDS:
-            self.threads = 1 if self.serial < self.parallel else all_threads
+            self.serial = self.serial_time < self.parallel
 
 
 _tunings: dict = {}
@@ -56,8 +58,8 @@ def tuning(spec, size: int, adjoint: bool = False) -> Tuning:
 
 def choices() -> list:
     """What was measured and chosen: (kernel name, adjoint, launch size rounded down to a power of two, best
-    time on all threads, on one, the chosen thread count or None) per tuned kernel and size."""
-    return [(spec.kernel.key, adj, 1 << (bits - 1) if bits else 0, t.parallel, t.serial, t.threads)
+    time on all threads, on one, whether one thread was chosen: None while measuring) per kernel and size."""
+    return [(spec.kernel.key, adj, 1 << (bits - 1) if bits else 0, t.parallel, t.serial_time, t.serial)
             for (spec, bits, adj), t in _tunings.items()]
 
 

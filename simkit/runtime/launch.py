@@ -445,7 +445,7 @@ def _tuned(spec, size: int, threads: int, adjoint: bool) -> int:
     """The thread count of a CPU launch of a kernel whose atomics contend (cpu_tuning.py): the measured choice,
     or minus the count of a launch still to be timed."""
     t = cpu_tuning.tuning(spec, size, adjoint)
-    return t.threads if t.threads is not None else -t.next_threads(threads)
+    return t.threads(threads) if t.serial is not None else -t.threads(threads)
 
 
 def _all_threads() -> int:
@@ -456,7 +456,7 @@ def _all_threads() -> int:
 def _timed(spec, size: int, entry, packed, bounds, threads: int, contiguous: bool, adjoint: bool) -> None:
     t0 = time.perf_counter()
     entry(packed, bounds, threads, 1 if contiguous else 0)
-    cpu_tuning.tuning(spec, size, adjoint).record(threads, time.perf_counter() - t0, _all_threads())
+    cpu_tuning.tuning(spec, size, adjoint).record(threads, time.perf_counter() - t0)
 
 
 def _parallel_min(kernel) -> int:
