@@ -113,6 +113,13 @@ def test_integer_components_wrap_as_a_c_cast():
         v = sk.types.vector(3, dtype)(1, -2, 300)
         np.testing.assert_array_equal(v, np.array([1, -2, 300], dtype=np.int64).astype(np_dtype))
         np.testing.assert_array_equal(sk.types.vector(2, dtype)(-1), np.array([-1, -1]).astype(np_dtype))
+    # scalar constructors too (Warp's: uint32(-1) is 0xffffffff), from Python and numpy integers
+    for dtype, np_dtype in ((sk.uint8, np.uint8), (sk.int8, np.int8), (sk.uint16, np.uint16), (sk.int16, np.int16),
+                            (sk.uint32, np.uint32), (sk.int32, np.int32), (sk.uint64, np.uint64), (sk.int64, np.int64)):
+        for value in (-1, 300, -1234567890, 2**31, 2**32 + 5, -2**63, 2**64 - 1, np.int64(-7)):
+            got = dtype(value)
+            assert type(got) is np_dtype and got == np.array(int(value) % 2**64, np.uint64).astype(np_dtype), value
+    assert sk.uint8(3.7) == 3 and sk.int32(True) == 1
 
 
 def test_keyword_arguments_from_python():

@@ -79,6 +79,11 @@ class scalar_base(metaclass=ScalarMeta):
     _kind = ""  # 'f', 'i', 'u', 'b'
 
     def __new__(cls, value=0):
+        if cls._kind in ("i", "u") and isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            bits = 8 * cls._np.itemsize  # integers wrap, as a C cast (and as in kernels and Warp): uint32(-1)
+            value = int(value) & ((1 << bits) - 1)
+            if cls._kind == "i" and value >> (bits - 1):
+                value -= 1 << bits
         return cls._np.type(value)
 
 
