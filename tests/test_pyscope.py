@@ -123,7 +123,8 @@ def test_integer_components_wrap_as_a_c_cast():
 
 
 def test_keyword_arguments_from_python():
-    """Keywords as in kernels: compile-time ones (dtype, n) and values (angle=); a wrong name says which."""
+    """Keywords as in kernels: compile-time ones (dtype, n) and values (angle=); a wrong name says which;
+    types passed by position are compile-time constants too."""
     q = sk.quat_identity(dtype=sk.float64)
     assert isinstance(q, sk.quatd)
     np.testing.assert_array_equal(q, [0, 0, 0, 1])
@@ -135,5 +136,11 @@ def test_keyword_arguments_from_python():
               sk.quat_from_axis_angle(sk.vec3(0.0, 0.0, 1.0), angle=0.5)):
         np.testing.assert_allclose(q, [0, 0, np.sin(0.25), np.cos(0.25)], rtol=1e-6)
     assert sk.min(a=1.0, b=2.0) == 1.0
+    # types in place of keywords, and keywords left at their default (None), as Warp takes them
+    assert isinstance(sk.quat_identity(sk.float64), sk.quatd) and isinstance(sk.quat_identity(dtype=None), sk.quat)
+    assert isinstance(sk.transform_identity(sk.float16), sk.transformh)
+    m = sk.identity(3, sk.float64)
+    assert isinstance(m, sk.mat33d)
+    np.testing.assert_array_equal(m, np.eye(3))
     with pytest.raises(TypeError, match=r"simkit.normalize\(\): 'normalize' has no argument 'x'"):
         sk.normalize(x=sk.vec3(1.0, 2.0, 2.0))

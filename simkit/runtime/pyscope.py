@@ -131,24 +131,46 @@ def result_types(key: str | None, types: tuple, function=None) -> list:
     return list(ret) if isinstance(ret, tuple) else ([] if ret is None else [ret])
 
 
-def _with_keywords(key: str, types: tuple, kwargs: dict):
-    """A @func calling builtin ``key`` on positional arguments of ``types`` and on ``kwargs`` as compile-time
-    constants (``sk.identity(n=3, dtype=sk.float64)``): each set of keyword values is one @func (and kernel)."""
+def _constant(v) -> bool:
+    """An argument that is a compile-time constant of the kernel (a type: ``quat_identity(sk.float64)``)."""
+    return isinstance(v, type)
+
+
+def _constant_beside_one(v) -> bool:
+    """In a call with a constant or a keyword, Python ints are constants too (``identity(3, sk.float64)``)."""
+    return _constant(v) or type(v) is int
+
+
+def _with_constants(key: str, args: tuple, kwargs: dict):
+    """A @func calling builtin ``key`` with the type-valued positional arguments and every keyword argument as
+    compile-time constants (``sk.identity(n=3, dtype=sk.float64)``), the other positional arguments as its
+    parameters: (the @func, those arguments). Each set of constant values is one @func (and kernel)."""
     names = sorted(kwargs)
+    consts = [(k, v) for k, v in enumerate(args) if _constant_beside_one(v)] + [(n, kwargs[n]) for n in names]
     ident = tuple((n, _type_id(v) if isinstance(v, type) or T.is_struct(v) else f"{type(v).__name__}:{v!r}")
-                  for n, v in ((n, kwargs[n]) for n in names))
+                  for n, v in consts)
+    runtime = [a for a in args if not _constant_beside_one(a)]
+    types = tuple(_type_of(a) for a in runtime)
     entry = _cache.get((key, types, ident))
     if entry is None:
-        params = [f"a{k}: A[{k}]" for k in range(len(types))]
-        call = ", ".join([f"a{k}" for k in range(len(types))] + [f"{n}=K{j}" for j, n in enumerate(names)])
+        params, call, j = [], [], 0
+        for k, v in enumerate(args):
+            if _constant_beside_one(v):
+                call.append(f"K{k}")
+            else:
+                params.append(f"a{j}: A[{j}]")
+                call.append(f"a{j}")
+                j += 1
+        call += [f"{n}=K_{n}" for n in names]
         src = "\n".join(["import simkit as sk", "from simkit.kernels.api import BuiltinFunction",
                          f"B = BuiltinFunction({key!r})", f"# A: {', '.join(_type_id(t) for t in types)}",
-                         f"# keywords: {ident!r}", "A = PYSCOPE_TYPES  # (set with K<j> by runtime/pyscope.py)",
-                         "@sk.func", f"def f({', '.join(params)}):", f"    return B({call})"]) + "\n"
-        preset = {"PYSCOPE_TYPES": types, **{f"K{j}": kwargs[n] for j, n in enumerate(names)}}
+                         f"# constants: {ident!r}", "A = PYSCOPE_TYPES  # (set with the K globals by runtime/pyscope.py)",
+                         "@sk.func", f"def f({', '.join(params)}):", f"    return B({', '.join(call)})"]) + "\n"
+        preset = {"PYSCOPE_TYPES": types, **{f"K{k}": v for k, v in enumerate(args) if _constant_beside_one(v)},
+                  **{f"K_{n}": kwargs[n] for n in names}}
         entry = _cache[(key, types, ident)] = import_generated(src, f"simkit_pyscope_kw_{key}", "pyscope",
                                                                None, preset).f
-    return entry
+    return entry, tuple(runtime)
 
 
 def evaluate(key: str, args: tuple, function=None, kwargs: dict | None = None):
@@ -157,8 +179,8 @@ def evaluate(key: str, args: tuple, function=None, kwargs: dict | None = None):
     from .array import array, zeros
     from .launch import launch
 
-    if kwargs:
-        function = _with_keywords(key, tuple(_type_of(a) for a in args), kwargs)
+    if function is None and (kwargs or any(map(_constant, args))):
+        function, args = _with_constants(key, args, {n: v for n, v in (kwargs or {}).items() if v is not None})
         try:
             return evaluate(key, args, function)
         except CompileError as e:  # (the generated @func's location means nothing to the caller)
