@@ -11,18 +11,24 @@ trimesh = pytest.importorskip("trimesh")  # (a test dependency; the GPU machine 
 # Kernels
 
 
+@wp.func
+def point_query(mesh: wp.uint64, x: wp.vec3, method: int, max_dist: float):
+    q = wp.mesh_query_point_no_sign(mesh, x, max_dist)
+    if method == 1:
+        q = wp.mesh_query_point(mesh, x, max_dist)
+    elif method == 2:
+        q = wp.mesh_query_point_sign_normal(mesh, x, max_dist)
+    elif method == 3:
+        q = wp.mesh_query_point_sign_winding_number(mesh, x, max_dist)
+    return q
+
+
 @wp.kernel
 def k_point(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), method: int, max_dist: float, found: wp.array(dtype=int),
             cps: wp.array(dtype=wp.vec3), faces: wp.array(dtype=int), uv: wp.array(dtype=wp.vec2),
             signs: wp.array(dtype=float)):
     i = wp.tid()
-    q = wp.mesh_query_point_no_sign(mesh, xs[i], max_dist)
-    if method == 1:
-        q = wp.mesh_query_point(mesh, xs[i], max_dist)
-    elif method == 2:
-        q = wp.mesh_query_point_sign_normal(mesh, xs[i], max_dist)
-    elif method == 3:
-        q = wp.mesh_query_point_sign_winding_number(mesh, xs[i], max_dist)
+    q = point_query(mesh, xs[i], method, max_dist)
     found[i] = wp.where(q.result, 1, 0)
     if q.result:
         cps[i] = wp.mesh_eval_position(mesh, q.face, q.u, q.v)
@@ -36,13 +42,7 @@ def k_point_position(mesh: wp.uint64, xs: wp.array(dtype=wp.vec3), method: int, 
                      cps: wp.array(dtype=wp.vec3), dists: wp.array(dtype=float)):
     # k_point's closest point and its signed distance (what a tie between faces does not change)
     i = wp.tid()
-    q = wp.mesh_query_point_no_sign(mesh, xs[i], max_dist)
-    if method == 1:
-        q = wp.mesh_query_point(mesh, xs[i], max_dist)
-    elif method == 2:
-        q = wp.mesh_query_point_sign_normal(mesh, xs[i], max_dist)
-    elif method == 3:
-        q = wp.mesh_query_point_sign_winding_number(mesh, xs[i], max_dist)
+    q = point_query(mesh, xs[i], method, max_dist)
     if q.result:
         cp = wp.mesh_eval_position(mesh, q.face, q.u, q.v)
         cps[i] = cp
