@@ -39,6 +39,8 @@ REF_TAPE = ("refused on a Tape: a ref argument that is an array element is read 
 REF_GRAD = ("by design: simkit differentiates @func ref[T] parameters exactly (copy in, copy out) where Warp refuses "
             "them in kernels with a backward pass")
 TILES = "tiles (wp.launch_tiled, tile_* builtins; out of scope, ../shared/LANGUAGE.md)"
+EXTENT_2_31 = ("launch extents of 2**31 and more in a dimension: simkit's launch bounds hold int32 extents (2**31 - 1 "
+               "at most, a 1D launch excepted); Warp's bounds objects (.size, .shape, .coord_mult) and wording")
 
 KNOWN = {
     "test_func_inline": {
@@ -189,6 +191,20 @@ KNOWN = {
     "test_unpack": {"non_constant_bounds": "Warp's wording of the error"},
     "test_tuple": {},
     "test_overwrite": {"test_atomic_operations": INTERNALS},
+    "test_template_launch_bounds": {
+        # (passing: 1-4D launches, tid() arities other than the launch's (leading indices, padding), aliased tid)
+        "test_tiled": TILES, "launch_rejects_negative_dim": TILES + " (launch_tiled's half; launch's passes)",
+        "aliased_scalar_tid_rejects_oversized": INTERNALS + " (Module.get_module_hash)",
+        "aliased_tid_in_user_function": INTERNALS + " (Module.get_module_hash)",
+        "aliased_tuple_tid_coordinates_and_limits": EXTENT_2_31,
+        "scalar_tid_empty_dim_uses_padded_extent": INTERNALS + " (Module.get_module_hash)",
+        "small_launch_skips_exact_tid_resolution": INTERNALS + " (Module.get_module_hash)",
+        "launch_normalizes_dim_once": INTERNALS + " (context._canonicalize_dim)",
+        "accepts_oversized": EXTENT_2_31, "rejects_oversized": EXTENT_2_31, "accepts_max_extent": EXTENT_2_31,
+        "set_dim_validates": EXTENT_2_31, "validates_first_dimension": EXTENT_2_31,
+        "validates_every_dimension": EXTENT_2_31, "accepts_large_total_with_safe_extents": EXTENT_2_31,
+        "set_dim_accepts_compile_time_dead_scalar_tid": EXTENT_2_31, "mixed_tid_arities_reject_oversized": EXTENT_2_31,
+    },
     "test_launch": {
         "cmd_composite_defaults": INTERNALS + " (cmd.kernel.adj.args; the zero composite defaults it checks first "
                                               "pass)",
