@@ -146,31 +146,25 @@ def _with_constants(key: str, args: tuple, kwargs: dict):
     compile-time constants (``sk.identity(n=3, dtype=sk.float64)``), the other positional arguments as its
     parameters: (the @func, those arguments). Each set of constant values is one @func (and kernel)."""
     names = sorted(kwargs)
-    consts = [(k, v) for k, v in enumerate(args) if _constant_beside_one(v)] + [(n, kwargs[n]) for n in names]
+    const = {k: v for k, v in enumerate(args) if _constant_beside_one(v)}  # positional constants, by index
     ident = tuple((n, _type_id(v) if isinstance(v, type) or T.is_struct(v) else f"{type(v).__name__}:{v!r}")
-                  for n, v in consts)
-    runtime = [a for a in args if not _constant_beside_one(a)]
+                  for n, v in [*const.items(), *((n, kwargs[n]) for n in names)])
+    runtime = tuple(a for k, a in enumerate(args) if k not in const)
     types = tuple(_type_of(a) for a in runtime)
     entry = _cache.get((key, types, ident))
     if entry is None:
-        params, call, j = [], [], 0
-        for k, v in enumerate(args):
-            if _constant_beside_one(v):
-                call.append(f"K{k}")
-            else:
-                params.append(f"a{j}: A[{j}]")
-                call.append(f"a{j}")
-                j += 1
-        call += [f"{n}=K_{n}" for n in names]
+        params = [f"a{j}: A[{j}]" for j in range(len(runtime))]
+        j = iter(range(len(runtime)))
+        call = [f"K{k}" if k in const else f"a{next(j)}" for k in range(len(args))] + [f"{n}=K_{n}" for n in names]
         src = "\n".join(["import simkit as sk", "from simkit.kernels.api import BuiltinFunction",
                          f"B = BuiltinFunction({key!r})", f"# A: {', '.join(_type_id(t) for t in types)}",
-                         f"# constants: {ident!r}", "A = PYSCOPE_TYPES  # (set with the K globals by runtime/pyscope.py)",
+                         f"# constants: {ident!r}", "A = PYSCOPE_TYPES  # (set with the K globals by pyscope.py)",
                          "@sk.func", f"def f({', '.join(params)}):", f"    return B({', '.join(call)})"]) + "\n"
-        preset = {"PYSCOPE_TYPES": types, **{f"K{k}": v for k, v in enumerate(args) if _constant_beside_one(v)},
+        preset = {"PYSCOPE_TYPES": types, **{f"K{k}": v for k, v in const.items()},
                   **{f"K_{n}": kwargs[n] for n in names}}
         entry = _cache[(key, types, ident)] = import_generated(src, f"simkit_pyscope_kw_{key}", "pyscope",
                                                                None, preset).f
-    return entry, tuple(runtime)
+    return entry, runtime
 
 
 def evaluate(key: str, args: tuple, function=None, kwargs: dict | None = None):
