@@ -174,7 +174,7 @@ def run_report(argv, description: str, script: str, report, device: str = "cuda:
         print(f"benchmarks/{script}: no CUDA GPU available; nothing measured")
         return 0
     device = sk.get_device(device)
-    head = (f"GPU: {device.name} ({device.arch})" if device.is_cuda else
+    head = (f"GPU: {device.name} ({device.kind})" if device.is_cuda else
             f"CPU: {common.cpu_model()}, {common.core_count()} cores; simkit {common.git_revision()}")
     text = "\n".join([head, ""] + report(device, a.quick))
     print(text)
@@ -185,7 +185,7 @@ def run_report(argv, description: str, script: str, report, device: str = "cuda:
 
 
 def report(device, quick: bool) -> list:
-    common.progress(f"simkit on {device.name} ({device.arch})")
+    common.progress(f"simkit on {device.name} ({device.kind})")
     s = simkit_results(device, quick)
     w = warp_results(quick)
     lines = ["| metric | simkit | warp-lang | target |", "|---|---|---|---|"]

@@ -35,7 +35,7 @@ def cmd_info(args) -> int:
         print(f"C++ compiler: none ({e})")
     print(f"NVRTC: {nvrtc.version() if nvrtc.is_available() else 'not installed (pip install simkit[cuda])'}")
     for d in sk.get_devices():
-        extra = f" {d.name} {d.arch}" if d.is_cuda else f" ({os.cpu_count()} cores)"
+        extra = f" {d.name} {d.kind}" if d.is_cuda else f" ({os.cpu_count()} cores)"
         print(f"device: {d.alias}{extra}")
     print(f"cache: {_cache_dir()}")
     return 0

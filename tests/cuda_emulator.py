@@ -28,6 +28,7 @@ import hashlib
 import itertools
 import re
 import threading
+import types
 
 import numpy as np
 from cuda_emulator_build import emulated_library
@@ -275,6 +276,22 @@ class FakeDriver:
                   A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: self.resident_threads,
                   A.CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED: 1}
         return self.ok(values[attr]) if attr in values else self.err(1, 1)
+
+    TOTAL_MEMORY = 16 << 30  # what cuMemGetInfo reports as each emulated GPU's memory
+
+    @_fake
+    def cuMemGetInfo(self):
+        ordinal = (self.ctx() or 0xC000) - 0xC000
+        used = sum(len(buf) for buf, o in self.mem.values() if o == ordinal)
+        return self.ok(self.TOTAL_MEMORY - used, self.TOTAL_MEMORY)
+
+    @_fake
+    def cuDeviceGetPCIBusId(self, n, dev):
+        return self.ok(f"0000:{0x65 + int(dev):02X}:00.0".encode().ljust(n, b"\0"))
+
+    @_fake
+    def cuDeviceGetUuid(self, dev):
+        return self.ok(types.SimpleNamespace(bytes=bytes([0xE0 + int(dev)] * 16)))
 
     @_fake
     def cuDevicePrimaryCtxRetain(self, dev):

@@ -208,3 +208,126 @@ def test_custom_adjoint_into_an_array_argument(values_grad):
         np.testing.assert_allclose(values.grad.numpy(), expect)
     else:
         assert values.grad is None
+
+
+@sk.struct
+class Holder:
+    values: sk.array(dtype=sk.vec3d)
+
+
+@sk.func
+def first_of(h: Holder, i: int):
+    return h.values[i][0]
+
+
+@sk.func_grad(first_of)
+def adj_first_of(h: Holder, i: int, adj_ret: f64):
+    sk.adjoint[h.values][i][0] += 2.0 * adj_ret  # (doubled: the test sees that this adjoint ran)
+
+
+@sk.func
+def first_of_local(h: Holder, i: int):
+    v = h.values
+    return v[i][0]
+
+
+@sk.func_grad(first_of_local)
+def adj_first_of_local(h: Holder, i: int, adj_ret: f64):
+    v = h.values
+    sk.adjoint[v][i][0] += 3.0 * adj_ret
+
+
+@sk.kernel
+def k_holder(h: Holder, idx: sk.array(dtype=int), out: sk.array(dtype=f64)):
+    t = sk.tid()
+    out[t] = first_of(h, idx[t]) + first_of_local(h, idx[t])
+
+
+@pytest.mark.parametrize("values_grad", [True, False])
+def test_custom_adjoint_into_a_struct_fields_array(device, values_grad):
+    """adjoint[s.values][i] (and adjoint[v][i] of a local v = s.values) accumulate into the field array's .grad,
+    atomically (many threads hit one entry); without a gradient nothing is written (no null write)."""
+    rng = np.random.default_rng(7)
+    n, m = 4096, 13
+    idx_np = rng.integers(0, m, n).astype(np.int32)
+    g = rng.random(n)
+    h = Holder()
+    h.values = sk.array(rng.random((m, 3)), dtype=sk.vec3d, requires_grad=values_grad, device=device)
+    out = sk.zeros(n, dtype=f64, requires_grad=True, device=device)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(k_holder, n, inputs=[h, sk.array(idx_np, dtype=int, device=device)], outputs=[out], device=device)
+    np.testing.assert_allclose(out.numpy(), 2.0 * h.values.numpy()[idx_np, 0])
+    tape.backward(grads={out: g})
+    if values_grad:
+        expect = np.zeros((m, 3))
+        np.add.at(expect[:, 0], idx_np, 5.0 * g)
+        np.testing.assert_allclose(h.values.grad.numpy(), expect, rtol=1e-12)
+    else:
+        assert h.values.grad is None
+
+
+def test_a_custom_adjoint_that_fails_to_build_is_never_skipped():
+    """A @func_grad that does not compile fails each launch of a kernel using it (it is built with the function),
+    also after another kernel of its module was built: the function must never be reused without it (its
+    body would be differentiated instead: a silently wrong gradient)."""
+    @sk.func
+    def ident(x: float):
+        return x
+
+    @sk.func_grad(ident)
+    def adj_ident(x: float, adj_ret: float):
+        y = x
+        sk.adjoint[y] += adj_ret  # (y is a local float: refused)
+
+    @sk.kernel(module="unique")
+    def fine(x: sk.array(dtype=float), out: sk.array(dtype=float)):
+        i = sk.tid()
+        out[i] = 2.0 * x[i]
+
+    @sk.kernel(module=fine.module.name)
+    def broken(x: sk.array(dtype=float), out: sk.array(dtype=float)):
+        i = sk.tid()
+        out[i] = ident(x[i])
+
+    for k in (broken, fine, broken):
+        x, out = sk.zeros(4, requires_grad=True), sk.zeros(4, requires_grad=True)
+        tape = sk.Tape()
+        if k is broken:
+            with pytest.raises(sk.CompileError, match=r"adjoint\[\.\.\.\] of a float32 that is not a parameter"):
+                with tape:
+                    sk.launch(k, 4, inputs=[x], outputs=[out])
+            continue
+        with tape:
+            sk.launch(k, 4, inputs=[x], outputs=[out])
+        tape.backward(grads={out: np.ones(4)})
+        np.testing.assert_allclose(x.grad.numpy(), 2.0)
+
+
+@sk.func
+def write_square(i: int, xs: sk.array(dtype=f64), ys: sk.array(dtype=f64)):
+    ys[i] = xs[i] * xs[i]
+
+
+@sk.func_grad(write_square)
+def adj_write_square(i: int, xs: sk.array(dtype=f64), ys: sk.array(dtype=f64)):
+    sk.adjoint[xs][i] += 3.0 * xs[i]  # (3x, not 2x: the test sees that this adjoint ran; ys's gradient taken as 1)
+
+
+@sk.kernel
+def k_write_square(xs: sk.array(dtype=f64), ys: sk.array(dtype=f64)):
+    i = sk.tid()
+    write_square(i, xs, ys)
+
+
+def test_custom_adjoint_of_a_function_that_returns_nothing(device):
+    """A @func that only writes arrays: its @func_grad takes just the arguments (as Warp's)."""
+    xv = np.array([0.5, -1.0, 2.0])
+    xs = sk.array(xv, dtype=f64, requires_grad=True, device=device)
+    ys = sk.zeros(3, dtype=f64, requires_grad=True, device=device)
+    tape = sk.Tape()
+    with tape:
+        sk.launch(k_write_square, 3, inputs=[xs, ys], device=device)
+    np.testing.assert_allclose(ys.numpy(), xv ** 2)
+    tape.backward(grads={ys: np.ones(3)})
+    np.testing.assert_allclose(xs.grad.numpy(), 3.0 * xv)

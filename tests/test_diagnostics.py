@@ -36,6 +36,6 @@ def test_gpu_devices_are_listed(cuda_device):
     info = sk.print_diagnostics(file=out)
     gpus = [d for d in info["devices"] if d["alias"].startswith("cuda")]
     d = sk.get_device(cuda_device)
-    assert gpus[0]["alias"] == d.alias and gpus[0]["arch"] == d.arch and gpus[0]["sm_count"] == d.sm_count > 0
+    assert gpus[0]["alias"] == d.alias and gpus[0]["arch"] == d.kind and gpus[0]["sm_count"] == d.sm_count > 0
     assert f"{d.sm_count} SMs" in out.getvalue()
     assert info["cuda_enabled"] is True and info["cuda_driver"] is not None

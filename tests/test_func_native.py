@@ -141,3 +141,25 @@ def test_snippets_from_python_and_their_errors():
             out[0] = broken(1.0)
 
         sk.launch(k2, 1, inputs=[sk.zeros(1)])
+
+
+def test_redefined_snippet_replaces_the_earlier_one(device):
+    """A @func_native defined again under its name replaces the first one in kernels already built with it."""
+    @sk.func_native("out[tid] = x[tid] + 1;")
+    def step(x: sk.array(dtype=int), out: sk.array(dtype=int), tid: int): ...
+
+    @sk.kernel(module="unique")
+    def k(x: sk.array(dtype=int), out: sk.array(dtype=int)):
+        i = sk.tid()
+        step(x, out, i)
+
+    x = sk.array(np.arange(8, dtype=np.int32), device=device)
+    out = sk.zeros(8, dtype=int, device=device)
+    sk.launch(k, 8, inputs=[x, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), np.arange(8) + 1)
+
+    @sk.func_native("out[tid] = x[tid] * 3;")
+    def step(x: sk.array(dtype=int), out: sk.array(dtype=int), tid: int): ...  # noqa: F811
+
+    sk.launch(k, 8, inputs=[x, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), np.arange(8) * 3)

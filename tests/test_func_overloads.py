@@ -104,6 +104,29 @@ def test_redefinition_makes_a_new_function(device):
     assert first is not redefined
 
 
+def test_redefinition_in_a_closure_reaches_a_kernel_already_built(device):
+    """A @func defined again in the function that defines the kernel: the kernel's next launch calls the new body
+    (its closure is read again; the name is bound to the new @func only after the decorator returns)."""
+    @sk.func
+    def bump(x: int):
+        return x + 1
+
+    @sk.kernel(module="unique")
+    def k(x: sk.array(dtype=int)):
+        i = sk.tid()
+        x[i] = bump(x[i])
+
+    x = sk.zeros(4, dtype=int, device=device)
+    sk.launch(k, 4, inputs=[x], device=device)
+
+    @sk.func
+    def bump(x: int):  # noqa: F811
+        return x * 10
+
+    sk.launch(k, 4, inputs=[x], device=device)
+    np.testing.assert_array_equal(x.numpy(), [10, 10, 10, 10])
+
+
 @sk.struct
 class State:
     pos: sk.vec3

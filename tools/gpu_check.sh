@@ -81,7 +81,7 @@ $PY - <<'EOF' 2>&1 | tee -a "$LOGS/gpu_info.log"; [ "${PIPESTATUS[0]}" -eq 0 ] |
 import sys
 import simkit as sk
 from simkit.kernels.backends.cuda import driver, nvrtc
-print("simkit", sk.__version__, "devices:", [f"{d.alias} {d.name} {d.arch}" for d in sk.get_devices()])
+print("simkit", sk.__version__, "devices:", [f"{d.alias} {d.name} {d.kind}" for d in sk.get_devices()])
 print("CUDA driver version:", driver.driver_version(), "NVRTC:", nvrtc.version() if nvrtc.is_available() else None)
 import importlib.metadata as md
 for pkg in ("cuda-bindings", "numpy", "torch", "jax", "pytest", "pytest-xdist", "trimesh"):

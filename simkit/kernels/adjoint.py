@@ -530,7 +530,7 @@ class AdjointEmitter(Emitter):
         call_args = [ref(a) for a in args] + adj_args
         if s.kind == "func" and s.func.grad_ir is not None:  # @func_grad: returns the argument adjoints
             grad = s.func.grad_ir
-            res = f"_g_{outs[0].name}"
+            res = f"_g_{outs[0].name}" if outs else "_g_"  # (a function that returns nothing; the block scopes it)
             self.w(f"{{ auto {res} = {grad.name}<SKC>({', '.join([ref(a) for a in args] + [adj(o) for o in outs])});",
                    depth)
             for k, a in enumerate(args):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import itertools
 
 from .frontend import SourceInfo, build
 
@@ -41,21 +42,44 @@ def _root(node):
     return node.id if isinstance(node, ast.Name) else None
 
 
-class _AdjointTarget(ast.NodeTransformer):
-    """``adjoint[x.f]`` inside a target becomes ``_sk_adj_x.f``: the adjoint of part of a parameter."""
+_counter = itertools.count()  # (names of gradient-array locals)
 
-    def __init__(self, params):
-        self.params, self.found = params, False
+
+def _is_array_path(node, types: dict) -> bool:
+    """Is ``node`` (``x`` or ``x.f.g``, from parameter ``x``) an array: a parameter or a struct field that is one?"""
+    from . import types as T
+
+    fields = []
+    while isinstance(node, ast.Attribute):
+        fields.append(node.attr)
+        node = node.value
+    t = types.get(node.id) if isinstance(node, ast.Name) else None
+    for f in reversed(fields):
+        t = t._simkit_struct.fields.get(f) if t is not None and T.is_struct(t) else None
+    return isinstance(t, T.ArrayType)
+
+
+class _AdjointTarget(ast.NodeTransformer):
+    """``adjoint[x.f]`` inside a target becomes ``_sk_adj_x.f``: the adjoint of part of a parameter. The adjoint of
+    an array that is not a parameter (a struct parameter's array field, an array local) is its gradient array:
+    ``adjoint[s.values][i]`` becomes ``_sk_grad_<k>[i]``, with ``(_sk_grad_<k>, s.values)`` in ``grads``."""
+
+    def __init__(self, params, types=None):
+        self.params, self.types, self.found, self.grads = params, types or {}, False, []
 
     def visit_Subscript(self, node):
         inner = _adjoint_of(node)
         if inner is None:
             return self.generic_visit(node)
         name = _root(inner)
-        if name not in self.params:
-            raise SyntaxError(f"adjoint[{ast.unparse(inner)}]: '{name}' is not a parameter of the function")
         self.found = True
         inner = copy.deepcopy(inner)
+        if name not in self.params or (not isinstance(inner, ast.Name) and _is_array_path(inner, self.types)):
+            if not isinstance(inner, (ast.Name, ast.Attribute)):
+                raise SyntaxError(f"adjoint[{ast.unparse(inner)}]: not a parameter, a part of one, or an array")
+            local = f"_sk_grad_{next(_counter)}"
+            self.grads.append((local, inner))
+            return ast.Name(id=local, ctx=ast.Load())
         leaf = inner
         while not isinstance(leaf, ast.Name):
             leaf = leaf.value
@@ -64,12 +88,13 @@ class _AdjointTarget(ast.NodeTransformer):
 
 
 class _Rewrite(ast.NodeTransformer):
-    def __init__(self, params, arrays=()):
-        self.params, self.arrays = params, set(arrays)
+    def __init__(self, params, arrays=(), types=None):
+        self.params, self.arrays, self.types = params, set(arrays), types or {}
 
     def _target(self, target):
-        """``target`` with its ``adjoint[E]`` made the adjoint local, and the parameter it is of; else None."""
-        found = _AdjointTarget(self.params)
+        """``target`` with its ``adjoint[E]`` made the adjoint local (or gradient array), and the arrays whose
+        gradients it writes; else None."""
+        found = _AdjointTarget(self.params, self.types)
         root = _root(_adjoint_of_target(target))
         new = found.visit(copy.deepcopy(target))
         if not found.found:
@@ -79,13 +104,21 @@ class _Rewrite(ast.NodeTransformer):
             if hasattr(n, "ctx"):
                 n.ctx = ast.Load()
         new.ctx = ast.Store()
-        return new, root
+        arrays = [(None, ast.Name(id=root, ctx=ast.Load()))] if root in self.arrays else []
+        return new, arrays + found.grads
 
-    def _guard(self, node, root):
-        if root in self.arrays:  # adjoint[a][i] += v: into a's gradient array, when it has one
-            test = ast.Call(func=ast.Name(id="_sk_has_grad", ctx=ast.Load()), args=[ast.Name(id=root, ctx=ast.Load())],
-                            keywords=[])
-            return ast.copy_location(ast.If(test=test, body=[node], orelse=[]), node)
+    def _guard(self, node, arrays):
+        """``node`` run only when each array it writes the gradient of has one (adjoint[a][i] += v), after
+        the gradient arrays it names are bound to their locals (a local: its writes are atomic)."""
+        for local, a in arrays:
+            body = [node]
+            if local is not None:
+                grad = ast.Call(func=ast.Name(id="_sk_grad_array", ctx=ast.Load()), args=[copy.deepcopy(a)],
+                                keywords=[])
+                body.insert(0, ast.copy_location(ast.Assign(targets=[ast.Name(id=local, ctx=ast.Store())],
+                                                            value=grad), node))
+            test = ast.Call(func=ast.Name(id="_sk_has_grad", ctx=ast.Load()), args=[copy.deepcopy(a)], keywords=[])
+            node = ast.copy_location(ast.If(test=test, body=body, orelse=[]), node)
         return node
 
     def visit_Assign(self, node):  # adjoint[x.v].y = e: sets that part of x's adjoint (which starts at zero)
@@ -123,7 +156,7 @@ def build_custom_grad(function, spec, g):
 
     # an array's adjoint is its gradient array (adjoint[a][i] += v accumulates into a.grad); others start at zero
     arrays = [p for p, t in spec.param_types.items() if isinstance(t, T.ArrayType)]
-    _Rewrite(params, arrays).visit(src.node)
+    _Rewrite(params, arrays, spec.param_types).visit(src.node)
     body = src.node.body
     line = body[0] if body else src.node
     init = [ast.copy_location(ast.Assign(targets=[ast.Name(id=f"_sk_adj_{p}", ctx=ast.Store())],
@@ -142,9 +175,7 @@ def build_custom_grad(function, spec, g):
                        _sk_grad_array=BuiltinFunction("grad_array"), _sk_has_grad=BuiltinFunction("has_grad"))
     types = dict(spec.param_types)
     names = list(g.__code__.co_varnames[:g.__code__.co_argcount])
-    n_ret = len(spec.return_types)
-    if n_ret == 0:
-        raise TypeError(f"@func_grad({function.key}): the function returns nothing to differentiate")
+    n_ret = len(spec.return_types)  # (0: a function that writes arrays; its adjoint takes only the arguments)
     if names[:len(params)] != params or len(names) != len(params) + n_ret:
         outs = ["adj_ret"] if n_ret == 1 else [f"adj_ret{k}" for k in range(n_ret)]
         raise TypeError(f"@func_grad({function.key}) must take its arguments and then the adjoint of each "

@@ -249,6 +249,8 @@ class Kernel:
             from .sources import source_info
 
             self._src = source_info(self.func)  # (the lines of its file as they were at its definition)
+        elif self._src.stale:
+            self._src.read_closure()
         return self._src
 
     @property
@@ -464,6 +466,8 @@ class Function:
 
             src = source_info(pyfunc)
             self.overloads[i] = (pyfunc, types, src)
+        elif src.stale:
+            src.read_closure()
         return src
 
     def specialize(self, args: list, builder):
@@ -533,16 +537,16 @@ class Function:
             spec.ir = build(pyfunc, concrete, is_kernel=False, name=spec.cname, src=self._source(i),
                             ref_params=spec.ref_params)
             spec.ir.inline = getattr(pyfunc, "_simkit_inline", None)  # (codegen.func_qualifier)
-        except BaseException:
-            del self.specs[key]
-            raise
-        spec.return_types = spec.ir.return_types
-        grad, replay = self._custom_for(i, self.custom_grads), self._custom_for(i, self.custom_replays)
-        if grad is not None or replay is not None:
-            from .custom_grad import build_custom_grad, build_replay
+            spec.return_types = spec.ir.return_types
+            grad, replay = self._custom_for(i, self.custom_grads), self._custom_for(i, self.custom_replays)
+            if grad is not None or replay is not None:
+                from .custom_grad import build_custom_grad, build_replay
 
-            spec.grad_ir = build_custom_grad(self, spec, grad) if grad is not None else None
-            spec.replay_ir = build_replay(spec, replay) if replay is not None else None
+                spec.grad_ir = build_custom_grad(self, spec, grad) if grad is not None else None
+                spec.replay_ir = build_replay(spec, replay) if replay is not None else None
+        except BaseException:
+            del self.specs[key]  # (a spec without its custom adjoint must never be reused: it would differentiate
+            raise                # the body instead, silently)
         return spec
 
     def _custom_for(self, i, customs: list):
@@ -611,11 +615,7 @@ def _declare_func(f, scope: dict) -> Function:
     """The @func for ``f``, as Warp: a @func of the same name already in the defining scope (the module, or
     one run of the enclosing function for a closure) gains ``f`` as an overload; one of the same parameter
     types is redefined: a new Function with ``f`` in its place (whoever holds the old one keeps it)."""
-    key = (f.__module__, f.__qualname__)
-    existing = scope.get(f.__name__)
-    if not (isinstance(existing, Function) and existing.qualname == f.__qualname__
-            and existing.overloads[0][0].__module__ == f.__module__):
-        existing = None if "<locals>" in f.__qualname__ else _functions.get(key)  # (closures: per run)
+    existing = _earlier_definition(f, scope)
     if existing is not None and existing.native is None:
         i = existing.find_overload(f)
         if i is not None and _ref_names(existing.overloads[i][0]) != _ref_names(f):
@@ -634,7 +634,32 @@ def _declare_func(f, scope: dict) -> Function:
     else:
         fn = existing.redefined(f)
     if "<locals>" not in f.__qualname__:
-        _functions[key] = fn
+        _functions[(f.__module__, f.__qualname__)] = fn
+    return fn
+
+
+def _earlier_definition(f, scope: dict):
+    """The @func of ``f``'s name already defined in its scope (the module, or this run of the enclosing
+    function for a closure), or None."""
+    existing = scope.get(f.__name__)
+    if not (isinstance(existing, Function) and existing.qualname == f.__qualname__
+            and existing.overloads[0][0].__module__ == f.__module__):
+        existing = None if "<locals>" in f.__qualname__ else _functions.get((f.__module__, f.__qualname__))
+    return existing
+
+
+def declare_native(f, scope: dict, snippets) -> Function:
+    """The Function of a @func_native: always a new one (a redefinition replaces the earlier definition and
+    every kernel built with that is built again at its next launch, as for @func)."""
+    existing = _earlier_definition(f, scope)
+    if existing is not None:
+        from .module import invalidate_users
+
+        invalidate_users(existing)
+    fn = Function(f)
+    fn.native = snippets
+    if "<locals>" not in f.__qualname__:
+        _functions[(f.__module__, f.__qualname__)] = fn
     return fn
 
 

@@ -128,7 +128,7 @@ def generator_hash() -> str:
 
 def native_key(device, adjoint: bool) -> str:
     """Key of a loaded entry point: device kind, forward/adjoint, build mode."""
-    return (("cpu" if device.is_cpu else device.arch) + (":bwd" if adjoint else "")
+    return (device.kind + (":bwd" if adjoint else "")
             + ("/debug" if config.mode == "debug" else ""))
 
 
@@ -284,13 +284,15 @@ class Module:
 
 def _refresh_closure(src) -> None:
     """A kept SourceInfo's closure values read again (they were read when it was made)."""
-    if src is None or not src.pyfunc.__closure__:
-        return
-    for name, cell in zip(src.pyfunc.__code__.co_freevars, src.pyfunc.__closure__):
-        try:
-            src.closure[name] = cell.cell_contents
-        except ValueError:  # still empty
-            src.closure.pop(name, None)
+    if src is not None:
+        src.read_closure()
+
+
+def _stale_closure(src) -> None:
+    """A kept SourceInfo's closure values read again before its next build (a redefinition is bound to its
+    name only after its decorator returns)."""
+    if src is not None:
+        src.stale = True
 
 
 def _functions_used(fn_ir, found=None) -> list:
@@ -331,9 +333,12 @@ def invalidate_users(function) -> None:
             for s in k.specs.values():
                 used = _functions_used(s.ir) if s.ir is not None else []
                 if any(uses(f) for f in used):
+                    _stale_closure(getattr(k, "_src", None))  # (the new definition may be a closure's)
                     for f in used:
                         if f.function is not function and uses(f):
                             f.function.specs.clear()  # (a caller of it: built again, calling the new one)
+                            for _pyfunc, _types, src in f.function.overloads:
+                                _stale_closure(src)
                     _reset(s)
 
 

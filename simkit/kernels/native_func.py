@@ -23,6 +23,7 @@ them, as Warp's do.
 from __future__ import annotations
 
 import inspect
+import sys
 
 from . import ir
 from . import types as T
@@ -42,12 +43,10 @@ def func_native(snippet: str, adj_snippet: str | None = None, replay_snippet: st
     snippets = Snippets(snippet, adj_snippet, replay_snippet)
 
     def deco(f):
-        from .decorators import Function
+        from .decorators import declare_native
 
         _return_types(f)  # (a bad return annotation is refused here, where it is written)
-        fn = Function(f)  # (each definition its own function: a redefinition replaces, as in Warp)
-        fn.native = snippets
-        return fn
+        return declare_native(f, sys._getframe(1).f_locals, snippets)  # (a redefinition replaces, as in Warp)
 
     return deco
 

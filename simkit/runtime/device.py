@@ -18,14 +18,92 @@ class Device:
         self.alias = alias
         self.ordinal = ordinal
         self.name = name or alias
-        self.arch = arch  # "cpu" or "sm_90"
         self.is_cpu = alias == "cpu"
         self.is_cuda = not self.is_cpu
-        self.kind = "cpu" if self.is_cpu else arch  # what compiled code is keyed by
+        self.kind = "cpu" if self.is_cpu else arch  # what compiled code is keyed by: "cpu" or "sm_90"
+        # Warp's number: 10 * major + minor of the compute capability (90 for sm_90), 0 for the CPU
+        self.arch = 0 if self.is_cpu else int(arch[3:])
         self.context = None  # CUDA context handle (cuda backend)
 
     def __repr__(self):
         return f'Device("{self.alias}")'
+
+    # Warp's Device attributes (runtime/device_info.py computes them)
+
+    @property
+    def total_memory(self) -> int:
+        """Bytes of the GPU's memory (the host's physical memory for the CPU)."""
+        return _info().memory_info(self)[1]
+
+    @property
+    def free_memory(self) -> int:
+        """Bytes free now on the GPU (the host's available physical memory for the CPU)."""
+        return _info().memory_info(self)[0]
+
+    is_uva = property(lambda self: _info().is_uva(self), doc="Unified addressing (False for the CPU).")
+    is_cubin_supported = property(lambda self: _info().is_cubin_supported(self),
+                                  doc="NVRTC makes CUBIN for this GPU (else PTX of an older architecture).")
+    is_mempool_supported = property(lambda self: _info().is_mempool_supported(self),
+                                    doc="Stream-ordered memory pools (cuMemAllocAsync) are supported.")
+    is_mempool_enabled = property(lambda self: _info().is_mempool_enabled(self),
+                                  doc="simkit allocates this GPU's arrays from its memory pool.")
+    is_cpu_memory_access_from_gpu_supported = property(
+        lambda self: _info().is_cpu_memory_access_from_gpu_supported(self),
+        doc="GPU kernels can read pageable host memory (HMM/ATS).")
+    is_gpu_memory_access_from_cpu_supported = property(
+        lambda self: _info().is_gpu_memory_access_from_cpu_supported(self),
+        doc="Host code can touch managed memory resident on this GPU without migration.")
+    is_cpu_gpu_atomic_supported = property(lambda self: _info().is_cpu_gpu_atomic_supported(self),
+                                           doc="Host/GPU atomics are native (NVLink-C2C).")
+    is_primary = property(lambda self: self.is_cuda, doc="simkit uses each GPU's primary context.")
+    uuid = property(lambda self: _info().uuid(self), doc="GPU-... as nvidia-smi -L prints it (None: CPU).")
+    pci_bus_id = property(lambda self: _info().pci_bus_id(self), doc="domain:bus:device (None: CPU).")
+    is_capturing = property(lambda self: _info().is_capturing(self), doc="A graph capture is active.")
+
+    @property
+    def has_context(self) -> bool:
+        return self.is_cuda
+
+    @property
+    def stream(self):
+        """The GPU's current stream (RuntimeError for the CPU)."""
+        return _info().stream(self)
+
+    @stream.setter
+    def stream(self, stream):
+        _info().set_stream(self, stream)
+
+    @property
+    def has_stream(self) -> bool:
+        return self.is_cuda
+
+    def set_stream(self, stream, sync: bool = True) -> None:
+        """Make ``stream`` this GPU's current stream (``sync``: it first waits for the previous one)."""
+        _info().set_stream(self, stream, sync)
+
+    def can_access(self, other) -> bool:
+        """Can kernels on this device reach memory allocated on ``other``? (runtime/device_info.py)"""
+        return _info().can_access(self, other)
+
+    def make_current(self) -> None:
+        """Make this GPU's context current on the calling thread (nothing for the CPU)."""
+        if self.is_cuda:
+            _driver_state(self).make_current()
+
+    def get_cuda_compile_arch(self) -> int | None:
+        """The architecture NVRTC compiles for on this GPU (90 for sm_90), None for the CPU."""
+        if self.is_cpu:
+            return None
+        from ..kernels.backends.cuda import module as cmodule
+
+        return int(cmodule.target_arch(self.kind).split("_", 1)[1].rstrip("af"))
+
+    def get_cuda_output_format(self, preferred_cuda_output: str | None = None) -> str | None:
+        """``"cubin"`` or ``"ptx"``: what NVRTC makes for this GPU (None for the CPU; a preference is not
+        taken: simkit makes CUBIN wherever its NVRTC knows the architecture)."""
+        if self.is_cpu:
+            return None
+        return "cubin" if self.is_cubin_supported else "ptx"
 
     @property
     def sm_count(self) -> int:
@@ -55,6 +133,12 @@ class Device:
 _cpu = Device("cpu", name=os.uname().machine if hasattr(os, "uname") else "cpu")
 _cuda_devices: list | None = None
 _default: Device | None = None
+
+
+def _info():
+    from . import device_info
+
+    return device_info
 
 
 def _driver_state(device):

@@ -44,15 +44,20 @@ def _cuda() -> dict:
 
 def _devices() -> list:
     from .device import get_devices
-    from .memory_pools import is_mempool_enabled
 
     out = []
     for d in get_devices():
-        entry = {"alias": d.alias, "name": d.name, "arch": d.arch}
+        entry = {"alias": d.alias, "name": d.name, "arch": d.kind}
         if d.is_cuda:
-            entry.update(sm_count=d.sm_count, mempool_enabled=is_mempool_enabled(d))
+            entry.update(sm_count=d.sm_count, memory_gb=d.total_memory / 1024**3,
+                         mempool_enabled=d.is_mempool_enabled, pci_bus_id=d.pci_bus_id,
+                         **{key: getattr(d, key) for key in _ACCESS})
         out.append(entry)
     return out
+
+
+_ACCESS = {"is_cpu_memory_access_from_gpu_supported": "GPU->CPU mem", "is_gpu_memory_access_from_cpu_supported":
+           "CPU->GPU mem", "is_cpu_gpu_atomic_supported": "CPU/GPU atomics"}
 
 
 def diagnostics() -> dict:
@@ -96,9 +101,12 @@ def print_diagnostics(file=None) -> dict:
     line("verify_fp", info["verify_fp"])
     print("Devices", file=out)
     for d in info["devices"]:
-        extra = f" ({d['arch']}, {d['sm_count']} SMs, memory pool {'on' if d['mempool_enabled'] else 'off'})" \
-            if "sm_count" in d else ""
+        extra = f" ({d['arch']}, {d['sm_count']} SMs, {d['memory_gb']:.0f} GiB, memory pool " \
+                f"{'on' if d['mempool_enabled'] else 'off'}, PCI {d['pci_bus_id']})" if "sm_count" in d else ""
         line(d["alias"], f"{d['name']}{extra}")
+        if "sm_count" in d:
+            print("    " + ", ".join(f"{label}: {'yes' if d[key] else 'no'}" for key, label in _ACCESS.items()),
+                  file=out)
     return info
 
 

@@ -1,5 +1,6 @@
 """Logical operators, printing, expectations."""
 from ..registry import add_builtin
+from .. import types as T
 from ..types import Any, Scalar, int32, bool as bool_t
 
 
@@ -33,9 +34,21 @@ add_builtin("assert_true", {"cond": bool_t}, None, native="sk::assert_true", che
             doc="``assert cond`` in a kernel: in debug mode a failure raises after the launch.", group="utility")
 add_builtin("zero_like", {"x": Any}, lambda info: info.arg_types[0], native="sk::zero_like", differentiable=False,
             hidden=True, doc="The zero value of x's type.", group="utility")
-add_builtin("grad_array", {"a": Any}, lambda info: info.arg_types[0], native="sk::grad_array", differentiable=False,
+
+
+def _an_array(info, result=None):
+    """``grad_array``/``has_grad`` (``adjoint[E]`` in a @func_grad): E must be an array where it is not a parameter."""
+    t = info.arg_types[0]
+    if not isinstance(t, T.ArrayType):
+        raise TypeError(f"adjoint[...] of a {T.type_name(t)} that is not a parameter of the function: the adjoint "
+                        f"of a local or a struct field is taken only of an array (its gradient array)")
+    return t if result is None else result
+
+
+add_builtin("grad_array", {"a": Any}, _an_array, native="sk::grad_array", differentiable=False,
             hidden=True, doc="The gradient of array a as an array (adjoint[a] in a @func_grad).", group="utility")
-add_builtin("has_grad", {"a": Any}, bool_t, native="sk::has_grad", differentiable=False, hidden=True,
+add_builtin("has_grad", {"a": Any}, lambda info: _an_array(info, bool_t), native="sk::has_grad", differentiable=False,
+            hidden=True,
             doc="Whether array a has a gradient (guards adjoint[a] updates in a @func_grad).", group="utility")
 add_builtin("block_dim", {}, int32, differentiable=False,
             doc="The number of threads in the current block: the launch's block_dim on a GPU, 1 on the CPU (one "

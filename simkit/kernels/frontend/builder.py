@@ -89,12 +89,20 @@ class SourceInfo:
         self.node = node
         self.globals = pyfunc.__globals__
         self.closure = {}
-        if pyfunc.__closure__:
-            for name, cell in zip(pyfunc.__code__.co_freevars, pyfunc.__closure__):
-                try:
-                    self.closure[name] = cell.cell_contents
-                except ValueError:  # empty cell
-                    pass
+        self.stale = False  # read the closure again before the next build (a @func it names was redefined)
+        self.read_closure()
+
+    def read_closure(self) -> None:
+        """Read the closure's values (made: now; again by ``Module.mark_modified`` and after a redefinition of a
+        @func that the function calls)."""
+        self.stale = False
+        if not self.pyfunc.__closure__:
+            return
+        for name, cell in zip(self.pyfunc.__code__.co_freevars, self.pyfunc.__closure__):
+            try:
+                self.closure[name] = cell.cell_contents
+            except ValueError:  # empty cell
+                self.closure.pop(name, None)
 
     def line_of(self, node) -> int:
         return self.first_line + getattr(node, "lineno", 1) - 1

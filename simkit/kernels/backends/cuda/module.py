@@ -170,7 +170,7 @@ class Unit:
         self.device = device
         self.specs = list(specs)
         self.options = dict(options or {})
-        self.device_kind = device.arch
+        self.device_kind = device.kind
         self.uses_stack = "sk::push(" in source  # adjoint code with dynamic loops
         # kernels that report errors even in release mode (expect_*): their error state is read after launch
         self._may_error = {s.cname for s in self.specs if getattr(s, "may_error", False)}
