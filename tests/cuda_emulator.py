@@ -142,6 +142,7 @@ class FakeDriver:
         self.validating = threading.local()
         self.tls = threading.local()
         self.calls = collections.Counter()
+        self.pool_access: dict = {}  # (pool, peer ordinal) -> granted (cuMemPoolSetAccess)
         self.validated: set = set()
         self.violations: list = []  # every rule broken (checked when the fixture ends)
         self.ids = itertools.count(0x10000, 0x10)
@@ -333,6 +334,23 @@ class FakeDriver:
     @_fake
     def cuMemPoolSetAttribute(self, pool, attr, value):
         assert isinstance(value, self.real.cuuint64_t)
+        return self.ok()
+
+    @_fake
+    def cuDeviceCanAccessPeer(self, dev, peer):
+        return self.ok(1)  # (the emulated GPUs share the host's memory)
+
+    @_fake
+    def cuMemPoolGetAccess(self, pool, location):
+        granted = self.pool_access.get((int(pool), int(location.id)), False)
+        flags = self.real.CUmemAccess_flags
+        return self.ok(flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE if granted else flags.CU_MEM_ACCESS_FLAGS_PROT_NONE)
+
+    @_fake
+    def cuMemPoolSetAccess(self, pool, descs, count):
+        for d in descs[:count]:
+            granted = int(d.flags) == int(self.real.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            self.pool_access[(int(pool), int(d.location.id))] = granted
         return self.ok()
 
     @_fake

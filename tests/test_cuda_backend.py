@@ -240,6 +240,39 @@ def test_device_properties(fake_cuda):
     assert (cpu.sm_count, cpu.max_shared_memory_per_block) == (0, 0)
 
 
+def test_warp_device_attributes(fake_cuda):
+    """Warp's Device attributes: arch as an int (the kind keeps "sm_87"), memory from cuMemGetInfo (an allocation
+    takes its bytes), identity, streams (the CPU has none: RuntimeError), and which memory each device reaches."""
+    gpu, other, cpu = sk.get_device("cuda:1"), sk.get_device("cuda:0"), sk.get_device("cpu")
+    assert (gpu.arch, gpu.kind, cpu.arch, cpu.kind) == (int(FAKE_ARCH[3:]), FAKE_ARCH, 0, "cpu")
+    free = gpu.free_memory
+    a = sk.zeros(1 << 20, dtype=sk.float32, device=gpu)
+    assert gpu.free_memory == free - (4 << 20) and gpu.total_memory == FakeDriver.TOTAL_MEMORY
+    assert other.free_memory == other.total_memory  # (nothing allocated there)
+    assert cpu.total_memory >= cpu.free_memory > 0
+    assert gpu.uuid == "GPU-" + "e1e1e1e1-e1e1-e1e1-e1e1-e1e1e1e1e1e1" and cpu.uuid is None
+    assert gpu.pci_bus_id == "0000:66:00" and cpu.pci_bus_id is None
+    assert (gpu.is_uva, gpu.is_mempool_supported, gpu.is_primary, gpu.has_stream) == (True, True, True, True)
+    assert (cpu.is_uva, cpu.is_mempool_supported, cpu.is_primary, cpu.has_stream) == (False, False, False, False)
+    assert gpu.get_cuda_output_format() in ("cubin", "ptx") and cpu.get_cuda_output_format() is None
+    assert cpu.get_cuda_compile_arch() is None and gpu.get_cuda_compile_arch() <= gpu.arch
+    s = sk.Stream(gpu)
+    gpu.stream = s
+    assert gpu.stream == s and sk.get_stream(gpu) == s
+    gpu.set_stream(sk.Stream(gpu), sync=True)
+    assert gpu.stream != s and not gpu.is_capturing
+    with pytest.raises(RuntimeError, match="not a CUDA device"):
+        cpu.stream
+    assert gpu.can_access(gpu) and cpu.can_access(cpu) and not cpu.can_access(gpu)
+    assert gpu.can_access(cpu) == gpu.is_cpu_memory_access_from_gpu_supported
+    assert not gpu.can_access(other)
+    sk.set_mempool_access_enabled(other, gpu, True)
+    assert gpu.can_access(other) and not other.can_access(gpu)
+    sk.set_mempool_access_enabled(other, gpu, False)
+    assert not gpu.can_access(other)
+    del a
+
+
 def test_copy_between_devices(fake_cuda):
     host = np.arange(50, dtype=np.float32)
     a = sk.array(host, device="cuda:0")
