@@ -163,3 +163,45 @@ def test_redefined_snippet_replaces_the_earlier_one(device):
 
     sk.launch(k, 8, inputs=[x, out], device=device)
     np.testing.assert_array_equal(out.numpy(), np.arange(8) * 3)
+
+
+@sk.func_native("return wp::vec3(x, 2.0f * x, wp::float32(3));")
+def warp_vec(x: float) -> sk.vec3: ...
+
+
+@sk.func_native("return wp::mat_t<2, 2, wp::float64>(x, 0.0, 1, x);")
+def warp_mat(x: f64) -> sk.mat22d: ...
+
+
+@sk.func_native("wp::fixedarray_t<3, wp::float32> r;\nr[0] = x; r[1] = x + 1.0f; r[2] = x + 2.0f;\nreturn r;")
+def warp_fixed(x: float) -> sk.fixedarray(dtype=float, shape=3): ...
+
+
+@sk.func_native("wp::quatd q(0.0, 0.0, x, 1.0); wp::vec3d v(x); return sk::quat_t<double>(q).z + v[1];")
+def warp_quat(x: f64) -> f64: ...
+
+
+@sk.kernel
+def use_warp_names(x: sk.array(dtype=float), vs: sk.array(dtype=sk.vec3), ms: sk.array(dtype=sk.mat22d),
+                   fs: sk.array(dtype=float, ndim=2), qs: sk.array(dtype=f64)):
+    i = sk.tid()
+    vs[i] = warp_vec(x[i])
+    ms[i] = warp_mat(f64(x[i]))
+    f = warp_fixed(x[i])
+    for k in range(3):
+        fs[i, k] = f[k]
+    qs[i] = warp_quat(f64(x[i]))
+
+
+def test_snippets_name_warps_types(device):
+    """Snippets written for Warp: wp::vec3(x, y, z), wp::mat_t<...>(entries row by row), one scalar filling a
+    vector, wp::quatd, wp::fixedarray_t<N, T>, returned as simkit's types."""
+    xv = np.array([0.5, -2.0], dtype=np.float32)
+    x = sk.array(xv, device=device)
+    vs, ms = sk.zeros(2, dtype=sk.vec3, device=device), sk.zeros(2, dtype=sk.mat22d, device=device)
+    fs, qs = sk.zeros((2, 3), dtype=float, device=device), sk.zeros(2, dtype=f64, device=device)
+    sk.launch(use_warp_names, 2, inputs=[x, vs, ms, fs, qs], device=device)
+    np.testing.assert_allclose(vs.numpy(), np.stack([xv, 2 * xv, [3, 3]], axis=1))
+    np.testing.assert_allclose(ms.numpy(), [[[v, 0], [1, v]] for v in xv])
+    np.testing.assert_allclose(fs.numpy(), xv[:, None] + [0, 1, 2])
+    np.testing.assert_allclose(qs.numpy(), 2 * xv)

@@ -10,7 +10,9 @@ The snippet is the body of a C++ function of the annotated parameters, named as 
 annotation gives it a result (``return`` in the snippet). It is compiled for the CPU and the GPU
 alike (``SK_CUDA`` tells them apart; ``__shared__`` and ``__syncthreads()`` exist on the GPU only).
 Arrays index as ``x[i]`` (1-d) and convert to a pointer to their data (``atomicAdd(counter, 1)``);
-types are simkit's (``sk::float32``, ``sk::vec_t<3, float>``; ``wp::`` names the same namespace).
+types are simkit's (``sk::float32``, ``sk::vec_t<3, float>``); ``wp::`` has them too, with Warp's names and
+constructors where they differ (``wp::vec3(x, y, z)``, ``wp::mat_t<2, 2, wp::float32>(a, b, c, d)``,
+``wp::fixedarray_t<3, wp::float32>``; kernels/native/warp_names.h).
 
 ``adj_snippet`` is the body of the adjoint: ``adj_<param>`` accumulates a value parameter's
 adjoint, ``adj_<array>`` is the array's gradient (same indexing), ``adj_ret`` the result's adjoint.

@@ -62,11 +62,17 @@ inline unsigned int __isLocal(const void* p) {
     return q > f - (1 << 20) && q < f + (1 << 20);
 }
 template <typename T>
-inline T atomicAdd(T* p, T v) {
+inline T sk_emu_add(T* p, T v) {
     T old = *p;
     *p = T(old + v);
     return old;
 }
+// CUDA's overloads (not one template: an argument that converts to T*, such as a snippet's array_t, must match)
+inline int atomicAdd(int* p, int v) { return sk_emu_add(p, v); }
+inline unsigned int atomicAdd(unsigned int* p, unsigned int v) { return sk_emu_add(p, v); }
+inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return sk_emu_add(p, v); }
+inline float atomicAdd(float* p, float v) { return sk_emu_add(p, v); }
+inline double atomicAdd(double* p, double v) { return sk_emu_add(p, v); }
 
 inline int __popc(unsigned int x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }

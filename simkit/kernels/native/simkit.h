@@ -16,6 +16,4 @@
 #include "utility.h"
 #include "stack.h"
 #include "bfloat16.h"
-
-// C++ snippets written for Warp (@func_native) name the same types as wp::.
-namespace wp = sk;
+#include "warp_names.h"  // (namespace wp: Warp's names for snippets written for Warp)
