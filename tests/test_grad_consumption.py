@@ -58,12 +58,13 @@ def test_a_copy_into_a_column_consumes_that_column(device):
     np.testing.assert_allclose(base.grad.numpy(), expected)
 
 
-def test_a_shifted_copy_within_one_array_cpu():
-    y = f64([1.0, 2.0, 3.0, 4.0], "cpu")
-    loss = f64([0.0], "cpu")
+def test_a_shifted_copy_within_one_array(device):
+    """The gradients overlap: the adjoint reads the destination's before zeroing it (a GPU: into a temporary)."""
+    y = f64([1.0, 2.0, 3.0, 4.0], device)
+    loss = f64([0.0], device)
     with sk.Tape() as tape:
         sk.copy(y, y, dest_offset=1, src_offset=0, count=3)            # y = [y0, y0, y1, y2]
-        sk.launch(total, 4, inputs=[y], outputs=[loss])
+        sk.launch(total, 4, inputs=[y], outputs=[loss], device=device)
     tape.backward(loss)
     np.testing.assert_allclose(y.numpy(), [1, 1, 2, 3])
     np.testing.assert_allclose(y.grad.numpy(), [2.0, 1.0, 1.0, 0.0])
@@ -146,3 +147,42 @@ def test_writing_a_gradient_view_leaves_the_data_versions_alone():
     before = list(a._ver)
     v.grad.zero_()                       # a gradient write is not a write of the data
     assert a._ver == before
+
+
+def test_copy_adjoints_replay_in_a_cuda_graph(cuda_device):
+    """A same-device copy's adjoint (here from a strided column) runs on the GPU without allocating or
+    synchronizing: a backward pass holding it is captured, and each replay adds its contribution again."""
+    x = f64(np.ones((4, 2)), cuda_device)
+    dst, loss = f64(np.zeros(4), cuda_device), f64([0.0], cuda_device)
+    tape = sk.Tape()
+    with tape:
+        sk.copy(dst, x[:, 0])
+        sk.launch(total, 4, inputs=[dst], outputs=[loss], device=cuda_device)
+    tape.backward(loss)  # (loads the modules outside the capture)
+    tape.zero()
+    loss.grad.fill_(1.0)
+    with sk.ScopedCapture(cuda_device, force_module_load=False) as capture:
+        tape.backward()
+    for _ in range(2):
+        sk.capture_launch(capture.graph)
+    np.testing.assert_allclose(x.grad.numpy(), [[2.0, 0.0]] * 4)
+
+
+@pytest.mark.parametrize("direction", ["to_gpu", "to_cpu"])
+def test_copy_adjoints_between_the_cpu_and_a_gpu(cuda_device, direction):
+    """The gradient moves back to the source's device; inside a graph capture that cannot happen (it needs a
+    synchronization): a RuntimeError, and the capture is ended."""
+    src_dev, dst_dev = ("cpu", cuda_device) if direction == "to_gpu" else (cuda_device, "cpu")
+    src = f64([1.0, 2.0, 3.0, 4.0], src_dev)
+    dst = f64(np.zeros(4), dst_dev, retain_grad=True)
+    tape = sk.Tape()
+    with tape:
+        sk.copy(dst, src, src_offset=1, count=2)
+    dst.grad.assign(np.array([5.0, 7.0, 9.0, 11.0]))
+    tape.backward()
+    np.testing.assert_allclose(src.grad.numpy(), [0.0, 5.0, 7.0, 0.0])
+    np.testing.assert_allclose(dst.grad.numpy(), [5.0, 7.0, 9.0, 11.0])  # (kept: retain_grad, also for the view)
+    with pytest.raises(RuntimeError, match=r"Cannot run CPU/CUDA wp.copy\(\) adjoints during CUDA graph capture"):
+        with sk.ScopedCapture(cuda_device, force_module_load=False):
+            tape.backward()
+    assert not sk.get_device(cuda_device).is_capturing

@@ -48,6 +48,8 @@ class array:
         self._ver = _owner._ver if isinstance(_owner, array) else [0, 0, False]
         self._grad = None
         self._requires_grad = False
+        if isinstance(_owner, array) and _owner._retain:  # a view of an array that keeps its gradient keeps it
+            self._retain = True
         if data is None and shape is None and ptr is None and _np_view is None:
             # a type annotation: array(dtype=float, ndim=2)
             self.dtype = dtype

@@ -76,8 +76,16 @@ def _copy_indexed(dest, src, dest_offset, src_offset, count):
         copy(dest, src)
 
 
-def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0) -> None:
-    """Copy ``count`` elements (0: all of ``src``) from ``src[src_offset:]`` to ``dest[dest_offset:]``."""
+def copy(dest: array, src: array, dest_offset: int = 0, src_offset: int = 0, count: int = 0, stream=None) -> None:
+    """Copy ``count`` elements (0: all of ``src``) from ``src[src_offset:]`` to ``dest[dest_offset:]``; a GPU copy
+    runs on ``stream`` when given (without waiting for the device's current stream, as in Warp), else on the
+    current stream of the GPU involved."""
+    if stream is not None:
+        from ..kernels.backends.cuda.stream import ScopedStream
+
+        with ScopedStream(stream, sync_enter=False):
+            copy(dest, src, dest_offset, src_offset, count)
+        return
     if isinstance(dest, indexedarray) or isinstance(src, indexedarray):
         _copy_indexed(dest, src, dest_offset, src_offset, count)
         return

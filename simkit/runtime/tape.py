@@ -132,18 +132,11 @@ class _Copy:
         if not self.dest.requires_grad:
             return
         # src.grad += dest.grad (element counts match; copies may cross devices and shapes), and the
-        # copy consumes dest.grad: what dest held before had no influence (its gradient is zero). Read,
-        # zero, then add: right also when src and dest overlap (a shifted copy within one array).
-        g = self.dest.grad.numpy().reshape(-1).copy()
-        if not self.dest.retain_grad:
-            self.dest.grad.zero_()
-        if self.src.requires_grad:
-            s = self.src.grad
-            total = s.numpy().reshape(-1) + g
-            if s.device.is_cpu:
-                s.numpy()[...] = total.reshape(s.numpy().shape)
-            else:
-                s.assign(total)
+        # copy consumes dest.grad (runtime/copy_adjoint.py: on a GPU without leaving it)
+        from .copy_adjoint import copy_adjoint
+
+        with paused():
+            copy_adjoint(self.dest, self.src)
 
     def arrays(self):
         return [self.dest, self.src]
