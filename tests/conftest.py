@@ -11,7 +11,7 @@ import contextlib
 import os
 
 import pytest
-from cuda_emulator import EmulatedWorld, FakeDriver
+from cuda_emulator import shared_world
 
 import simkit as sk
 from simkit.kernels.backends import cpu as cpu_backend
@@ -71,8 +71,7 @@ def cuda_emulated_world():
     does (test_cuda_backend's fake GPUs run threads first to last, and launch through cuda-python). Its
     SMs hold 64 threads each, so launches of 1024 threads or more count as filling it: kernels that can
     run interleaved (kernels/interleave.py) then run 4 launch indices per thread throughout the suite."""
-    world = EmulatedWorld(FakeDriver(ndev=1, arch="sm_90", reverse_threads=True, native_launch=True,
-                                     resident_threads=64))
+    world = shared_world()
     yield world
     with world:
         world.close()

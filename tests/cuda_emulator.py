@@ -759,8 +759,8 @@ class FakeDriver:
 # Swapping an emulated GPU in and out
 
 _WORLD = [(driver, "_api"), (driver, "_init_done"), (driver, "_init_error"), (driver, "_devices"),
-          (driver, "_states"), (cstream, "_default_streams"), (cstream, "_captures"), (devmod, "_cuda_devices"),
-          (devmod, "_default"), (cmodule, "_image_for")]
+          (driver, "_states"), (cstream, "_default_streams"), (cstream, "_null_streams"), (cstream, "_captures"),
+          (devmod, "_cuda_devices"), (devmod, "_default"), (cmodule, "_image_for")]
 
 
 def _take_native(arch: str) -> dict:
@@ -785,7 +785,7 @@ class EmulatedWorld:
 
     def __init__(self, fake: FakeDriver):
         self.fake = fake
-        self.values = [fake, False, None, None, {}, {}, {}, None, None, fake.image_for]
+        self.values = [fake, False, None, None, {}, {}, {}, {}, None, None, fake.image_for]
         self.native: dict = {}
         self.saved = None
 
@@ -812,3 +812,18 @@ class EmulatedWorld:
             st.current = None
             st.scratch.clear()
         cstream._default_streams.clear()
+        cstream._null_streams.clear()
+
+
+_shared: EmulatedWorld | None = None
+
+
+def shared_world() -> EmulatedWorld:
+    """The test session's emulated GPU (conftest's ``cuda_emulated_world``, and the loading of warp-lang's CUDA tests
+    in tests/warp_unittests_gpu.py): one sm_90 GPU whose SMs hold 64 threads, running each launch's threads last to
+    first through simkit's native (C) launch."""
+    global _shared
+    if _shared is None:
+        _shared = EmulatedWorld(FakeDriver(ndev=1, arch="sm_90", reverse_threads=True, native_launch=True,
+                                           resident_threads=64))
+    return _shared

@@ -474,6 +474,28 @@ def test_streams_and_events_ordering(backend):
     assert ev.is_complete
 
 
+def test_stream_priorities_and_the_null_stream(backend):
+    """Warp's two priority levels (-1 high, 0 default; others clamped), TypeError for a non-int; the legacy NULL
+    stream blocks; synchronizing during a capture raises Warp's "Cannot synchronize ..." (device, stream,
+    event) and ends nothing but the capture."""
+    hi, lo, std = cstream.Stream(backend, priority=-100), cstream.Stream(backend, priority=100), cstream.Stream(backend)
+    assert (hi.priority, lo.priority, std.priority) == (-1, 0, 0)
+    with pytest.raises(TypeError, match="priority must be an int"):
+        cstream.Stream(backend, priority=0.5)
+    dev = sk.get_device(backend)
+    assert dev.null_stream.cuda_stream == 0 and dev.null_stream.is_blocking and dev.stream.is_blocking
+    wrapped = cstream.Stream(backend, cuda_stream=std.cuda_stream)
+    assert wrapped.is_blocking and wrapped.priority == 0
+    ev = cstream.Event(backend)
+    for what, call in (("device", lambda: sk.synchronize_device(backend)), ("stream", lambda: sk.synchronize_stream()),
+                       ("event", lambda: ev.synchronize())):
+        with sk.ScopedDevice(backend):
+            with pytest.raises(RuntimeError, match=f"Cannot synchronize {what}"):
+                with sk.ScopedCapture(force_module_load=False):
+                    call()
+        assert not dev.is_capturing
+
+
 def test_set_stream_and_sync(backend):
     s = cstream.Stream(backend)
     default = cstream.get_stream(backend)

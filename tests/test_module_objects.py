@@ -63,3 +63,21 @@ def test_load_module_of_a_name_nothing_imported_raises():
                                            r"structs \(no module of that name is imported\)"):
         sk.load_module("no_such_module_here")
     sk.load_module("json")  # imported, no kernels: nothing to compile
+
+
+def test_module_load_and_unload(device):
+    """Warp's Module.load(device) compiles the module's kernels now; unload() forgets the loaded code, and the
+    next launch loads it again (the cache), with the same result."""
+    @sk.kernel(module="unique")
+    def fill7(a: sk.array(dtype=int)):
+        a[sk.tid()] = 7
+
+    m = fill7.module
+    kind = sk.get_device(device).kind
+    m.load(device)
+    assert kind in fill7.specs[None].native
+    m.unload()
+    assert not fill7.specs[None].native
+    a = sk.zeros(3, dtype=int, device=device)
+    sk.launch(fill7, 3, inputs=[a], device=device)
+    np.testing.assert_array_equal(a.numpy(), [7, 7, 7])

@@ -440,3 +440,35 @@ def test_identical_structs_from_one_factory_share_one_definition():
     out = sk.zeros(3, dtype=int)
     sk.launch(two_identical_structs, 1, inputs=[s1, s2, out])
     np.testing.assert_array_equal(out.numpy(), [17, 42, 59])
+
+
+@sk.struct
+class ToInner:
+    z: sk.array(dtype=float)
+
+
+@sk.struct
+class ToOuter:
+    x: sk.array(dtype=float)
+    inner: ToInner
+    k: int
+    iarr: sk.indexedarray(dtype=float)
+
+
+def test_struct_to_moves_array_fields(cuda_device):
+    """Warp's Struct.to(device): a copy whose array fields (nested ones and indexed arrays too) are on the device;
+    an indexed array arrives gathered, without indices."""
+    o = ToOuter()
+    o.x = sk.array([1.0, 2.0], device="cpu")
+    o.inner = ToInner()
+    o.inner.z = sk.array([3.0, 4.0], device="cpu")
+    o.k = 5
+    o.iarr = sk.indexedarray(sk.array([10.0, 11.0, 12.0, 13.0], device="cpu"), [sk.array([3, 1], dtype=int, device="cpu")])
+    g = o.to(cuda_device)
+    assert g.x.device == cuda_device and g.inner.z.device == cuda_device and g.k == 5
+    assert g.iarr.device == cuda_device and g.iarr.indices == [None]
+    np.testing.assert_array_equal(g.inner.z.numpy(), [3.0, 4.0])
+    np.testing.assert_array_equal(g.iarr.numpy(), [13.0, 11.0])
+    back = g.to("cpu")
+    assert back.x.device == "cpu" and back is not o
+    np.testing.assert_array_equal(back.x.numpy(), [1.0, 2.0])

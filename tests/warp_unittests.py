@@ -19,6 +19,7 @@ import unittest
 import warnings
 
 PACKAGE = "skwarp_tests"
+GPU_PACKAGE = "skwarp_tests_gpu"  # the same files loaded again while the emulated GPU is present (their CUDA tests)
 
 
 def tests_dir() -> str | None:
@@ -37,14 +38,14 @@ def _simkit_import(m) -> str:
     return f"{m.group(1)}from simkit import {m.group(2)}" if all(hasattr(simkit, n) for n in names) else m.group(0)
 
 
-def rewrite(src: str) -> str:
+def rewrite(src: str, package: str = PACKAGE) -> str:
     src = re.sub(r"^(\s*)import warp as (\w+)$", r"\1import simkit as \2", src, flags=re.M)
     src = re.sub(r"^(\s*)import warp$", r"\1import simkit as warp", src, flags=re.M)
     # (``warp.optim.Adam``: simkit's optimizers; the files that import it use ``warp.`` for nothing else)
     src = re.sub(r"^(\s*)import warp\.optim$", r"\1import simkit as warp", src, flags=re.M)
     src = src.replace("from warp.utils import", "from simkit.utils import")
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
-    src = re.sub(r"^(\s*)from warp\.tests import ", rf"\1from {PACKAGE} import ", src, flags=re.M)  # (aux modules)
+    src = re.sub(r"^(\s*)from warp\.tests import ", rf"\1from {package} import ", src, flags=re.M)  # (aux modules)
     src = src.replace("wp._src.types.", "wp.types.")  # (Warp's internal module: its public names are wp.types)
     src = re.sub(r"^(\s*)from warp\._src\.(?:codegen|types) import ([\w, ]+)$", _simkit_import, src, flags=re.M)
     src = src.replace("from warp._src.utils import map_cache", "from simkit.runtime.map import map_cache")
@@ -54,14 +55,14 @@ def rewrite(src: str) -> str:
     if tests_dir() is not None:  # Warp's example assets (USD meshes), shipped beside its tests
         assets = os.path.join(os.path.dirname(tests_dir()), "examples", "assets")
         src = src.replace("wp.examples.get_asset_directory()", repr(assets))
-    return src.replace("warp.tests.", f"{PACKAGE}.")
+    return src.replace("warp.tests.", f"{package}.")
 
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds ``skwarp_tests[.x.y]`` in warp-lang's tests folder and execs it rewritten."""
 
     def find_spec(self, fullname, path, target=None):
-        if fullname != PACKAGE and not fullname.startswith(PACKAGE + "."):
+        if fullname.split(".", 1)[0] not in (PACKAGE, GPU_PACKAGE):
             return None
         base = os.path.join(tests_dir(), *fullname.split(".")[1:])
         if os.path.isdir(base):
@@ -81,7 +82,7 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             module.__path__ = [os.path.dirname(spec.origin)]
             return  # the packages' __init__ files are empty
         with open(spec.origin) as f:
-            src = rewrite(f.read())
+            src = rewrite(f.read(), spec.name.split(".", 1)[0])
         # kernels read their source through inspect (linecache): the rewritten text, with the same lines
         linecache.cache[spec.origin] = (len(src), None, src.splitlines(True), spec.origin)
         code = compile(src, spec.origin, "exec", dont_inherit=True)  # (not this file's __future__ flags)
@@ -96,15 +97,15 @@ def install():
         sys.meta_path.insert(0, _Finder())
 
 
-def load(name: str):
+def load(name: str, package: str = PACKAGE):
     """The test module ``warp/tests/<name>.py`` (``name`` like ``"test_lerp"`` or ``"matrix.test_mat"``)."""
     install()
-    return importlib.import_module(f"{PACKAGE}.{name}")
+    return importlib.import_module(f"{package}.{name}")
 
 
-def cases(name: str) -> dict:
+def cases(name: str, package: str = PACKAGE) -> dict:
     """``{"Class.method": TestCase}`` for every test method of the module."""
-    module = load(name)
+    module = load(name, package)
     out = {}
     for test in _flatten(unittest.defaultTestLoader.loadTestsFromModule(module)):
         out[f"{type(test).__name__}.{test._testMethodName}"] = test

@@ -221,7 +221,24 @@ class Module:
     def pending(self, kind: str):
         return [s for k in self.kernels for s in k.specs.values() if kind not in s.native]
 
-    def load(self, spec, device, adjoint: bool = False) -> None:
+    def load(self, device=None, block_dim=None) -> None:
+        """Compile (or fetch from the cache) this module's kernels for ``device`` now (Warp's ``Module.load``):
+        the non-generic kernels and the specialisations made so far. ``block_dim`` changes nothing."""
+        from ..runtime.device import get_device
+
+        dev = get_device(device)
+        pending = self.pending(native_key(dev, False))
+        if pending:
+            self.load_spec(pending[0], dev)  # one unit holds every pending kernel of the module
+
+    def unload(self) -> None:
+        """Forget the loaded code of this module's kernels (Warp's ``Module.unload``): their next launch loads it
+        again (from the cache). Graphs captured before keep the code they captured."""
+        for k in self.kernels:
+            for s in k.specs.values():
+                s.native = {}
+
+    def load_spec(self, spec, device, adjoint: bool = False) -> None:
         """Compile (or fetch from cache) the unit holding ``spec`` for ``device``.
 
         Forward and adjoint code live in separate units: the adjoint unit is built on

@@ -170,8 +170,20 @@ def struct(cls):
         """This instance as a numpy record of :meth:`numpy_dtype`."""
         return np.frombuffer(info.pack(self), dtype=info.numpy_dtype())[0]
 
+    def to(self, device):
+        """A copy of this instance whose array fields (in nested structs too) are on ``device`` (as Warp's
+        ``Struct.to``); other fields are copied as they are."""
+        out = cls()
+        for fname in fields:
+            v = getattr(self, fname)
+            if v is not None and hasattr(v, "to") and (hasattr(v, "device") or hasattr(type(v), "_simkit_struct")):
+                v = v.to(device)
+            object.__setattr__(out, fname, v)
+        return out
+
     cls.numpy_dtype = classmethod(numpy_dtype)
     cls.numpy_value = numpy_value
+    cls.to = to
     cls.__init__ = __init__
     cls.__setattr__ = __setattr__
     cls.__repr__ = __repr__

@@ -74,6 +74,15 @@ class Device:
         _info().set_stream(self, stream)
 
     @property
+    def null_stream(self):
+        """The legacy NULL stream of the GPU's context (RuntimeError for the CPU)."""
+        if self.is_cpu:
+            raise RuntimeError(f"Device {self} is not a CUDA device (it has no stream)")
+        from ..kernels.backends.cuda import stream as cstream
+
+        return cstream.null_stream(self)
+
+    @property
     def has_stream(self) -> bool:
         return self.is_cuda
 

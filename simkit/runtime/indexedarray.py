@@ -97,6 +97,15 @@ class indexedarray:
     def numpy(self) -> np.ndarray:
         return self.contiguous().numpy()
 
+    def to(self, device) -> indexedarray:
+        """The elements on ``device``, gathered into a new array there, as an indexed array without indices (as
+        Warp's); itself when it is on ``device`` already."""
+        from .device import get_device
+
+        if get_device(device) == self.device:
+            return self
+        return indexedarray(self.contiguous().to(device))
+
     def list(self) -> list:
         return self.contiguous().list()
 

@@ -150,7 +150,7 @@ def _preload(module_name) -> None:
             return
         tried.add(id(pending[0]))
         try:
-            module.load(pending[0], cpu)
+            module.load_spec(pending[0], cpu)
         except (CompileError, NativeCompileError):
             continue
 

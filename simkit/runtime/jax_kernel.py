@@ -101,7 +101,7 @@ class JaxKernel:
         if self.module_preload_mode != JaxModulePreloadMode.NONE:
             from .device import get_device
 
-            self.kernel.module.load(spec, get_device("cpu"))
+            self.kernel.module.load_spec(spec, get_device("cpu"))
         dyn = [k for k, (d, _) in enumerate(traced) if d]
         static = {k: v for k, (d, v) in enumerate(traced) if not d}
         fixed = ld is not None and self.enable_backward  # (Warp: explicit dims do not grow under vmap then)

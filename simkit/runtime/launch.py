@@ -347,7 +347,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     if adjoint:
         adj = staged = None
         if spec.ir is None:
-            kernel.module.load(spec, device)
+            kernel.module.load_spec(spec, device)
         _check_replayable(kernel, spec)
         if spec.ir.uses_tid > 1 and len(_dims(dim)) < spec.ir.uses_tid:
             dim = pad_to_tid(spec, _dims(dim))
@@ -373,7 +373,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
     key = device.kind if config.mode != "debug" else native_key(device, False)
     native = spec.native.get(key)
     if native is None:
-        kernel.module.load(spec, device)
+        kernel.module.load_spec(spec, device)
         native = spec.native[key]
     tids = spec.ir.uses_tid if spec.ir is not None else 0
     if tids > 1 and len(_dims(dim)) < tids:  # missing trailing extents are 1 (their indices 0)
@@ -512,7 +512,7 @@ def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stre
     kind = native_key(device, adjoint)
     native = spec.native.get(kind)
     if native is None:
-        kernel.module.load(spec, device, adjoint=adjoint)
+        kernel.module.load_spec(spec, device, adjoint=adjoint)
         native = spec.native[kind]
     if size:
         _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream, max_blocks,

@@ -42,7 +42,7 @@ def _native_for(kernel, spec, device, adjoint: bool):
     key = native_key(device, adjoint) if adjoint or config.mode == "debug" else device.kind
     native = spec.native.get(key)
     if native is None:
-        kernel.module.load(spec, device, adjoint=adjoint)
+        kernel.module.load_spec(spec, device, adjoint=adjoint)
         native = spec.native[key]
     return native
 

@@ -90,7 +90,7 @@ def load_module(module=None, device=None, recursive: bool = False, block_dim=Non
     accepted for Warp compatibility and change nothing."""
     import sys
 
-    from ..kernels.module import Module, get_module, native_key
+    from ..kernels.module import Module, get_module
 
     if module is None:
         name = sys._getframe(1).f_globals.get("__name__", "__main__")
@@ -100,9 +100,7 @@ def load_module(module=None, device=None, recursive: bool = False, block_dim=Non
     m = module if isinstance(module, Module) else get_module(name)
     if not m.kernels and not isinstance(module, Module):
         _check_imported(name)
-    pending = m.pending(native_key(dev, False))
-    if pending:
-        m.load(pending[0], dev)  # one unit holds every pending kernel of the module
+    m.load(dev)
 
 
 def _check_imported(name: str) -> None:

@@ -494,10 +494,18 @@ def _no_capture(st, what: str):
                            "(it needs host memory or a synchronization); do it before capture_begin()")
 
 
+def refuse_sync_in_capture(st, what: str) -> None:
+    """Warp's error for a synchronization (``what``: "device", "stream", "event") during a graph capture."""
+    if st.capturing:
+        raise RuntimeError(f"Cannot synchronize {what} while a CUDA graph is being captured on cuda:{st.ordinal} "
+                           "(the capture would be invalidated); synchronize before capture_begin() or after "
+                           "capture_end()")
+
+
 def synchronize_device(device=None) -> None:
     """Wait for all work on one CUDA device (every stream of its context)."""
     st = state(device)
-    _no_capture(st, "synchronizing the device")
+    refuse_sync_in_capture(st, "device")
     st.make_current()
     check(cu().cuCtxSynchronize(), f"cuCtxSynchronize(cuda:{st.ordinal})")
 

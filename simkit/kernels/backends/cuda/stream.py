@@ -39,21 +39,26 @@ def _api():
 
 
 class Stream:
-    """A CUDA stream on one device. ``Stream("cuda:0", priority=-1)`` creates a high-priority stream."""
+    """A CUDA stream on one device. ``Stream("cuda:0", priority=-1)`` creates a high-priority stream: as in Warp,
+    priorities are -1 (high: the device's highest) and 0 (the default); other values are clamped to them."""
 
     def __init__(self, device=None, priority: int = 0, *, cuda_stream=None):
         self.device = _cuda_device(device)
         st = self._st = driver.state(self.device)  # bound state (context + driver API)
         self._owner = cuda_stream is None
         self._cached_event = None
+        self._is_blocking = None  # (read from the driver when first asked, for a wrapped handle)
         if cuda_stream is not None:  # wrap an external handle (e.g. torch.cuda.Stream.cuda_stream); not destroyed
             self.handle = int(cuda_stream)
             return
+        if not isinstance(priority, int):
+            raise TypeError(f"Stream: priority must be an int (-1: high, 0: default), got {type(priority).__name__}")
         api = _api()
         st.make_current()
         least, greatest = driver.check(api.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
-        prio = max(min(int(priority), int(least)), int(greatest))  # numerically lower = higher priority
+        prio = int(greatest) if priority < 0 else int(least)  # numerically lower = higher priority
         self.handle = int(driver.check(api.cuStreamCreateWithPriority(0, prio), "cuStreamCreateWithPriority"))
+        self._is_blocking = True  # (flags 0: it synchronizes with the legacy NULL stream)
 
     @classmethod
     def _wrap(cls, device, handle: int) -> Stream:
@@ -63,6 +68,7 @@ class Stream:
         s.handle = int(handle)
         s._owner = False
         s._cached_event = None
+        s._is_blocking = None
         return s
 
     @property
@@ -77,14 +83,19 @@ class Stream:
     @property
     def is_blocking(self) -> bool:
         """False for streams created non-blocking with respect to the legacy NULL stream."""
-        self._st.make_current()
-        flags = int(driver.check(_api().cuStreamGetFlags(self.handle), "cuStreamGetFlags"))
-        return not flags & 1  # CU_STREAM_NON_BLOCKING
+        if self._is_blocking is None:
+            self._st.make_current()
+            flags = int(driver.check(_api().cuStreamGetFlags(self.handle), "cuStreamGetFlags"))
+            self._is_blocking = not flags & 1  # CU_STREAM_NON_BLOCKING
+        return self._is_blocking
 
     @property
     def priority(self) -> int:
+        """-1 for a stream of higher priority than the default, else 0 (Warp's two levels)."""
         self._st.make_current()
-        return int(driver.check(_api().cuStreamGetPriority(self.handle), "cuStreamGetPriority"))
+        api = _api()
+        least, _greatest = driver.check(api.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")
+        return -1 if int(driver.check(api.cuStreamGetPriority(self.handle), "cuStreamGetPriority")) < int(least) else 0
 
     @property
     def cached_event(self) -> Event:
@@ -134,7 +145,7 @@ class Stream:
         """Block the host until all work issued to the stream has finished."""
         st = driver.state(self.device)
         if st.capturing and st.capture_stream == self.handle:
-            raise RuntimeError("cannot synchronize a stream that is being captured into a CUDA graph")
+            driver.refuse_sync_in_capture(st, "stream")
         driver.synchronize_stream_handle(self.device, self.handle)
 
     def __eq__(self, other):
@@ -147,7 +158,7 @@ class Stream:
         return f"Stream({self.device.alias}, 0x{self.handle:x})"
 
     def __del__(self):
-        if getattr(self, "_owner", False) and self.handle:
+        if getattr(self, "_owner", False) and getattr(self, "handle", 0):  # (not made: __init__ raised)
             h, self.handle = self.handle, 0
             try:
                 with self._st.pushed():
@@ -198,6 +209,7 @@ class Event:
         return True
 
     def synchronize(self) -> None:
+        driver.refuse_sync_in_capture(self._st, "event")
         self._st.make_current()
         driver.check(_api().cuEventSynchronize(self.handle), "cuEventSynchronize")
 
@@ -228,6 +240,18 @@ def get_stream(device=None) -> Stream:
     if s is None:
         s = _default_streams[dev.ordinal] = Stream._wrap(dev, st.default_stream)
     return s
+
+
+def null_stream(device) -> Stream:
+    """The legacy NULL stream of a GPU's context (handle 0: it waits for, and blocks, every blocking stream)."""
+    dev = _cuda_device(device)
+    s = _null_streams.get(dev.ordinal)
+    if s is None:
+        s = _null_streams[dev.ordinal] = Stream._wrap(dev, 0)
+    return s
+
+
+_null_streams: dict = {}
 
 
 def set_stream(stream: Stream, device=None, sync: bool = False) -> None:
