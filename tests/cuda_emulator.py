@@ -110,8 +110,9 @@ class _FStream:
         self.ctx = ctx
         self.flags = flags
         self.priority = priority
-        self.capture = None  # list of ops while capturing
+        self.capture = None  # list of ops while capturing (shared with the streams that joined the capture)
         self.invalidated = False
+        self.joined = False  # in another stream's capture (through an event recorded in it)
 
 
 class FakeDriver:
@@ -409,8 +410,17 @@ class FakeDriver:
 
     @_fake
     def cuStreamWaitEvent(self, s, e, flags):
-        if int(e) not in self.events:
+        ev = self.events.get(int(e))
+        if ev is None:
             return self.err(400)
+        st = self.streams.get(int(s))
+        ops = ev.get("capture")
+        if st is not None and st.capture is None and ops is not None and any(x.capture is ops for x in
+                                                                             self.streams.values()):
+            # a stream waiting on an event recorded in a capture joins it (CUDA's cross-stream capture): its
+            # work goes into the same graph, in issue order (which respects every dependency)
+            st.capture, st.invalidated, st.joined = ops, False, True
+            return self.ok()
         return self.err(self.enqueue(s, lambda: None))
 
     @_fake
@@ -431,7 +441,12 @@ class FakeDriver:
         st = self.streams.get(int(s))
         if st is None or st.capture is None:
             return self.err(1, 1)
+        if getattr(st, "joined", False):
+            return self.err(1, 1)  # (a stream that joined a capture does not end it: its origin does)
         ops, st.capture = st.capture, None
+        for x in self.streams.values():  # (the streams that joined it leave with it; CUDA requires them joined back)
+            if x.capture is ops:
+                x.capture, x.joined = None, False
         if st.invalidated:
             return self.err(901, 1)  # CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
         h = next(self.ids)
@@ -453,6 +468,8 @@ class FakeDriver:
         ev = self.events.get(int(e))
         if ev is None:
             return self.err(400)
+        st = self.streams.get(int(s))
+        ev["capture"] = st.capture if st is not None else None  # (recorded in a capture: a fork or join point)
 
         def op():
             self.clock += 1

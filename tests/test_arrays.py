@@ -194,6 +194,32 @@ def test_element_component_writes(device):
     np.testing.assert_allclose(b.numpy(), [[6, 7, 0], [6, 7, 0]])
 
 
+@sk.kernel
+def k_negative_indices(a: sk.array(dtype=float), b: sk.array(dtype=float, ndim=2), c: sk.array(dtype=int),
+                       w: sk.array(dtype=float, ndim=2), out: sk.array(dtype=float)):
+    i = sk.tid()
+    out[i] = a[-1 - i] + b[-1, -1 - i] + b[-2][i]  # (reads, a 2D read, a row view)
+    w[-1, i] = 1.0
+    sk.atomic_add(c, -1, 1)
+    f = sk.zeros(shape=3, dtype=float)
+    f[-1] = 5.0
+    out[i] += f[2]
+
+
+def test_negative_indices_count_from_the_end(device):
+    """As in Warp: an index in [-n, 0) is n + index (reads, writes, atomics, row views, fixed arrays); strided
+    views wrap along their own axis."""
+    av, bv = np.arange(4.0, dtype=np.float32), np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    base = sk.array(np.arange(8.0, dtype=np.float32), device=device)
+    a = base[::2]  # (strided: 0, 2, 4, 6)
+    b, c = sk.array(bv, device=device), sk.zeros(2, dtype=int, device=device)
+    w, out = sk.zeros((3, 4), device=device), sk.zeros(4, device=device)
+    sk.launch(k_negative_indices, 4, inputs=[a, b, c, w, out], device=device)
+    np.testing.assert_allclose(out.numpy(), 2 * av[::-1] + bv[-1, ::-1] + bv[-2] + 5.0)
+    np.testing.assert_array_equal(w.numpy(), [[0] * 4, [0] * 4, [1] * 4])
+    np.testing.assert_array_equal(c.numpy(), [0, 4])
+
+
 # ---------------------------------------------------------------------------- non-contiguous views passed to kernels
 
 

@@ -399,7 +399,7 @@ def k_oob_write(out: sk.array(dtype=float, ndim=2)):
 @sk.kernel(module=DEBUG_MODULE)
 def k_oob_negative(a: sk.array(dtype=int)):
     i = sk.tid()
-    a[i - 1] = i  # MARK-oobneg
+    a[i - 5] = i  # MARK-oobneg  (-4 .. -1 count from the end, as in Warp; -5 is out of bounds for 4 elements)
 
 
 @sk.kernel(module=DEBUG_MODULE)
@@ -460,7 +460,8 @@ def test_debug_out_of_bounds_write(device, debug_mode):
 
 def test_debug_negative_index(device, debug_mode):
     a = sk.zeros(4, dtype=int, device=device)
-    _expect_index_error(k_oob_negative, 4, [a], "MARK-oobneg", device, "index -1")
+    _expect_index_error(k_oob_negative, 4, [a], "MARK-oobneg", device, "index -5")
+    np.testing.assert_array_equal(a.numpy(), [1, 2, 3, 0])  # (the threads whose index counts from the end)
 
 
 def test_debug_atomic_and_view(device, debug_mode):

@@ -147,3 +147,18 @@ def test_debug_mode_checks_indexed_bounds(monkeypatch):
     with pytest.raises(IndexError):
         sk.launch(past_the_end, 2, inputs=[sk.zeros(4)[sk.array([0, 2], dtype=sk.int32)]])
         sk.synchronize()
+
+
+@sk.kernel
+def k_indexed_from_the_end(a: sk.indexedarray(dtype=float), out: sk.array(dtype=float)):
+    i = sk.tid()
+    out[i] = a[-1 - i]
+
+
+def test_indexed_arrays_take_negative_indices(device):
+    """As arrays do (and Warp's): a[-1] is the last element the indices pick."""
+    data = sk.array(np.arange(10.0, dtype=np.float32), device=device)
+    a = sk.indexedarray(data, [sk.array([3, 1, 7], dtype=int, device=device)])
+    out = sk.zeros(3, device=device)
+    sk.launch(k_indexed_from_the_end, 3, inputs=[a, out], device=device)
+    np.testing.assert_array_equal(out.numpy(), [7.0, 1.0, 3.0])

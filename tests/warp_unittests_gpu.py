@@ -34,12 +34,17 @@ def gpu_cases(name: str) -> dict:
     emulated GPU present)."""
     if name not in _CASES:
         with shared_world():
-            _CASES[name] = {c: t for c, t in W.cases(name, W.GPU_PACKAGE).items() if c.endswith("_cuda_0")}
+            _CASES[name] = {c: t for c, t in W.cases(name, W.GPU_PACKAGE).items() if _on_the_gpu(c)}
     return _CASES[name]
 
 
+def _on_the_gpu(case_name: str) -> bool:
+    """A test registered for the GPU: ``..._cuda_0``, or a copy test of two devices (``..._cuda0_cpu``)."""
+    return case_name.endswith("_cuda_0") or "_cuda0" in case_name
+
+
 def reason(name: str, case_name: str, known: dict, known_gpu: dict) -> str | None:
-    as_cpu = case_name[: -len("_cuda_0")] + "_cpu"
+    as_cpu = case_name[: -len("_cuda_0")] + "_cpu" if case_name.endswith("_cuda_0") else case_name
     for table in (known_gpu.get(name, {}), known.get(name, {})):
         for key, why in table.items():
             if key in case_name or key in as_cpu:

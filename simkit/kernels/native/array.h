@@ -39,22 +39,36 @@ SK_INLINE bool has_grad(const array_t<T>& a) { return a.grad != nullptr; }
 // what came after, so its gradient is zero (a copy into the array does the same, runtime/tape.py).
 #define SK_ARRAY_RETAIN_GRAD 1
 
+// A negative index counts from the end of its axis, as in Warp (a[-1] is the last element): indices in
+// [-n, n) are valid (debug mode checks them).
+SK_INLINE int64 wrap_index(int64 i, int32 n) { return i < 0 ? i + n : i; }
+
 // Byte offset of an element. C (contiguous) lets the compiler vectorize.
 template <bool C, typename T>
 SK_INLINE int64 offset_of(const array_t<T>& a, int64 i) {
+    i = wrap_index(i, a.shape[0]);
     return C ? i * int64(sizeof(T)) : i * a.strides[0];
 }
 template <bool C, typename T>
 SK_INLINE int64 offset_of(const array_t<T>& a, int64 i, int64 j) {
+    i = wrap_index(i, a.shape[0]);
+    j = wrap_index(j, a.shape[1]);
     return C ? (i * a.shape[1] + j) * int64(sizeof(T)) : i * a.strides[0] + j * a.strides[1];
 }
 template <bool C, typename T>
 SK_INLINE int64 offset_of(const array_t<T>& a, int64 i, int64 j, int64 k) {
+    i = wrap_index(i, a.shape[0]);
+    j = wrap_index(j, a.shape[1]);
+    k = wrap_index(k, a.shape[2]);
     return C ? ((i * a.shape[1] + j) * a.shape[2] + k) * int64(sizeof(T))
              : i * a.strides[0] + j * a.strides[1] + k * a.strides[2];
 }
 template <bool C, typename T>
 SK_INLINE int64 offset_of(const array_t<T>& a, int64 i, int64 j, int64 k, int64 l) {
+    i = wrap_index(i, a.shape[0]);
+    j = wrap_index(j, a.shape[1]);
+    k = wrap_index(k, a.shape[2]);
+    l = wrap_index(l, a.shape[3]);
     return C ? (((i * a.shape[1] + j) * a.shape[2] + k) * a.shape[3] + l) * int64(sizeof(T))
              : i * a.strides[0] + j * a.strides[1] + k * a.strides[2] + l * a.strides[3];
 }
@@ -84,7 +98,7 @@ SK_INLINE bool in_bounds(const array_t<T>& a, int line, int n, const int64* idx)
         return false;
     }
     for (int d = 0; d < n; ++d) {
-        if (idx[d] < 0 || idx[d] >= a.shape[d]) {
+        if (idx[d] < -int64(a.shape[d]) || idx[d] >= a.shape[d]) {
             report_error(SK_ERR_BOUNDS, line, d, idx[d], a.shape[d]);
             return false;
         }
@@ -325,22 +339,23 @@ SK_INLINE array_t<T> view_impl(const array_t<T>& a, int64 off, int drop) {
 }
 template <bool C, typename T, typename I0>
 SK_INLINE array_t<T> view(const array_t<T>& a, I0 i) {
-    return view_impl(a, int64(i) * a.strides[0], 1);
+    return view_impl(a, wrap_index(i, a.shape[0]) * a.strides[0], 1);
 }
 template <bool C, typename T, typename I0, typename I1>
 SK_INLINE array_t<T> view(const array_t<T>& a, I0 i, I1 j) {
-    return view_impl(a, int64(i) * a.strides[0] + int64(j) * a.strides[1], 2);
+    return view_impl(a, wrap_index(i, a.shape[0]) * a.strides[0] + wrap_index(j, a.shape[1]) * a.strides[1], 2);
 }
 template <bool C, typename T, typename I0, typename I1, typename I2>
 SK_INLINE array_t<T> view(const array_t<T>& a, I0 i, I1 j, I2 k) {
-    return view_impl(a, int64(i) * a.strides[0] + int64(j) * a.strides[1] + int64(k) * a.strides[2], 3);
+    return view_impl(a, wrap_index(i, a.shape[0]) * a.strides[0] + wrap_index(j, a.shape[1]) * a.strides[1] +
+                            wrap_index(k, a.shape[2]) * a.strides[2], 3);
 }
 template <bool C, typename T, typename... I>
 SK_INLINE array_t<T> view_checked(int line, const array_t<T>& a, I... idx) {
     const int64 ii[] = {int64(idx)...};
     const int n = int(sizeof...(I));
     for (int d = 0; d < n; ++d)
-        if (ii[d] < 0 || ii[d] >= a.shape[d]) {
+        if (ii[d] < -int64(a.shape[d]) || ii[d] >= a.shape[d]) {
             report_error(SK_ERR_BOUNDS, line, d, ii[d], a.shape[d]);
             array_t<T> empty = a;
             empty.ndim = a.ndim - n;
@@ -366,11 +381,12 @@ struct indexedarray_t {
 
 template <typename T>
 SK_INLINE int32 indexed_index(const indexedarray_t<T>& a, int32 axis, int32 i) {
+    i = i < 0 ? i + a.shape[axis] : i;  // (from the end, as for arrays)
     return a.indices[axis] ? a.indices[axis][i] : i;
 }
 template <typename T>
 SK_INLINE int32 indexed_index_checked(int line, const indexedarray_t<T>& a, int32 axis, int32 i) {
-    if (i < 0 || i >= a.shape[axis]) {
+    if (i < -a.shape[axis] || i >= a.shape[axis]) {
         report_error(SK_ERR_BOUNDS, line, axis, i, a.shape[axis]);
         return 0;
     }
@@ -395,7 +411,7 @@ template <typename T, typename... I>
 SK_INLINE indexedarray_t<T> indexed_view_checked(int line, const indexedarray_t<T>& a, I... idx) {
     const int32 ii[] = {int32(idx)...};
     for (int d = 0; d < int(sizeof...(I)); ++d)
-        if (ii[d] < 0 || ii[d] >= a.shape[d]) {
+        if (ii[d] < -a.shape[d] || ii[d] >= a.shape[d]) {
             report_error(SK_ERR_BOUNDS, line, d, ii[d], a.shape[d]);
             indexedarray_t<T> empty = indexed_view(a, (idx * 0)...);
             for (int e = 0; e < 4; ++e) empty.shape[e] = 0;

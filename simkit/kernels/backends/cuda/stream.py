@@ -288,7 +288,10 @@ def record_event(event: Event | None = None, external: bool = False) -> Event:
 
 
 def synchronize_stream(stream_or_device=None) -> None:
-    """Wait for a stream (or the current stream of a device) to finish its work."""
+    """Wait for a stream (or the current stream of a device) to finish its work; the CPU's work is synchronous (a
+    no-op, as ``synchronize_device``)."""
+    if not isinstance(stream_or_device, Stream) and _cpu(stream_or_device) is not None:
+        return
     s = stream_or_device if isinstance(stream_or_device, Stream) else get_stream(stream_or_device)
     s.synchronize()
 
