@@ -11,7 +11,7 @@ import contextlib
 import os
 
 import pytest
-from cuda_emulator import shared_world
+from cuda_emulator_world import shared_world
 
 import simkit as sk
 from simkit.kernels.backends import cpu as cpu_backend

@@ -15,9 +15,8 @@ Where the NVIDIA driver library is absent, every call is also handed to the real
 binding first, which type-checks the arguments before failing to load libcuda: a
 wrong argument type fails here, not on the first GPU.
 
-:class:`EmulatedWorld` swaps the emulator in and out of the driver, stream and device
-modules (with the kernels' units loaded for its architecture), so one emulated GPU can
-persist across tests while other tests still see a machine without one.
+:class:`~cuda_emulator_world.EmulatedWorld` (tests/cuda_emulator_world.py) swaps the emulator in and out of
+the process, so one emulated GPU can persist across tests while other tests still see a machine without one.
 """
 from __future__ import annotations
 
@@ -33,11 +32,6 @@ import types
 import numpy as np
 from cuda_emulator_build import emulated_library
 
-from simkit.kernels import module as kmodule
-from simkit.kernels.backends.cuda import driver
-from simkit.kernels.backends.cuda import module as cmodule
-from simkit.kernels.backends.cuda import stream as cstream
-from simkit.runtime import device as devmod
 
 FAKE_ARCH = "sm_87"  # the architecture of test_cuda_backend's fake GPUs
 STACK_BASE = b"_ZN2sk13sk_stack_baseE"
@@ -770,77 +764,3 @@ class FakeDriver:
         with open(bytes(path).decode(), "w") as f:
             f.write(f"digraph G {{ // {len(self.graphs[int(g)])} nodes\n}}\n")
         return self.ok()
-
-
-# ---------------------------------------------------------------------------
-# Swapping an emulated GPU in and out
-
-_WORLD = [(driver, "_api"), (driver, "_init_done"), (driver, "_init_error"), (driver, "_devices"),
-          (driver, "_states"), (cstream, "_default_streams"), (cstream, "_null_streams"), (cstream, "_captures"),
-          (devmod, "_cuda_devices"), (devmod, "_default"), (cmodule, "_image_for")]
-
-
-def _take_native(arch: str) -> dict:
-    """Remove (and return) every kernel's loaded units for ``arch`` (forward and adjoint)."""
-    taken = {}
-    for m in list(kmodule._modules.values()):
-        for k in m.kernels:
-            for s in k.specs.values():
-                for kind in [kd for kd in s.native if re.split(r"[:/]", kd)[0] == arch]:
-                    taken[(id(s), kind)] = (s, s.native.pop(kind))
-    return taken
-
-
-def _put_native(taken: dict) -> None:
-    for (_sid, kind), (spec, native) in taken.items():
-        spec.native[kind] = native
-
-
-class EmulatedWorld:
-    """The driver-level state of a process whose GPUs are ``fake``'s: entered, it replaces the real state
-    (devices, contexts, streams, loaded kernels of ``fake.arch``); left, it keeps its own for the next entry."""
-
-    def __init__(self, fake: FakeDriver):
-        self.fake = fake
-        self.values = [fake, False, None, None, {}, {}, {}, {}, None, None, fake.image_for]
-        self.native: dict = {}
-        self.saved = None
-
-    def __enter__(self) -> FakeDriver:
-        assert self.saved is None, "an EmulatedWorld is not reentrant"
-        self.saved = ([getattr(m, n) for m, n in _WORLD], _take_native(self.fake.arch))
-        for (m, n), v in zip(_WORLD, self.values):
-            setattr(m, n, v)
-        _put_native(self.native)
-        return self.fake
-
-    def __exit__(self, *exc):
-        self.values = [getattr(m, n) for m, n in _WORLD]
-        self.native = _take_native(self.fake.arch)
-        values, native = self.saved
-        for (m, n), v in zip(_WORLD, values):
-            setattr(m, n, v)
-        _put_native(native)
-        self.saved = None
-
-    def close(self) -> None:
-        """Release what the emulated devices hold (call while entered)."""
-        for st in list(driver._states.values()):
-            st.current = None
-            st.scratch.clear()
-        cstream._default_streams.clear()
-        cstream._null_streams.clear()
-
-
-_shared: EmulatedWorld | None = None
-
-
-def shared_world() -> EmulatedWorld:
-    """The test session's emulated GPU (conftest's ``cuda_emulated_world``, and the loading of warp-lang's CUDA tests
-    in tests/warp_unittests_gpu.py): one sm_90 GPU whose SMs hold 64 threads, running each launch's threads last to
-    first through simkit's native (C) launch."""
-    global _shared
-    if _shared is None:
-        _shared = EmulatedWorld(FakeDriver(ndev=1, arch="sm_90", reverse_threads=True, native_launch=True,
-                                           resident_threads=64))
-    return _shared

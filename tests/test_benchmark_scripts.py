@@ -24,7 +24,8 @@ def _run_on_emulated_gpu(name, tmp_path, monkeypatch, **sizes):
     pytest.importorskip("cuda.bindings")
     if sk.is_cuda_available():
         pytest.skip("with a GPU, tools/gpu_check.sh runs it itself")
-    from cuda_emulator import EmulatedWorld, FakeDriver
+    from cuda_emulator import FakeDriver
+    from cuda_emulator_world import EmulatedWorld
 
     mod = _load(name)
     for key, value in sizes.items():

@@ -18,7 +18,8 @@ import gc
 
 import numpy as np
 import pytest
-from cuda_emulator import FAKE_ARCH, EmulatedWorld, FakeDriver, _real_libcuda_missing
+from cuda_emulator import FAKE_ARCH, FakeDriver, _real_libcuda_missing
+from cuda_emulator_world import EmulatedWorld
 from cuda_emulator_build import emulated_library
 
 import simkit as sk

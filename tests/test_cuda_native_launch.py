@@ -6,7 +6,8 @@ driver calls it makes and check that a driver error reaches Python with the kern
 """
 import numpy as np
 import pytest
-from cuda_emulator import EmulatedWorld, FakeDriver
+from cuda_emulator import FakeDriver
+from cuda_emulator_world import EmulatedWorld
 
 import simkit as sk
 from simkit.kernels.backends import native_call

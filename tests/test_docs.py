@@ -19,7 +19,8 @@ GPU_DOCS = {"gpu.md"}  # their examples need a GPU: without one they run on the 
 # (the emulator, made current for the whole script, stands in for the driver; tests/cuda_emulator.py)
 EMULATOR_PRELUDE = f"""import sys
 sys.path.insert(0, {os.path.join(ROOT, "tests")!r})
-from cuda_emulator import EmulatedWorld, FakeDriver
+from cuda_emulator import FakeDriver
+from cuda_emulator_world import EmulatedWorld
 EmulatedWorld(FakeDriver(ndev=1, arch="sm_90", native_launch=True)).__enter__()
 """
 

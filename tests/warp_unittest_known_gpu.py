@@ -10,6 +10,12 @@ host); SIMKIT_WARP_TESTS=all adds the test methods listed here as slow.
 """
 import os
 
+# In CI: the files of the GPU-only runtime (streams, copies and their adjoints, capture, launches, the sort/scan kernels,
+# structures, snippets); SIMKIT_WARP_TESTS=all adds the rest of GPU_FILES (atomics of every type, DLPack, ...).
+CORE_FILES = {"cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture", "test_copy", "test_tape",
+              "test_launch", "test_utils", "test_struct", "test_snippet", "test_devices", "test_diagnostics",
+              "test_reload", "test_indexedarray", "geometry.test_bvh", "geometry.test_mesh", "test_grad_customs"}
+
 GPU_FILES = sorted([
     "cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture",
     "test_array", "test_copy", "test_tape", "test_launch", "test_utils", "test_atomic", "test_atomic_cas",
@@ -86,6 +92,9 @@ KNOWN_GPU = {
 # What a real GPU shows too (the regular files' CUDA tests skip these where a GPU is present): not the emulator's limits
 GPU_ONLY = {f: {k: v for k, v in known.items() if v not in (EMULATOR_SERIAL, EMULATOR_SLOW)}
             for f, known in KNOWN_GPU.items()}
+
+if os.environ.get("SIMKIT_WARP_TESTS") != "all":
+    GPU_FILES = [f for f in GPU_FILES if f in CORE_FILES]
 
 if os.environ.get("SIMKIT_WARP_TESTS") == "all":  # (the slow ones run)
     KNOWN_GPU = {f: {k: v for k, v in known.items() if v != EMULATOR_SLOW} for f, known in KNOWN_GPU.items()}

@@ -130,7 +130,16 @@ def run_case(test) -> unittest.TestResult:
         # as in a plain unittest run, warnings go to sys.stderr (where warp-lang's tests read them), not to
         # pytest's record; a test's own catch_warnings(record=True) or assertWarns still records them
         warnings.showwarning = _show_on_stderr
-        unittest.TestSuite([test]).run(result)  # (a suite runs the class's setUpClass/tearDownClass around it)
+        cls = type(test)  # the class's fixtures around each test (Warp's deterministic tests switch modes there);
+        try:              # not the module's (setUpModule of some files sets Warp-only config such as log_level)
+            cls.setUpClass()
+        except Exception:  # noqa: BLE001 - reported as the test's error, as unittest does
+            result.addError(test, sys.exc_info())
+            return result
+        try:
+            test.run(result)
+        finally:
+            cls.tearDownClass()
     return result
 
 

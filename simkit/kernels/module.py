@@ -224,9 +224,9 @@ class Module:
     def load(self, device=None, block_dim=None) -> None:
         """Compile (or fetch from the cache) this module's kernels for ``device`` now (Warp's ``Module.load``):
         the non-generic kernels and the specialisations made so far. ``block_dim`` changes nothing."""
-        from ..runtime.device import get_device
+        from .backends.cuda.driver import resolve_device  # (the runtime's get_device: this layer may not import it)
 
-        dev = get_device(device)
+        dev = resolve_device(device)
         pending = self.pending(native_key(dev, False))
         if pending:
             self.load_spec(pending[0], dev)  # one unit holds every pending kernel of the module
