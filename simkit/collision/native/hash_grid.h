@@ -263,7 +263,7 @@ SK_INLINE int32 hash_grid_cell(uint64 id, vec_t<3, float16> p) { return hash_gri
 SK_INLINE bool hash_grid_query_next(hash_grid_query_t& q, int32& index) {
     while (q.pos >= q.end)
         if (!hash_grid_query_advance(q)) return false;
-    index = q.ids[q.pos++];
+    index = assume_index(q.ids[q.pos++]);  // (point indices are never negative: no wrap on a[index], core.h)
     return true;
 }
 
@@ -276,7 +276,7 @@ SK_INLINE bool hash_grid_query_next_range(hash_grid_query_t& q) {
     return true;
 }
 SK_INLINE bool hash_grid_query_more(const hash_grid_query_t& q) { return q.pos < q.end; }
-SK_INLINE void hash_grid_query_take(hash_grid_query_t& q, int32& index) { index = q.ids[q.pos++]; }
+SK_INLINE void hash_grid_query_take(hash_grid_query_t& q, int32& index) { index = assume_index(q.ids[q.pos++]); }
 
 // The original index of the point at sorted position `index` (points in cell order), or -1 out of range.
 SK_INLINE int32 hash_grid_point_id(uint64 id, int32 index) {
