@@ -42,9 +42,6 @@ def _root(node):
     return node.id if isinstance(node, ast.Name) else None
 
 
-_counter = itertools.count()  # (names of gradient-array locals)
-
-
 def _is_array_path(node, types: dict) -> bool:
     """Is ``node`` (``x`` or ``x.f.g``, from parameter ``x``) an array: a parameter or a struct field that is one?"""
     from . import types as T
@@ -64,8 +61,9 @@ class _AdjointTarget(ast.NodeTransformer):
     an array that is not a parameter (a struct parameter's array field, an array local) is its gradient array:
     ``adjoint[s.values][i]`` becomes ``_sk_grad_<k>[i]``, with ``(_sk_grad_<k>, s.values)`` in ``grads``."""
 
-    def __init__(self, params, types=None):
+    def __init__(self, params, types=None, counter=None):
         self.params, self.types, self.found, self.grads = params, types or {}, False, []
+        self.counter = counter if counter is not None else itertools.count()  # (one per function: stable names)
 
     def visit_Subscript(self, node):
         inner = _adjoint_of(node)
@@ -77,7 +75,7 @@ class _AdjointTarget(ast.NodeTransformer):
         if name not in self.params or (not isinstance(inner, ast.Name) and _is_array_path(inner, self.types)):
             if not isinstance(inner, (ast.Name, ast.Attribute)):
                 raise SyntaxError(f"adjoint[{ast.unparse(inner)}]: not a parameter, a part of one, or an array")
-            local = f"_sk_grad_{next(_counter)}"
+            local = f"_sk_grad_{next(self.counter)}"
             self.grads.append((local, inner))
             return ast.Name(id=local, ctx=ast.Load())
         leaf = inner
@@ -90,11 +88,12 @@ class _AdjointTarget(ast.NodeTransformer):
 class _Rewrite(ast.NodeTransformer):
     def __init__(self, params, arrays=(), types=None):
         self.params, self.arrays, self.types = params, set(arrays), types or {}
+        self.counter = itertools.count()  # (the gradient-array locals of this function: _sk_grad_0, _sk_grad_1, ...)
 
     def _target(self, target):
         """``target`` with its ``adjoint[E]`` made the adjoint local (or gradient array), and the arrays whose
         gradients it writes; else None."""
-        found = _AdjointTarget(self.params, self.types)
+        found = _AdjointTarget(self.params, self.types, self.counter)
         root = _root(_adjoint_of_target(target))
         new = found.visit(copy.deepcopy(target))
         if not found.found:
