@@ -61,9 +61,8 @@ class _AdjointTarget(ast.NodeTransformer):
     an array that is not a parameter (a struct parameter's array field, an array local) is its gradient array:
     ``adjoint[s.values][i]`` becomes ``_sk_grad_<k>[i]``, with ``(_sk_grad_<k>, s.values)`` in ``grads``."""
 
-    def __init__(self, params, types=None, counter=None):
-        self.params, self.types, self.found, self.grads = params, types or {}, False, []
-        self.counter = counter if counter is not None else itertools.count()  # (one per function: stable names)
+    def __init__(self, params, types: dict, counter):
+        self.params, self.types, self.counter, self.found, self.grads = params, types, counter, False, []
 
     def visit_Subscript(self, node):
         inner = _adjoint_of(node)

@@ -633,6 +633,11 @@ def _declare_func(f, scope: dict) -> Function:
         return existing
     else:
         fn = existing.redefined(f)
+    return _registered(f, fn)
+
+
+def _registered(f, fn: Function) -> Function:
+    """``fn``, kept as the @func of ``f``'s module-level name (a closure's is found in its scope, per run)."""
     if "<locals>" not in f.__qualname__:
         _functions[(f.__module__, f.__qualname__)] = fn
     return fn
@@ -658,9 +663,7 @@ def declare_native(f, scope: dict, snippets) -> Function:
         invalidate_users(existing)
     fn = Function(f)
     fn.native = snippets
-    if "<locals>" not in f.__qualname__:
-        _functions[(f.__module__, f.__qualname__)] = fn
-    return fn
+    return _registered(f, fn)
 
 
 def func_grad(forward: Function):

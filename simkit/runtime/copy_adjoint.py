@@ -66,17 +66,12 @@ def _overlap(a, b) -> bool:
 
 def _moved(dg, sg):
     """``dg``'s values on ``sg``'s device (a copy between the CPU and a GPU, or between two GPUs)."""
-    from .array_create import empty
-    from .array_copy import copy
-
     for d in (dg.device, sg.device):
         if d.is_cuda and d.is_capturing:
             raise RuntimeError("Cannot run CPU/CUDA wp.copy() adjoints during CUDA graph capture: the gradient "
                                "moves between devices (a synchronization); run this backward pass outside "
                                "the capture")
-    g = empty(dg.shape, dtype=dg.dtype, device=sg.device)
-    copy(g, dg)
-    return g
+    return dg.to(sg.device)
 
 
 def _accumulate(sg, g) -> None:
@@ -84,17 +79,8 @@ def _accumulate(sg, g) -> None:
     from .map import map
 
     if g.shape != sg.shape:
-        g = g.reshape(sg.shape) if g.is_contiguous else _contiguous(g).reshape(sg.shape)
+        g = g.contiguous().reshape(sg.shape)
     map(_add, sg, g, out=sg)
-
-
-def _contiguous(a):
-    from .array_create import empty
-    from .array_copy import copy
-
-    out = empty(a.shape, dtype=a.dtype, device=a.device)
-    copy(out, a)
-    return out
 
 
 __all__ = ["copy_adjoint"]

@@ -381,7 +381,7 @@ struct indexedarray_t {
 
 template <typename T>
 SK_INLINE int32 indexed_index(const indexedarray_t<T>& a, int32 axis, int32 i) {
-    i = i < 0 ? i + a.shape[axis] : i;  // (from the end, as for arrays)
+    i = int32(wrap_index(i, a.shape[axis]));  // (from the end, as for arrays)
     return a.indices[axis] ? a.indices[axis][i] : i;
 }
 template <typename T>
