@@ -31,6 +31,8 @@ import types
 
 import numpy as np
 from cuda_emulator_build import emulated_library
+from cuda_emulator_fake import _fake, _real_driver, _real_libcuda_missing  # noqa: F401  (re-exported)
+from cuda_emulator_graphs import GraphCalls
 
 
 FAKE_ARCH = "sm_87"  # the architecture of test_cuda_backend's fake GPUs
@@ -53,52 +55,6 @@ class _Span:
 # The fake driver
 
 
-def _real_driver():
-    from cuda.bindings import driver as real
-
-    return real
-
-
-def _real_libcuda_missing() -> bool:
-    try:
-        _real_driver().cuDriverGetVersion()
-        return False
-    except Exception as e:
-        return type(e).__name__ == "DynamicLibNotFoundError"
-
-
-def _fake(fn):
-    """A fake driver entry point: counts the call and type-checks the arguments with cuda-python (once per
-    combination of argument types: the binding's failed attempt to load libcuda is slow)."""
-    name = fn.__name__
-
-    def wrapper(self, *args):
-        self.calls[name] += 1
-        sig = (name, *(type(a) for a in args))
-        # Not while this thread is inside cuda-python already: a destructor the garbage collector runs there
-        # (an array freed during the binding's attempt to load libcuda) would wait forever for the binding's
-        # loader lock. Such a call's arguments are checked at a later call.
-        if self.validate and sig not in self.validated and not getattr(self.validating, "on", False):
-            self.validated.add(sig)
-            self.validating.on = True
-            try:
-                getattr(self.real, name)(*args)
-            except Exception as e:  # conversion passed when only the library load fails
-                if type(e).__name__ != "DynamicLibNotFoundError":
-                    raise AssertionError(f"{name}{args!r}: cuda-python rejects these arguments: {e!r}") from None
-            finally:
-                self.validating.on = False
-        with self.lock:
-            try:
-                return fn(self, *args)
-            except AssertionError as e:  # recorded too: a destructor may swallow it
-                self.violations.append(f"{name}: {e}")
-                raise
-
-    wrapper.__name__ = name
-    return wrapper
-
-
 class _FStream:
     def __init__(self, ctx, flags=0, priority=0):
         self.ctx = ctx
@@ -109,7 +65,7 @@ class _FStream:
         self.joined = False  # in another stream's capture (through an event recorded in it)
 
 
-class FakeDriver:
+class FakeDriver(GraphCalls):
     """Simulates the parts of ``cuda.bindings.driver`` that simkit uses, on the CPU.
 
     Device pointers are addresses of host buffers; operations on a stream run at once
@@ -137,6 +93,7 @@ class FakeDriver:
         self.validating = threading.local()
         self.tls = threading.local()
         self.calls = collections.Counter()
+        self.pool_attrs: dict = {}  # (pool, attribute) -> value (cuMemPoolSetAttribute)
         self.pool_access: dict = {}  # (pool, peer ordinal) -> granted (cuMemPoolSetAccess)
         self.validated: set = set()
         self.violations: list = []  # every rule broken (checked when the fixture ends)
@@ -153,6 +110,7 @@ class FakeDriver:
         self.functions: dict = {}
         self.graphs: dict = {}
         self.execs: dict = {}
+        self.handles: list = []  # conditional handles' values and body-graph arrays (cuda_emulator_graphs.py)
         self.sources: dict = {}  # image bytes -> source (filled by image_for)
         self.clock = 0
         self.launches = collections.deque(maxlen=4096)  # the latest (function name, grid, block, stream)
@@ -282,6 +240,10 @@ class FakeDriver:
         return self.ok(self.TOTAL_MEMORY - used, self.TOTAL_MEMORY)
 
     @_fake
+    def cuDeviceTotalMem(self, dev):
+        return self.ok(self.TOTAL_MEMORY)
+
+    @_fake
     def cuDeviceGetPCIBusId(self, n, dev):
         return self.ok(f"0000:{0x65 + int(dev):02X}:00.0".encode().ljust(n, b"\0"))
 
@@ -329,7 +291,19 @@ class FakeDriver:
     @_fake
     def cuMemPoolSetAttribute(self, pool, attr, value):
         assert isinstance(value, self.real.cuuint64_t)
+        self.pool_attrs[(int(pool), int(attr))] = int(value)
         return self.ok()
+
+    @_fake
+    def cuMemPoolGetAttribute(self, pool, attr):
+        A = self.real.CUmemPool_attribute
+        if attr in (A.CU_MEMPOOL_ATTR_USED_MEM_CURRENT, A.CU_MEMPOOL_ATTR_USED_MEM_HIGH):
+            ordinal = int(pool) - 0xF000
+            used = sum(len(buf) for buf, o in self.mem.values() if o == ordinal)
+            self.pool_attrs[(int(pool), "high")] = max(used, self.pool_attrs.get((int(pool), "high"), 0))
+            return self.ok(self.real.cuuint64_t(used if attr == A.CU_MEMPOOL_ATTR_USED_MEM_CURRENT
+                                                else self.pool_attrs[(int(pool), "high")]))
+        return self.ok(self.real.cuuint64_t(self.pool_attrs.get((int(pool), int(attr)), 0)))
 
     @_fake
     def cuDeviceCanAccessPeer(self, dev, peer):
@@ -421,31 +395,6 @@ class FakeDriver:
     def cuStreamIsCapturing(self, s):
         st = self.streams[int(s)]
         return self.ok(self.real.CUstreamCaptureStatus(1 if st.capture is not None else 0))
-
-    @_fake
-    def cuStreamBeginCapture(self, s, mode):
-        st = self.streams.get(int(s))
-        if st is None or st.ctx is None or st.capture is not None:
-            return self.err(1)
-        st.capture, st.invalidated = [], False
-        return self.ok()
-
-    @_fake
-    def cuStreamEndCapture(self, s):
-        st = self.streams.get(int(s))
-        if st is None or st.capture is None:
-            return self.err(1, 1)
-        if getattr(st, "joined", False):
-            return self.err(1, 1)  # (a stream that joined a capture does not end it: its origin does)
-        ops, st.capture = st.capture, None
-        for x in self.streams.values():  # (the streams that joined it leave with it; CUDA requires them joined back)
-            if x.capture is ops:
-                x.capture, x.joined = None, False
-        if st.invalidated:
-            return self.err(901, 1)  # CUDA_ERROR_STREAM_CAPTURE_INVALIDATED
-        h = next(self.ids)
-        self.graphs[h] = ops
-        return self.ok(self.real.CUgraph(h))
 
     @_fake
     def cuEventCreate(self, flags):
@@ -730,37 +679,3 @@ class FakeDriver:
                     lambda c: result(self.cuCtxSetCurrent, self.real.CUcontext(c or 0))),
             }
         return self.c_entry_points
-
-    # -- graphs ----------------------------------------------------------------
-
-    @_fake
-    def cuGraphInstantiate(self, g, flags):
-        h = next(self.ids)
-        self.execs[h] = list(self.graphs[int(g)])
-        return self.ok(self.real.CUgraphExec(h))
-
-    @_fake
-    def cuGraphLaunch(self, e, s):
-        ops = self.execs.get(int(e))
-        if ops is None:
-            return self.err(400)
-
-        def run():
-            for op in ops:
-                op()
-
-        return self.err(self.enqueue(s, run))
-
-    @_fake
-    def cuGraphExecDestroy(self, e):
-        return self.ok() if self.execs.pop(int(e), None) is not None else self.err(400)
-
-    @_fake
-    def cuGraphDestroy(self, g):
-        return self.ok() if self.graphs.pop(int(g), None) is not None else self.err(400)
-
-    @_fake
-    def cuGraphDebugDotPrint(self, g, path, flags):
-        with open(bytes(path).decode(), "w") as f:
-            f.write(f"digraph G {{ // {len(self.graphs[int(g)])} nodes\n}}\n")
-        return self.ok()

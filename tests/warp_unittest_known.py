@@ -407,7 +407,7 @@ KNOWN = {
         "test_transform_expand": "wp.transform_expand",
     },
     "test_diagnostics": {"init_banner_at_debug_log_level": "wp.config.log_level and wp.LOG_DEBUG (Warp's logger)"},
-    "interop.test_torch": {},
+    "interop.test_torch": {"apic_storage_alias": "Warp's saveable (apic) graph capture"},
     "interop.test_dlpack": {
         "test_dlpack_incompatible_dtype_error": "Warp's wording (simkit raises the same classes: 'bool data does not "
                                                 "match element type float32; converting would copy')",
@@ -451,6 +451,14 @@ KNOWN = {
     # their CUDA tests on the emulated GPU otherwise)
     "cuda.test_streams": {}, "cuda.test_pinned": {},
     "cuda.test_array_fill_capture": {"oversized_value_fallback": INTERNALS + " (a struct's __ctype__)"},
+    "cuda.test_conditional_captures": {}, "cuda.test_capture_mode": {}, "cuda.test_capture_release": {},
+    "deterministic.test_deterministic_graph_capture": {},
+    "cuda.test_mempool": {"graph_capture_allocation_capability": INTERNALS + " (warp._src.context)"},
+    "test_graph": {
+        "graph_memory_bindings": INTERNALS + " (runtime.core's ctypes signatures)",
+        "_cpu_rejected": ("Warp refuses non-contiguous and indexed fills and copies in a CPU capture "
+                          "(NotImplementedError); simkit's CPU capture records them (tests/test_capture_conditional.py)"),
+    },
     "test_fast_math": {
         "test_approx_div_ptx_verification": ("reads the PTX of Warp's Module._compile for div.approx / rcp.approx; "
                                              "simkit's div_approx is exact (CUDA only)"),

@@ -12,12 +12,15 @@ import os
 
 # In CI: the files of the GPU-only runtime (streams, copies and their adjoints, capture, launches, the sort/scan kernels,
 # structures, snippets); SIMKIT_WARP_TESTS=all adds the rest of GPU_FILES (atomics of every type, DLPack, ...).
-CORE_FILES = {"cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture", "test_copy", "test_tape",
+CORE_FILES = {"cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture", "cuda.test_conditional_captures",
+              "cuda.test_capture_mode", "test_graph", "cuda.test_mempool", "test_copy", "test_tape",
               "test_launch", "test_utils", "test_struct", "test_snippet", "test_devices", "test_diagnostics",
               "test_reload", "test_indexedarray", "geometry.test_bvh", "geometry.test_mesh", "test_grad_customs"}
 
 GPU_FILES = sorted([
-    "cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture",
+    "cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture", "cuda.test_conditional_captures",
+    "cuda.test_capture_mode", "cuda.test_capture_release", "cuda.test_mempool", "test_graph",
+    "deterministic.test_deterministic_graph_capture",
     "test_array", "test_copy", "test_tape", "test_launch", "test_utils", "test_atomic", "test_atomic_cas",
     "test_atomic_bitwise", "test_bf16", "test_fp16", "test_struct", "test_fixedarray", "test_snippet", "test_devices",
     "test_diagnostics", "test_indexedarray", "test_grad_customs", "test_array_reduce", "test_reload", "test_rand",
@@ -39,7 +42,12 @@ OVERWRITE_WARNINGS = ("Warp's warnings for an array read and then written (confi
                       "(runtime/tape.py)")
 HOST_TREES = ("Bvh/Mesh rebuild() inside a CUDA graph capture: simkit builds its trees on the host (the build reads "
               "the bounds back), so a capture holds refit() but not rebuild()")
-CONDITIONAL_GRAPHS = "conditional graph nodes (wp.capture_if / capture_while, is_conditional_graph_supported)"
+CAPTURE_PAUSE = "wp.capture_pause / capture_resume (a capture suspended and continued)"
+EMULATOR_CUDART = ("calls the CUDA runtime library (libcudart's cudaFree) inside a capture: the emulator stands in for "
+                   "the driver only")
+ALLOC_IN_BODY = ("simkit allocates during a CUDA capture outside the graph (memory kept with it), so a conditional "
+                 "body may allocate; Warp refuses (a graph allocation node in a body)")
+APIC = "Warp's saveable (apic) graph capture"
 INTERNALS = "tests Warp's internals (its runtime.core, Kernel.adj, tape records, ctypes structs)"
 
 KNOWN_GPU = {
@@ -56,11 +64,26 @@ KNOWN_GPU = {
     "test_tape": {"backward_cuda_launch_failure": INTERNALS + "; " + BLOCK_DIM_CLAMP},
     "test_launch": {"block_dim_failure": BLOCK_DIM_CLAMP},
     "test_utils": {
-        "capture_if": CONDITIONAL_GRAPHS, "capture_while": CONDITIONAL_GRAPHS, "capture_pause": CONDITIONAL_GRAPHS,
-        "scan_error_device_failure_is_reported": INTERNALS,
+        "capture_pause": CAPTURE_PAUSE, "scan_error_device_failure_is_reported": INTERNALS,
+        "capture_if_forked_stream": INTERNALS + " (runtime.core's allocation tracker)",
     },
     "test_atomic": {"unsupported_dtypes": SMALL_ATOMICS},
-    "test_fixedarray": {"capture_if": CONDITIONAL_GRAPHS},
+    "test_fixedarray": {"capture_if": INTERNALS + " (runtime.toolkit_version)"},
+    "cuda.test_conditional_captures": {"error_alloc_": ALLOC_IN_BODY},
+    "cuda.test_capture_mode": {"unsafe_runtime_call": EMULATOR_CUDART},
+    "cuda.test_capture_release": {
+        "invalid_free_during_capture": INTERNALS, "keeps_current_device": INTERNALS, "loaded_graph_del": APIC,
+    },
+    "test_graph": {
+        "topo_alloc": INTERNALS + " (graph nodes inserted and queried through runtime.core)",
+        "launch_array_access_mode": "Warp's config.launch_array_access_mode",
+        "alloc_free_preserves_merged_frontier": EMULATOR_SLOW,
+    },
+    "deterministic.test_deterministic_graph_capture": {
+        "rejects_deterministic_cuda_kernel": APIC, "large_launch_rejected": "Warp's WarpDeterminismError",
+        "record_cmd_deterministic_launch": "Warp's WarpDeterminismError",
+        "graph_capture_deterministic_launch": INTERNALS + " (Graph._deterministic_buffer_refs)",
+    },
     "test_snippet": {
         "shared_memory": EMULATOR_SERIAL,
         "return_struct_unsupported": "a @func_native may return a struct under simkit (Warp refuses)",
@@ -90,7 +113,7 @@ KNOWN_GPU = {
 }
 
 # What a real GPU shows too (the regular files' CUDA tests skip these where a GPU is present): not the emulator's limits
-GPU_ONLY = {f: {k: v for k, v in known.items() if v not in (EMULATOR_SERIAL, EMULATOR_SLOW)}
+GPU_ONLY = {f: {k: v for k, v in known.items() if v not in (EMULATOR_SERIAL, EMULATOR_SLOW, EMULATOR_CUDART)}
             for f, known in KNOWN_GPU.items()}
 
 if os.environ.get("SIMKIT_WARP_TESTS") != "all":

@@ -44,12 +44,14 @@ def get_cuda_test_devices(mode=None):
 
 
 def get_test_devices_with_graph_capture_allocation(mode=None):
-    return get_cuda_test_devices(mode)
+    """Devices that can allocate during a graph capture: all (simkit allocates outside a CUDA graph; a CPU capture
+    allocates at once)."""
+    return get_test_devices(mode)
 
 
 def get_test_devices_with_cuda_graph_module_load(mode=None):
-    """Devices where a module may be loaded while a CUDA graph is captured (the CUDA devices here)."""
-    return get_cuda_test_devices(mode)
+    """Devices where a module may be loaded during a graph capture: all (the CPU captures too)."""
+    return get_test_devices(mode)
 
 
 @contextlib.contextmanager
@@ -71,6 +73,19 @@ def run_test_in_subprocess(test, **kwargs):
     """Warp runs some tests in a child interpreter; here they run in this one (False: run the body)."""
     return False
 get_selected_cuda_test_devices_with_mempool = get_selected_cuda_test_devices
+get_test_devices_with_graph_capture_allocation_and_cuda_graph_module_load = get_test_devices_with_graph_capture_allocation
+
+
+def get_cuda_device_pair_with_mempool_access_support(devices=None):
+    """Two CUDA devices whose memory pools can reach each other (None: fewer than two GPUs)."""
+    cuda = [d for d in (devices or wp.get_cuda_devices()) if d.is_cuda]
+    return next(((a, b) for a in cuda for b in cuda if a != b and wp.is_mempool_access_supported(a, b)), None)
+
+
+def get_cuda_device_pair_with_peer_access_support(devices=None):
+    """Two CUDA devices with peer access (None: fewer than two GPUs)."""
+    cuda = [d for d in (devices or wp.get_cuda_devices()) if d.is_cuda]
+    return next(((a, b) for a in cuda for b in cuda if a != b and wp.is_peer_access_supported(a, b)), None)
 
 
 class StreamCapture:

@@ -90,3 +90,9 @@ inline int __ffs(int x) { return __builtin_ffs(x); }
 inline void __brkpt() {}
 inline void __syncthreads() {}
 inline void __threadfence() {}
+
+// Conditional graph nodes: the emulator's handles are the addresses of their values (tests/cuda_emulator.py).
+typedef unsigned long long cudaGraphConditionalHandle;
+inline void cudaGraphSetConditional(cudaGraphConditionalHandle handle, unsigned int value) {
+    *(volatile unsigned int*)handle = value;
+}

@@ -15,15 +15,30 @@ Example::
 Each device has a default stream (created by simkit, blocking with respect to
 the legacy NULL stream) and a *current* stream (the default one unless
 changed with :func:`set_stream` / :class:`ScopedStream`). Graph capture runs in
-thread-local capture mode (Warp's default): other threads keep working.
+thread-local capture mode by default (Warp's default): other threads keep working.
 """
 from __future__ import annotations
+
+import enum
 
 from . import driver
 from .. import cpu_graph
 
 _default_streams: dict = {}  # ordinal -> Stream wrapping the device's default stream
 _captures: dict = {}  # ordinal -> list of (Stream, external)
+_capture_modes: dict = {}  # stream handle -> CaptureMode of the capture begun on it
+
+
+class CaptureMode(enum.IntEnum):
+    """Which CUDA calls a graph capture forbids meanwhile (CUDA's stream capture modes, as Warp's).
+
+    ``GLOBAL``: unsafe calls (e.g. ``cudaMalloc``) from any thread invalidate it; ``THREAD_LOCAL`` (the default):
+    from this thread only; ``RELAXED``: none (for libraries that still make such calls lazily).
+    """
+
+    GLOBAL = 0
+    THREAD_LOCAL = 1
+    RELAXED = 2
 
 
 def _cuda_device(device=None):
@@ -405,15 +420,20 @@ def is_capturing(device=None) -> bool:
     return bool(_captures.get(dev.ordinal))
 
 
-def capture_begin(device=None, stream: Stream | None = None, force_module_load=None, external: bool = False):
+def capture_begin(device=None, stream: Stream | None = None, force_module_load=None, external: bool = False,
+                  apic: bool = False, capture_mode: CaptureMode = CaptureMode.THREAD_LOCAL):
     """Start capturing the work issued to ``stream`` (default: the device's current stream) into a graph.
 
     Kernels not yet compiled are compiled and loaded during capture (CUDA drivers >= 12.3 allow module loading
     while capturing; on older drivers launch every kernel once before capturing). ``force_module_load`` is
     accepted for Warp compatibility. ``external``: the capture was begun by other code on ``stream``.
-    Host<->device copies and synchronizations are not allowed until :func:`capture_end`.
-    On the CPU, launches and array operations are recorded instead (kernels/backends/cpu_graph.py).
+    ``capture_mode``: a :class:`CaptureMode`. Host<->device copies and synchronizations are not allowed until
+    :func:`capture_end`. On the CPU, launches and array operations are recorded instead
+    (kernels/backends/cpu_graph.py). ``apic`` (Warp's saveable graphs) is not supported.
     """
+    if apic:
+        raise NotImplementedError("capture_begin(apic=True): saveable graph capture (Warp's APIC) is not supported")
+    capture_mode = CaptureMode(capture_mode)
     if stream is None and _cpu(device) is not None:
         if external:
             raise ValueError("capture_begin(external=True) joins a CUDA stream's capture: not on the CPU")
@@ -428,9 +448,9 @@ def capture_begin(device=None, stream: Stream | None = None, force_module_load=N
     api = _api()
     if not external:
         st.make_current()
-        driver.check(api.cuStreamBeginCapture(stream.handle,
-                                              api.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        driver.check(api.cuStreamBeginCapture(stream.handle, api.CUstreamCaptureMode(int(capture_mode))),
                      "cuStreamBeginCapture")
+    _capture_modes[stream.handle] = capture_mode
     driver._capture_started(st, stream.handle)
     _captures.setdefault(dev.ordinal, []).append((stream, external))
 
@@ -452,6 +472,7 @@ def capture_end(device=None, stream: Stream | None = None) -> Graph | None:
     if idx is None:
         raise RuntimeError(f"capture_end: no graph capture is active on {dev.alias}")
     stream, external = active.pop(idx)
+    _capture_modes.pop(stream.handle, None)
     st = driver.state(dev)
     api = _api()
     graph = None
@@ -503,9 +524,10 @@ class ScopedCapture:
     """``with ScopedCapture() as cap: ...`` captures the block into ``cap.graph`` (see :func:`capture_begin`)."""
 
     def __init__(self, device=None, stream: Stream | None = None, force_module_load=None, external: bool = False,
-                 apic: bool = False):
+                 apic: bool = False, capture_mode: CaptureMode = CaptureMode.THREAD_LOCAL):
         if apic:  # Warp's saveable (APIC) graphs
             raise NotImplementedError("ScopedCapture(apic=True): saveable graph capture is not supported")
+        self.capture_mode = CaptureMode(capture_mode)
         self.device = device
         self.stream = stream
         self.force_module_load = force_module_load
@@ -518,13 +540,14 @@ class ScopedCapture:
             self.device = self.stream.device
         elif _cpu(self.device) is not None:
             self.device = _cpu(self.device)
-            capture_begin(self.device, None, self.force_module_load, self.external)
+            capture_begin(self.device, None, self.force_module_load, self.external, capture_mode=self.capture_mode)
             self.active = True
             return self
         else:
             self.device = _cuda_device(self.device)
             self.stream = get_stream(self.device)
-        capture_begin(self.device, self.stream, self.force_module_load, self.external)
+        capture_begin(self.device, self.stream, self.force_module_load, self.external,
+                      capture_mode=self.capture_mode)
         self.active = True
         return self
 
