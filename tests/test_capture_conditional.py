@@ -1,6 +1,6 @@
 """capture_if / capture_while (runtime/capture_conditional.py): at once, recorded in a CPU capture, and as conditional
-nodes of a CUDA graph (on the emulated GPU without one); CaptureMode; what a CPU capture records of strided and
-indexed fills and copies."""
+nodes of a CUDA graph (on the emulated GPU without one); capture_pause / capture_resume; CaptureMode; what a CPU
+capture records of strided and indexed fills and copies."""
 import numpy as np
 import pytest
 
@@ -26,6 +26,12 @@ def add_value(x: sk.array(dtype=float), v: float):
 def count_down(c: sk.array(dtype=sk.int32), n: sk.array(dtype=sk.int32)):
     sk.atomic_sub(c, 0, 1)
     sk.atomic_add(n, 0, 1)
+
+
+@sk.kernel
+def accumulate(x: sk.array(dtype=float), y: sk.array(dtype=float)):
+    i = sk.tid()
+    sk.atomic_add(y, i, x[i])
 
 
 @sk.kernel
@@ -188,3 +194,46 @@ def test_a_cpu_capture_replays_strided_and_indexed_fills_and_copies():
     np.testing.assert_array_equal(a.numpy(), expect_a)
     np.testing.assert_array_equal(dst.numpy(), expect_dst)
     np.testing.assert_array_equal(b.numpy(), [5, 0, 5, 0, 5, 0, 5, 0])
+
+
+def test_a_paused_capture_runs_work_at_once_and_resumes(device):
+    x = sk.zeros(3, dtype=float, device=device)
+    y = sk.zeros(3, dtype=float, device=device)
+    with sk.ScopedCapture(device) as cap:
+        sk.launch(add_value, 3, inputs=[x, 1.0], device=device)
+        paused = sk.capture_pause(device)
+        sk.launch(add_value, 3, inputs=[y, 5.0], device=device)  # runs now, outside the graph
+        np.testing.assert_array_equal(y.numpy(), [5.0, 5.0, 5.0])
+        sk.capture_resume(paused, device)
+        sk.launch(add_value, 3, inputs=[x, 10.0], device=device)
+        with pytest.raises(RuntimeError, match="capture_resume"):
+            sk.capture_resume(paused, device)  # (once)
+    np.testing.assert_array_equal(x.numpy(), [0.0, 0.0, 0.0])
+    for _ in range(2):
+        sk.capture_launch(cap.graph)
+    np.testing.assert_array_equal(x.numpy(), [22.0, 22.0, 22.0])
+    np.testing.assert_array_equal(y.numpy(), [5.0, 5.0, 5.0])
+
+
+def test_a_tape_records_conditionals_run_at_once_and_refuses_captured_ones(device):
+    """Run at once, each iteration's launches are on the Tape (the gradient is the loop's); in a capture the Tape
+    could not know how often the body runs, so recording it is refused."""
+    x = sk.array(np.array([1.5, -2.0], np.float32), dtype=float, device=device, requires_grad=True)
+    y = sk.zeros(2, dtype=float, device=device, requires_grad=True)
+    counter = sk.array(np.array([3], np.int32), device=device)
+    iterations = sk.zeros(1, dtype=sk.int32, device=device)
+
+    def body():
+        sk.launch(accumulate, dim=2, inputs=[x, y], device=device)
+        sk.launch(count_down, dim=1, inputs=[counter, iterations], device=device)
+
+    tape = sk.Tape()
+    with tape:
+        sk.capture_while(counter, body)
+    np.testing.assert_array_equal(y.numpy(), [4.5, -6.0])  # three iterations: y = 3 x
+    y.grad.fill_(1.0)
+    tape.backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
+    with sk.ScopedCapture(device):
+        with sk.Tape(), pytest.raises(RuntimeError, match="Tape records"):
+            sk.capture_while(counter, body)

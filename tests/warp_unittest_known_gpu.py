@@ -42,7 +42,6 @@ OVERWRITE_WARNINGS = ("Warp's warnings for an array read and then written (confi
                       "(runtime/tape.py)")
 HOST_TREES = ("Bvh/Mesh rebuild() inside a CUDA graph capture: simkit builds its trees on the host (the build reads "
               "the bounds back), so a capture holds refit() but not rebuild()")
-CAPTURE_PAUSE = "wp.capture_pause / capture_resume (a capture suspended and continued)"
 EMULATOR_CUDART = ("calls the CUDA runtime library (libcudart's cudaFree) inside a capture: the emulator stands in for "
                    "the driver only")
 ALLOC_IN_BODY = ("simkit allocates during a CUDA capture outside the graph (memory kept with it), so a conditional "
@@ -64,7 +63,7 @@ KNOWN_GPU = {
     "test_tape": {"backward_cuda_launch_failure": INTERNALS + "; " + BLOCK_DIM_CLAMP},
     "test_launch": {"block_dim_failure": BLOCK_DIM_CLAMP},
     "test_utils": {
-        "capture_pause": CAPTURE_PAUSE, "scan_error_device_failure_is_reported": INTERNALS,
+        "scan_error_device_failure_is_reported": INTERNALS,
         "capture_if_forked_stream": INTERNALS + " (runtime.core's allocation tracker)",
     },
     "test_atomic": {"unsupported_dtypes": SMALL_ATOMICS},

@@ -47,7 +47,8 @@ def rewrite(src: str, package: str = PACKAGE) -> str:
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
     src = re.sub(r"^(\s*)from warp\.tests import ", rf"\1from {package} import ", src, flags=re.M)  # (aux modules)
     src = src.replace("wp._src.types.", "wp.types.")  # (Warp's internal module: its public names are wp.types)
-    src = re.sub(r"^(\s*)from warp\._src\.(?:codegen|types) import ([\w, ]+)$", _simkit_import, src, flags=re.M)
+    src = re.sub(r"^(\s*)from warp\._src\.(?:codegen|types|context) import ([\w, ]+?)(?:\s*#.*)?$", _simkit_import, src,
+                 flags=re.M)
     src = src.replace("from warp._src.utils import map_cache", "from simkit.runtime.map import map_cache")
     src = src.replace("from warp._src.autograd import", "from simkit.autograd import")
     src = src.replace("from warp.autograd import", "from simkit.autograd import")

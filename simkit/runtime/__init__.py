@@ -18,7 +18,8 @@ from .warp_api import __all__ as _warp_api_all
 from ..kernels.backends.cpu_graph import CpuGraph
 from .capture_conditional import capture_if, capture_while, is_conditional_graph_supported
 from ..kernels.backends.cuda.stream import (CaptureMode, Event, ScopedCapture, ScopedStream, Stream, capture_begin,
-                                            capture_debug_dot_print, capture_end, capture_launch,
+                                            capture_debug_dot_print, capture_end, capture_launch, capture_pause,
+                                            capture_resume,
                                             get_event_elapsed_time, get_stream, is_capturing, record_event,
                                             set_stream, synchronize_device, synchronize_event, synchronize_stream,
                                             wait_event, wait_stream)
@@ -44,7 +45,7 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "indexedarray2d", "indexedarray3d", "indexedarray4d", "Device", "ScopedDevice",
            "get_cuda_device_count", "get_device", "get_devices", "is_cuda_available", "set_device", "launch", "Launch",
            "Event", "ScopedCapture", "ScopedTimer", "CpuGraph", "ScopedStream", "Stream", "CapturedStep",
-           "capture_begin", "capture_if", "capture_while", "is_conditional_graph_supported", "CaptureMode",
+           "capture_begin", "capture_pause", "capture_resume", "capture_if", "capture_while", "is_conditional_graph_supported", "CaptureMode",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
            "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",
            "synchronize_stream", "wait_event", "wait_stream", "Tape", "TapeError", "ArrayAccessWarning",

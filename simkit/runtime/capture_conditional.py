@@ -13,6 +13,10 @@ loop body is called. Inside a CUDA graph capture they insert conditional nodes (
 kernels/backends/cuda/conditional.py), so each replay of the graph decides on the GPU, with the values of that
 replay. Inside a CPU capture (kernels/backends/cpu_graph.py) the branches are recorded and each replay reads
 the condition when it gets there. Branches are callables (called with ``**kwargs``) or captured graphs.
+
+A Tape records launches made at once (each iteration of a loop run outside a capture), but not conditionals
+inside a capture: how often each launch runs is only known at replay, so that raises rather than give a wrong
+backward pass.
 """
 from __future__ import annotations
 
@@ -47,6 +51,15 @@ def _check_branch(branch, name: str) -> None:
 
 def _is_graph(obj) -> bool:
     return isinstance(obj, (cstream.Graph, cpu_graph.CpuGraph))
+
+
+def _refuse_tape(what: str) -> None:
+    from .tape import active_tape
+
+    if active_tape() is not None:
+        raise RuntimeError(f"{what} inside a graph capture while a Tape records: the Tape would record the launches "
+                           "of every branch once, whatever runs at each replay, and its backward pass would be "
+                           "wrong; record outside the capture, or call it outside the Tape")
 
 
 def _capturing(condition, stream):
@@ -194,6 +207,8 @@ def capture_if(condition, on_true=None, on_false=None, stream=None, **kwargs) ->
     _check_branch(on_true, "on_true")
     _check_branch(on_false, "on_false")
     stream, capturing = _capturing(condition, stream)
+    if capturing or (condition.device.is_cpu and cpu_graph.active):
+        _refuse_tape("capture_if")
     if capturing:
         _cuda_if(condition, on_true, on_false, stream, kwargs)
     elif condition.device.is_cpu and cpu_graph.active:
@@ -215,6 +230,8 @@ def capture_while(condition, while_body, stream=None, **kwargs) -> None:
         raise TypeError("while_body must be a callable or a captured graph, got None")
     _check_branch(while_body, "while_body")
     stream, capturing = _capturing(condition, stream)
+    if capturing or (condition.device.is_cpu and cpu_graph.active):
+        _refuse_tape("capture_while")
     if capturing:
         _cuda_while(condition, while_body, stream, kwargs)
     elif condition.device.is_cpu and cpu_graph.active:

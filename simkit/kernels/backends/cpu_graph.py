@@ -66,6 +66,19 @@ def end() -> CpuGraph:
     return CpuGraph(cap.device, cap.ops)
 
 
+def pause() -> CpuCapture:
+    """Suspend the innermost capture (``capture_pause``): work runs at once until :func:`resume`."""
+    if not active:
+        raise RuntimeError("capture_pause: no graph capture is active on cpu")
+    return active.pop()
+
+
+def resume(capture: CpuCapture) -> None:
+    if active:
+        raise RuntimeError("capture_resume: a graph capture is already in progress on the CPU")
+    active.append(capture)
+
+
 def refuse_read(what: str) -> None:
     """Raise: ``what`` would read (or write) values that a CPU capture has not computed."""
     raise RuntimeError(f"{what} during a graph capture on the CPU: the capture records work without running "

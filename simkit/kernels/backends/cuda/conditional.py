@@ -69,18 +69,18 @@ def require_support() -> None:
                            f"NVRTC ({nv}); call them outside a capture, or update")
 
 
-def _capture_info(stream: int) -> tuple:
+def capture_info(stream: int) -> tuple:
     """(graph, dependencies) of the capture in progress on ``stream``."""
     r = driver.check(driver.cu().cuStreamGetCaptureInfo(stream), "cuStreamGetCaptureInfo")
     status, graph, deps = r[0], r[2], r[3]
     if int(status) != 1:  # CU_STREAM_CAPTURE_STATUS_ACTIVE
-        raise RuntimeError("capture_if/capture_while: the stream's graph capture is not active (invalidated?)")
+        raise RuntimeError("the stream's graph capture is not active (invalidated?)")
     return graph, list(deps or [])
 
 
 def make_handle(st, stream: int):
     """A conditional handle of the graph being captured on ``stream`` (its value is set before every use)."""
-    graph, _ = _capture_info(stream)
+    graph, _ = capture_info(stream)
     return driver.check(driver.cu().cuGraphConditionalHandleCreate(graph, st.ctx, 0, 0),
                         "cuGraphConditionalHandleCreate")
 
@@ -98,7 +98,7 @@ def add_node(st, stream: int, handle, kind: str):
     """Add an IF or WHILE node on ``handle`` after the work captured so far on ``stream`` (which continues after
     the node); returns the node's body graph."""
     api = driver.cu()
-    graph, deps = _capture_info(stream)
+    graph, deps = capture_info(stream)
     params = api.CUgraphNodeParams()
     params.type = api.CUgraphNodeType.CU_GRAPH_NODE_TYPE_CONDITIONAL
     params.conditional.handle = handle
@@ -130,7 +130,7 @@ def capturing_into(st, body_graph, stream: int, mode: int):
 def add_child_graph(stream: int, child) -> None:
     """Capture ``child`` (a CUgraph) as a child-graph node on ``stream``."""
     api = driver.cu()
-    graph, deps = _capture_info(stream)
+    graph, deps = capture_info(stream)
     node = driver.check(api.cuGraphAddChildGraphNode(graph, deps, len(deps), child), "cuGraphAddChildGraphNode")
     driver.check(api.cuStreamUpdateCaptureDependencies(
         stream, [node], None, 1, api.CUstreamUpdateCaptureDependencies_flags.CU_STREAM_SET_CAPTURE_DEPENDENCIES),

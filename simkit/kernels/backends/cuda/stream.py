@@ -455,6 +455,17 @@ def capture_begin(device=None, stream: Stream | None = None, force_module_load=N
     _captures.setdefault(dev.ordinal, []).append((stream, external))
 
 
+def _take_capture(device, stream, what: str) -> tuple:
+    """(device, stream, external) of the innermost capture on ``stream`` (None: on ``device``), no longer active."""
+    dev = stream.device if stream is not None else _cuda_device(device)
+    active = _captures.get(dev.ordinal) or []
+    for i in range(len(active) - 1, -1, -1):
+        if stream is None or active[i][0] == stream:
+            stream, external = active.pop(i)
+            return dev, stream, external
+    raise RuntimeError(f"{what}: no graph capture is active on {dev.alias}")
+
+
 def capture_end(device=None, stream: Stream | None = None) -> Graph | None:
     """End the capture begun by :func:`capture_begin`; returns the instantiated :class:`Graph`.
 
@@ -462,16 +473,7 @@ def capture_end(device=None, stream: Stream | None = None) -> Graph | None:
     """
     if stream is None and _cpu(device) is not None:
         return cpu_graph.end()
-    dev = stream.device if stream is not None else _cuda_device(device)
-    active = _captures.get(dev.ordinal) or []
-    idx = None
-    for i in range(len(active) - 1, -1, -1):
-        if stream is None or active[i][0] == stream:
-            idx = i
-            break
-    if idx is None:
-        raise RuntimeError(f"capture_end: no graph capture is active on {dev.alias}")
-    stream, external = active.pop(idx)
+    dev, stream, external = _take_capture(device, stream, "capture_end")
     _capture_modes.pop(stream.handle, None)
     st = driver.state(dev)
     api = _api()
@@ -495,6 +497,52 @@ def capture_end(device=None, stream: Stream | None = None) -> Graph | None:
         driver.release_deferred(st, deferred)
         raise
     return Graph(dev, graph, graph_exec, keep, deferred)
+
+
+def capture_pause(device=None, stream: Stream | None = None):
+    """Suspend the capture on ``stream`` (default: the device's current stream): work issued until
+    :func:`capture_resume` runs at once, outside the graph. Returns the graph so far, to pass to ``capture_resume``.
+    On the CPU: the CPU capture's recording."""
+    if stream is None and _cpu(device) is not None:
+        return cpu_graph.pause()
+    dev, stream, external = _take_capture(device, stream, "capture_pause")
+    if external:
+        _captures[dev.ordinal].append((stream, external))
+        raise RuntimeError("capture_pause: the capture on this stream was begun by other code (external=True)")
+    st = driver.state(dev)
+    st.make_current()
+    from .conditional import capture_info
+
+    _graph, frontier = capture_info(stream.handle)  # (what work after the pause depends on)
+    graph = driver.check(_api().cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
+    keep, deferred = driver._capture_finished(st)
+    paused = Graph(dev, graph, None, keep, deferred)
+    paused._resume = (frontier, _capture_modes.pop(stream.handle, CaptureMode.THREAD_LOCAL))
+    return paused
+
+
+def capture_resume(graph, device=None, stream: Stream | None = None) -> None:
+    """Continue, on ``stream`` (default: the device's current stream), the capture :func:`capture_pause` suspended;
+    ``graph`` is what it returned. The work issued meanwhile stays out of the graph."""
+    if isinstance(graph, cpu_graph.CpuCapture):
+        cpu_graph.resume(graph)
+        return
+    resume = getattr(graph, "_resume", None)
+    if resume is None:
+        raise RuntimeError("capture_resume takes the graph capture_pause() returned (once)")
+    stream = get_stream(graph.device) if stream is None else stream
+    st = driver.state(graph.device)
+    frontier, mode = resume
+    st.make_current()
+    api = _api()
+    driver.check(api.cuStreamBeginCaptureToGraph(stream.handle, graph.graph, frontier, None, len(frontier),
+                                                 api.CUstreamCaptureMode(int(mode))), "cuStreamBeginCaptureToGraph")
+    driver._capture_started(st, stream.handle)
+    st.capture_keep.extend(graph._keep)
+    st.deferred.extend(graph._deferred)
+    graph.graph, graph._keep, graph._deferred, graph._resume = None, [], [], None  # (the capture owns them again)
+    _capture_modes[stream.handle] = mode
+    _captures.setdefault(graph.device.ordinal, []).append((stream, False))
 
 
 def capture_launch(graph: Graph, stream: Stream | None = None) -> None:
