@@ -48,6 +48,17 @@ def test_gpu_benchmark_runs_and_reports_every_metric(tmp_path, monkeypatch):
     assert fake.calls["cuGraphLaunch"] > 0  # the graph-launch row replayed a captured graph
 
 
+def test_gpu_conditional_benchmark_solves_three_ways(tmp_path, monkeypatch):
+    text, fake = _run_on_emulated_gpu("gpu_conditional", tmp_path, monkeypatch, N=64)
+    k = int(text.split(" iterations per solve")[0].splitlines()[-1])
+    rows = {line.split("|")[1].strip(): float(line.split("|")[2]) for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| loop")}
+    assert k > 10 and {"host loop (reads the flag back)", "capture_while graph",
+                       "fixed graph (same iterations, no decisions)"} <= set(rows)
+    assert all(math.isfinite(v) and v > 0 for v in rows.values()), rows
+    assert fake.calls["cuGraphAddNode"] >= 1  # a conditional node, not a host loop
+
+
 def test_gpu_breakdown_runs_and_times_each_part(tmp_path, monkeypatch):
     text, fake = _run_on_emulated_gpu("gpu_breakdown", tmp_path, monkeypatch, N_SAXPY=1 << 12)
     rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ")]

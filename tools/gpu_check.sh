@@ -7,7 +7,7 @@
 # With the session's device tool: first, here, `bash tools/gpu_wheels.sh` (the test dependencies the
 # GPU image lacks, as wheels in .whl/), then run `bash tools/gpu_check.sh` with carry [".whl"] and a
 # timeout_s of about 560 (the first run, on an H200, took 126 s). warp-lang's wheel (149 MB) is over
-# the transfer limit: no warp-lang columns. Every stage's whole log comes back in $OUT (9 files).
+# the transfer limit: no warp-lang columns. Every stage's whole log comes back in $OUT (11 files).
 # Keep the machine for a rerun rather than giving it back between runs: new loans can pause.
 #
 # Stages (in order of value, so a timeout still leaves the most important results):
@@ -19,7 +19,9 @@
 #      gpu_breakdown.log, gpu_breakdown.md
 #   5. benchmarks/gpu_frames.py (scene frames launched one by one and as one CUDA graph each):
 #      gpu_frames.log, gpu_frames.md
-#   6. the whole suite (every `device`-parametrized test also runs on cuda:0, and tests that use
+#   6. benchmarks/gpu_conditional.py (a solve until convergence: the host deciding each iteration vs
+#      capture_while's conditional node): gpu_conditional.log, gpu_conditional.md
+#   7. the whole suite (every `device`-parametrized test also runs on cuda:0, and tests that use
 #      the default device run on the GPU), spread over processes by pytest-xdist: suite.log
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -105,6 +107,7 @@ stage "CUDA backend tests" cuda_backend.log 120 $PY -m pytest $BACKEND_TESTS -q 
 stage "GPU benchmarks" gpu_bench.log 100 $PY benchmarks/gpu.py --markdown "$LOGS/gpu_benchmark.md"
 stage "GPU breakdown" gpu_breakdown.log 90 $PY benchmarks/gpu_breakdown.py --markdown "$LOGS/gpu_breakdown.md"
 stage "Scene frames" gpu_frames.log 150 $PY benchmarks/gpu_frames.py --markdown "$LOGS/gpu_frames.md"
+stage "Conditional loop" gpu_conditional.log 45 $PY benchmarks/gpu_conditional.py --markdown "$LOGS/gpu_conditional.md"
 stage "full test suite" suite.log 400 $PY -m pytest tests -q -rfE --tb=short --durations=15 --maxfail=40 $XDIST \
     $(for t in $BACKEND_TESTS; do echo --ignore=$t; done)
 
