@@ -16,6 +16,7 @@ branch too; this needs no CUDA 12.8 (IF nodes of size 2).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import struct
 
 from . import driver
@@ -85,13 +86,30 @@ def make_handle(st, stream: int):
                         "cuGraphConditionalHandleCreate")
 
 
+def _setter(st):
+    """The setter kernel on ``st``'s device. Loaded as PTX: the driver compiles it and resolves the device runtime's
+    ``cudaGraphSetConditional`` then, the way other users of conditional nodes through NVRTC load it."""
+    f = st.rt_funcs.get("sk_rt_set_condition")
+    if f is None:
+        from . import module as cuda_module
+
+        with st.lock:
+            mod = cuda_module.load_module(st.ordinal, CONDITION_SOURCE, "simkit_conditional", ptx=True)
+            f = st.rt_funcs["sk_rt_set_condition"] = driver.check(
+                driver.cu().cuModuleGetFunction(mod, b"sk_rt_set_condition"), "cuModuleGetFunction")
+    return f
+
+
 def set_condition(st, stream: int, cond_ptr: int, handle_true=None, handle_false=None) -> None:
     """Capture, on ``stream``, the kernel setting ``handle_true`` to (cond != 0) and ``handle_false`` to
     (cond == 0) (None: no such handle)."""
-    from .memops import _launch_rt
-
-    params = _ARGS.pack(*(0 if h is None else int(h) for h in (handle_true, handle_false)), int(cond_ptr))
-    _launch_rt(st, "sk_rt_set_condition", params, 1, stream, CONDITION_SOURCE, "simkit_conditional")
+    f = _setter(st)
+    params = ctypes.create_string_buffer(_ARGS.pack(*(0 if h is None else int(h) for h in (handle_true, handle_false)),
+                                                    int(cond_ptr)))
+    argv = (ctypes.c_void_p * 1)(ctypes.addressof(params))
+    st.make_current()
+    driver.check(driver.cu().cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, stream, ctypes.addressof(argv), 0),
+                 "cuLaunchKernel(sk_rt_set_condition)")
 
 
 def add_node(st, stream: int, handle, kind: str):

@@ -253,7 +253,8 @@ class _DeviceState:
         self.capture_stream = 0
         self.capture_keep: list = []  # allocations made while capturing (kept alive by the graph)
         self.deferred: list = []  # frees requested while capturing
-        self.rt_funcs: dict = {}  # runtime modules and kernels (fill, strided copy, conditional nodes) by name
+        self.rt_module = None  # runtime kernels (fill, strided copy)
+        self.rt_funcs: dict = {}  # their functions, and conditional.py's setter kernel, by name
         self.scratch: dict = {}  # stream handle -> DeviceAllocation (adjoint loop stacks)
         self.launcher = False  # native_launch.Launcher once looked up (None: launches through cuda-python)
         self.lock = threading.RLock()

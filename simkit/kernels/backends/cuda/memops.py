@@ -102,27 +102,25 @@ def _view_bytes(ptr: int, shape, strides) -> bytes:
     return _VIEW.pack(int(ptr), *(list(shape) + [1] * (4 - nd)), *(list(strides) + [0] * (4 - nd)), nd, 0)
 
 
-def _rt_function(st: _DeviceState, name: str, source: str = RUNTIME_SOURCE, module: str = "simkit_runtime"):
-    """Kernel ``name`` of a runtime module (``source``, loaded into the device's context on first use)."""
+def _rt_function(st: _DeviceState, name: str):
     f = st.rt_funcs.get(name)
     if f is None:
         with st.lock:
-            mod = st.rt_funcs.get(module)
-            if mod is None:
+            if st.rt_module is None:
                 from . import module as cuda_module
 
-                mod = st.rt_funcs[module] = cuda_module.load_module(st.ordinal, source, module)
-            f = st.rt_funcs[name] = check(cu().cuModuleGetFunction(mod, name.encode()), f"cuModuleGetFunction({name})")
+                st.rt_module = cuda_module.load_module(st.ordinal, RUNTIME_SOURCE, "simkit_runtime")
+            f = st.rt_funcs[name] = check(cu().cuModuleGetFunction(st.rt_module, name.encode()),
+                                          f"cuModuleGetFunction({name})")
     return f
 
 
-def _launch_rt(st: _DeviceState, name: str, params: bytes, n: int, stream: int, source: str = RUNTIME_SOURCE,
-               module: str = "simkit_runtime") -> None:
+def _launch_rt(st: _DeviceState, name: str, params: bytes, n: int, stream: int) -> None:
     api = cu()
-    f = _rt_function(st, name, source, module)
+    f = _rt_function(st, name)
     buf = ctypes.create_string_buffer(params, len(params))
     argv = (ctypes.c_void_p * 1)(ctypes.addressof(buf))
-    block = 256 if n > 1 else 1
+    block = 256
     grid = max(1, min((n + block - 1) // block, GRID_CAP))
     st.make_current()
     check(api.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, stream, ctypes.addressof(argv), 0),

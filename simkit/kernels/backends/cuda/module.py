@@ -87,11 +87,15 @@ def _image_for(source: str, target: str, name: str) -> bytes:
     return data
 
 
-def load_module(device, source: str, name: str):
-    """Compile ``source`` for ``device`` (a Device or ordinal) and load it into its context; returns a CUmodule."""
+def load_module(device, source: str, name: str, ptx: bool = False):
+    """Compile ``source`` for ``device`` (a Device or ordinal) and load it into its context; returns a CUmodule.
+    ``ptx``: as PTX, which the driver compiles at load (and links against its device runtime)."""
     st = driver.state(device)
     arch = driver.enumerate_devices()[st.ordinal][2]
-    image = _image_for(source, target_arch(arch), name)
+    target = target_arch(arch)
+    if ptx and target.startswith("sm_"):
+        target = "compute_" + target[3:]
+    image = _image_for(source, target, name)
     st.make_current()
     try:
         return driver.check(driver.cu().cuModuleLoadData(image), f"cuModuleLoadData({name}, {arch})")
