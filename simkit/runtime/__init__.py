@@ -17,6 +17,9 @@ from .warp_api import *  # noqa: F401,F403
 from .warp_api import __all__ as _warp_api_all
 from ..kernels.backends.cpu_graph import CpuGraph
 from .capture_conditional import capture_if, capture_while, is_conditional_graph_supported
+from ..kernels.backends.cuda.timing import (TIMING_ALL, TIMING_GRAPH, TIMING_KERNEL, TIMING_KERNEL_BUILTIN,
+                                            TIMING_MEMCPY, TIMING_MEMSET, TimingResult, timing_begin, timing_end,
+                                            timing_print)
 from ..kernels.backends.cuda.stream import (CaptureMode, Event, ScopedCapture, ScopedStream, Stream, capture_begin,
                                             capture_debug_dot_print, capture_end, capture_launch, capture_pause,
                                             capture_resume,
@@ -45,6 +48,8 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "indexedarray2d", "indexedarray3d", "indexedarray4d", "Device", "ScopedDevice",
            "get_cuda_device_count", "get_device", "get_devices", "is_cuda_available", "set_device", "launch", "Launch",
            "Event", "ScopedCapture", "ScopedTimer", "CpuGraph", "ScopedStream", "Stream", "CapturedStep",
+           "TIMING_ALL", "TIMING_GRAPH", "TIMING_KERNEL", "TIMING_KERNEL_BUILTIN", "TIMING_MEMCPY", "TIMING_MEMSET",
+           "TimingResult", "timing_begin", "timing_end", "timing_print",
            "capture_begin", "capture_pause", "capture_resume", "capture_if", "capture_while", "is_conditional_graph_supported", "CaptureMode",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
            "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",

@@ -50,7 +50,8 @@ def full(shape=None, value=0, dtype=None, device=None, requires_grad=False, pinn
     """An array of ``value``. Without ``dtype``, the type is the value's: int32 for an int, float32 for a
     float, bool, a vector/matrix/struct value's type, a vector (matrix) for a 1D (2D) sequence."""
     dtype = fill_dtype(value) if dtype is None else dtype
-    a = empty(_shape(shape, n), dtype, device, requires_grad, pinned, retain_grad)  # fill_ writes every element
+    a = array(shape=_shape(shape, n), dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned,
+              retain_grad=retain_grad, _zero=False)  # (not zeroed first: fill_ writes every element)
     a.fill_(value)
     return a
 
@@ -92,9 +93,9 @@ def full_like(a: array, value, device=None, requires_grad=None, pinned=None) -> 
 
 
 def clone(a: array, device=None, requires_grad=None, pinned=False) -> array:
-    out = zeros(a.shape, dtype=a.dtype, device=device or a.device,
-                requires_grad=a.requires_grad if requires_grad is None else requires_grad, pinned=pinned)
-    copy(out, a)
+    out = array(shape=a.shape, dtype=a.dtype, device=device or a.device, pinned=pinned, _zero=False,
+                requires_grad=a.requires_grad if requires_grad is None else requires_grad)
+    copy(out, a)  # (writes every element: not zeroed first)
     return out
 
 

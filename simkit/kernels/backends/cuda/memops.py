@@ -14,6 +14,7 @@ import struct as _struct
 import numpy as np
 
 from ... import types as T
+from . import timing
 from .driver import GRID_CAP, PinnedBuffer, _capture_mode_relaxed, _DeviceState, _no_capture, alloc, check, cu, state
 
 # ---------------------------------------------------------------------------
@@ -123,8 +124,16 @@ def _launch_rt(st: _DeviceState, name: str, params: bytes, n: int, stream: int) 
     block = 256
     grid = max(1, min((n + block - 1) // block, GRID_CAP))
     st.make_current()
-    check(api.cuLaunchKernel(f, grid, 1, 1, block, 1, 1, 0, stream, ctypes.addressof(argv), 0),
-          f"cuLaunchKernel({name})")
+    _op(st, stream, timing.TIMING_KERNEL_BUILTIN, f"builtin kernel {name}", api.cuLaunchKernel, f, grid, 1, 1, block, 1,
+        1, 0, stream, ctypes.addressof(argv), 0)
+
+
+def _op(st: _DeviceState, stream: int, flag: int, name: str, fn, *args) -> None:
+    """``fn(*args)`` (a driver call on ``stream``), checked; timed as activity ``name`` while timing is on."""
+    t = timing.start(st, stream, flag, name) if timing.FILTER else None
+    check(fn(*args), fn.__name__)
+    if t is not None:
+        timing.stop(t)
 
 
 def _unit(itemsize: int, *ptrs_and_strides) -> int:
@@ -178,7 +187,7 @@ def memset(arr, value: int = 0) -> None:
         st.make_current()
         s = st.stream()
         if _is_contiguous(arr):
-            check(api.cuMemsetD8Async(arr.ptr, value, arr.size * arr.itemsize, s), "cuMemsetD8Async")
+            _op(st, s, timing.TIMING_MEMSET, "memset", api.cuMemsetD8Async, arr.ptr, value, arr.size * arr.itemsize, s)
         elif arr.itemsize <= PATTERN_MAX:
             _strided_fill(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, bytes([value]) * arr.itemsize, s)
         else:
@@ -220,15 +229,15 @@ def fill(arr, value) -> None:
         nbytes = arr.size * arr.itemsize
         if contiguous:
             if pattern == pattern[:1] * len(pattern):
-                check(api.cuMemsetD8Async(arr.ptr, pattern[0], nbytes, s), "cuMemsetD8Async")
+                _op(st, s, timing.TIMING_MEMSET, "memset", api.cuMemsetD8Async, arr.ptr, pattern[0], nbytes, s)
                 return
             if len(pattern) % 4 == 0 and arr.ptr % 4 == 0 and pattern == pattern[:4] * (len(pattern) // 4):
                 word = int.from_bytes(pattern[:4], "little")
-                check(api.cuMemsetD32Async(arr.ptr, word, nbytes // 4, s), "cuMemsetD32Async")
+                _op(st, s, timing.TIMING_MEMSET, "memset", api.cuMemsetD32Async, arr.ptr, word, nbytes // 4, s)
                 return
             if len(pattern) % 2 == 0 and arr.ptr % 2 == 0 and pattern == pattern[:2] * (len(pattern) // 2):
                 half = int.from_bytes(pattern[:2], "little")
-                check(api.cuMemsetD16Async(arr.ptr, half, nbytes // 2, s), "cuMemsetD16Async")
+                _op(st, s, timing.TIMING_MEMSET, "memset", api.cuMemsetD16Async, arr.ptr, half, nbytes // 2, s)
                 return
         if arr.itemsize <= PATTERN_MAX:
             _strided_fill(st, arr.ptr, arr.shape, arr.strides, arr.itemsize, pattern, s)
@@ -290,10 +299,10 @@ def _htod(st, ptr, shape, strides, itemsize, host: np.ndarray, s: int, source=No
         host = _host_for_capture(st, host, source)
     st.make_current()
     if tuple(strides) == _contig_strides(shape, itemsize):
-        check(api.cuMemcpyHtoDAsync(ptr, host.ctypes.data, nbytes, s), "cuMemcpyHtoDAsync")
+        _op(st, s, timing.TIMING_MEMCPY, "memcpy HtoD", api.cuMemcpyHtoDAsync, ptr, host.ctypes.data, nbytes, s)
         return
     tmp_ptr, tmp_owner = alloc(st.ordinal, nbytes)
-    check(api.cuMemcpyHtoDAsync(tmp_ptr, host.ctypes.data, nbytes, s), "cuMemcpyHtoDAsync")
+    _op(st, s, timing.TIMING_MEMCPY, "memcpy HtoD", api.cuMemcpyHtoDAsync, tmp_ptr, host.ctypes.data, nbytes, s)
     _strided_copy(st, (ptr, shape, strides), (tmp_ptr, (n,), (itemsize,)), n, itemsize, s)
     del tmp_owner  # freed on the legacy stream: after the copy kernel
 
@@ -315,7 +324,7 @@ def _dtoh(st, host: np.ndarray, ptr, shape, strides, itemsize, s: int, sync: boo
         tmp_ptr, tmp_owner = alloc(st.ordinal, nbytes)
         _strided_copy(st, (tmp_ptr, (n,), (itemsize,)), (ptr, shape, strides), n, itemsize, s)
         ptr = tmp_ptr
-    check(api.cuMemcpyDtoHAsync(host.ctypes.data, ptr, nbytes, s), "cuMemcpyDtoHAsync")
+    _op(st, s, timing.TIMING_MEMCPY, "memcpy DtoH", api.cuMemcpyDtoHAsync, host.ctypes.data, ptr, nbytes, s)
     if sync:
         check(api.cuStreamSynchronize(s), "cuStreamSynchronize")
     del tmp_owner  # (freed on the legacy stream: after the copy)
@@ -396,7 +405,7 @@ def copy(dest, src) -> None:
             sd.make_current()
             s = sd.stream()
             if d_contig and s_contig:
-                check(api.cuMemcpyDtoDAsync(dest.ptr, src.ptr, n * itemsize, s), "cuMemcpyDtoDAsync")
+                _op(sd, s, timing.TIMING_MEMCPY, "memcpy DtoD", api.cuMemcpyDtoDAsync, dest.ptr, src.ptr, n * itemsize, s)
             else:
                 _strided_copy(sd, (dest.ptr, dest.shape, dest.strides), (src.ptr, src.shape, src.strides),
                               n, itemsize, s)
@@ -417,7 +426,8 @@ def copy(dest, src) -> None:
     # destination stream waits for the source's current stream; the source stream waits for the copy
     _stream_wait_stream(sd, sd.stream(), ss, ss.stream())
     sd.make_current()
-    check(api.cuMemcpyPeerAsync(dst_ptr, sd.ctx, src_ptr, ss.ctx, nbytes, sd.stream()), "cuMemcpyPeerAsync")
+    _op(sd, sd.stream(), timing.TIMING_MEMCPY, "memcpy PtoP", api.cuMemcpyPeerAsync, dst_ptr, sd.ctx, src_ptr, ss.ctx,
+        nbytes, sd.stream())
     if dst_tmp is not None:
         _strided_copy(sd, (dest.ptr, dest.shape, dest.strides), (dst_ptr, (n,), (itemsize,)), n, itemsize,
                       sd.stream())

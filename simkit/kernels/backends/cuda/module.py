@@ -27,11 +27,12 @@ before the launch. A unit is loaded lazily into every device that launches it
 from __future__ import annotations
 
 import ctypes
+import re
 import struct as _struct
 
 from .... import config
 from ... import interleave
-from . import driver, native_launch, nvrtc
+from . import driver, native_launch, nvrtc, timing
 
 # Device globals live in namespace sk: their symbols are mangled (Itanium ABI)
 _ERROR_SYMBOLS = (b"_ZN2sk14sk_error_stateE", b"sk_error_state")
@@ -121,12 +122,14 @@ def _cu_result(api, code: int):
 class Entry:
     """A kernel entry point of a unit (resolved per device on first use there)."""
 
-    __slots__ = ("cname", "which", "name")
+    __slots__ = ("cname", "which", "name", "activity")
 
     def __init__(self, cname: str, which: str):
         self.cname = cname
         self.which = which
         self.name = f"{cname}_cuda_{which}"
+        key = re.sub(r"_[0-9a-f]{8}$", "", cname)  # (the kernel's name, without the hash of its source)
+        self.activity = f"{'forward' if which == 'fwd' else 'backward'} kernel {key}"  # (its name in timings)
 
     def __repr__(self):
         return f"Entry({self.name})"
@@ -275,6 +278,7 @@ class Unit:
         if f.stack is not None:
             st.make_current()
             grid = self._setup_stack(st, f.stack, s, grid, block)
+        timed = timing.start(st, s, timing.TIMING_KERNEL, entry.activity) if timing.FILTER else None
         go = f.native
         if go is not None:  # one C call: the context check and cuLaunchKernel
             r = go(f.driver, f.ctx, f.handle, grid, block, s, packed, bounds)
@@ -293,6 +297,8 @@ class Unit:
             r = api.cuLaunchKernel(f.func, grid, 1, 1, block, 1, 1, 0, s, ctypes.addressof(argv), 0)
             if int(r[0]):
                 driver.check(r, f"launch of kernel {entry.cname} on cuda:{ordinal}")
+        if timed is not None:
+            timing.stop(timed)
         if f.checked or config.mode == "debug":
             return self._read_error(st, ordinal, s)  # (a stack overflow must never pass silently)
         return None

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 
-from . import driver
+from . import driver, timing
 from .. import cpu_graph
 
 _default_streams: dict = {}  # ordinal -> Stream wrapping the device's default stream
@@ -556,8 +556,12 @@ def capture_launch(graph: Graph, stream: Stream | None = None) -> None:
         stream = get_stream(graph.device)
     elif stream.device != graph.device:
         raise ValueError(f"graph was captured on {graph.device.alias}, stream is on {stream.device.alias}")
-    driver.state(graph.device).make_current()
+    st = driver.state(graph.device)
+    st.make_current()
+    timed = timing.start(st, stream.handle, timing.TIMING_GRAPH, "graph") if timing.FILTER else None
     driver.check(_api().cuGraphLaunch(graph.graph_exec, stream.handle), "cuGraphLaunch")
+    if timed is not None:
+        timing.stop(timed)
 
 
 def capture_debug_dot_print(graph: Graph, path: str, verbose: bool = False) -> None:
