@@ -599,6 +599,22 @@ class FakeDriver(GraphCalls):
         return self.ok(self.MAX_THREADS)
 
     @_fake
+    def cuOccupancyMaxPotentialBlockSize(self, f, size_fn, shmem, limit):
+        assert int(f) in self.functions and size_fn is None
+        block = (min(int(limit) or self.MAX_THREADS, self.MAX_THREADS, self.resident_threads) // 32) * 32 or 32
+        return self.ok(4 * max(1, self.resident_threads // block), block)  # (min grid: every SM full)
+
+    @_fake
+    def cuProfilerStart(self):
+        self.profiling = True
+        return self.ok()
+
+    @_fake
+    def cuProfilerStop(self):
+        self.profiling = False
+        return self.ok()
+
+    @_fake
     def cuFuncGetParamInfo(self, f, i):
         m, name = self.functions[int(f)]
         params = m["kernels"][name].params

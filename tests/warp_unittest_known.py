@@ -451,6 +451,7 @@ KNOWN = {
     "cuda.test_streams": {}, "cuda.test_pinned": {},
     "cuda.test_array_fill_capture": {"oversized_value_fallback": INTERNALS + " (a struct's __ctype__)"},
     "cuda.test_conditional_captures": {}, "cuda.test_capture_mode": {}, "cuda.test_capture_release": {},
+    "cuda.test_peer": {},
     "deterministic.test_deterministic_graph_capture": {},
     "cuda.test_mempool": {"graph_capture_allocation_capability": INTERNALS + " (warp._src.context)"},
     "test_graph": {

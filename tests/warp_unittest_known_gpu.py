@@ -13,13 +13,13 @@ import os
 # In CI: the files of the GPU-only runtime (streams, copies and their adjoints, capture, launches, the sort/scan kernels,
 # structures, snippets); SIMKIT_WARP_TESTS=all adds the rest of GPU_FILES (atomics of every type, DLPack, ...).
 CORE_FILES = {"cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture", "cuda.test_conditional_captures",
-              "cuda.test_capture_mode", "test_graph", "cuda.test_mempool", "test_copy", "test_tape",
+              "cuda.test_capture_mode", "test_graph", "cuda.test_mempool", "cuda.test_peer", "test_copy", "test_tape",
               "test_launch", "test_utils", "test_struct", "test_snippet", "test_devices", "test_diagnostics",
               "test_reload", "test_indexedarray", "geometry.test_bvh", "geometry.test_mesh", "test_grad_customs"}
 
 GPU_FILES = sorted([
     "cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture", "cuda.test_conditional_captures",
-    "cuda.test_capture_mode", "cuda.test_capture_release", "cuda.test_mempool", "test_graph",
+    "cuda.test_capture_mode", "cuda.test_capture_release", "cuda.test_mempool", "cuda.test_peer", "test_graph",
     "deterministic.test_deterministic_graph_capture",
     "test_array", "test_copy", "test_tape", "test_launch", "test_utils", "test_atomic", "test_atomic_cas",
     "test_atomic_bitwise", "test_bf16", "test_fp16", "test_struct", "test_fixedarray", "test_snippet", "test_devices",

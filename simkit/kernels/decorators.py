@@ -217,6 +217,7 @@ class Kernel:
         # internal: on the CPU, launches of at least this many threads run on several threads (default:
         # config.cpu_parallel_min). 1 for kernels whose few threads each carry a large task.
         self.parallel_min = _parallel_min
+        self.launch_bounds = None  # Warp's launch_bounds hint (the occupancy query's limit; runtime/cuda_utils.py)
         self.instance = instance_index(pyfunc)
         self.param_types = _param_types(pyfunc, required=True)
         self.param_names = list(self.param_types)
@@ -351,6 +352,7 @@ def _make_kernel(f, opts: dict, hints: dict) -> Kernel:
         if found is not None:
             return found
     k = Kernel(f, **opts, _src=src)
+    k.launch_bounds = hints.get("launch_bounds")
     identity.remember(key, k)
     return k
 

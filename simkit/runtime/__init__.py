@@ -17,10 +17,13 @@ from .warp_api import *  # noqa: F401,F403
 from .warp_api import __all__ as _warp_api_all
 from ..kernels.backends.cpu_graph import CpuGraph
 from .capture_conditional import capture_if, capture_while, is_conditional_graph_supported
+from .cuda_utils import (ScopedCudaProfiler, ScopedMempool, ScopedMempoolAccess, ScopedPeerAccess, cuda_profiler_start,
+                         cuda_profiler_stop, get_cuda_driver_version, get_cuda_toolkit_version,
+                         get_suggested_block_size)
 from ..kernels.backends.cuda.timing import (TIMING_ALL, TIMING_GRAPH, TIMING_KERNEL, TIMING_KERNEL_BUILTIN,
                                             TIMING_MEMCPY, TIMING_MEMSET, TimingResult, timing_begin, timing_end,
                                             timing_print)
-from ..kernels.backends.cuda.stream import (CaptureMode, Event, ScopedCapture, ScopedStream, Stream, capture_begin,
+from ..kernels.backends.cuda.stream import (CaptureMode, Event, Graph, ScopedCapture, ScopedStream, Stream, capture_begin,
                                             capture_debug_dot_print, capture_end, capture_launch, capture_pause,
                                             capture_resume,
                                             get_event_elapsed_time, get_stream, is_capturing, record_event,
@@ -49,7 +52,9 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "get_cuda_device_count", "get_device", "get_devices", "is_cuda_available", "set_device", "launch", "Launch",
            "Event", "ScopedCapture", "ScopedTimer", "CpuGraph", "ScopedStream", "Stream", "CapturedStep",
            "TIMING_ALL", "TIMING_GRAPH", "TIMING_KERNEL", "TIMING_KERNEL_BUILTIN", "TIMING_MEMCPY", "TIMING_MEMSET",
-           "TimingResult", "timing_begin", "timing_end", "timing_print",
+           "TimingResult", "timing_begin", "timing_end", "timing_print", "Graph", "ScopedCudaProfiler", "ScopedMempool",
+           "ScopedMempoolAccess", "ScopedPeerAccess", "cuda_profiler_start", "cuda_profiler_stop",
+           "get_cuda_driver_version", "get_cuda_toolkit_version", "get_suggested_block_size",
            "capture_begin", "capture_pause", "capture_resume", "capture_if", "capture_while", "is_conditional_graph_supported", "CaptureMode",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
            "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",

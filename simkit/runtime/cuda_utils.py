@@ -1,0 +1,132 @@
+"""Warp's small CUDA utilities: driver and toolkit versions, profiler control, scoped memory-pool and peer-access
+settings, and the occupancy-based block size of a kernel.
+
+    with sk.ScopedCudaProfiler():              # Nsight Systems: --capture-range=cudaProfilerApi
+        simulate()
+    block, min_grid = sk.get_suggested_block_size(step, "cuda:0")
+    sk.launch(step, n, inputs=[...], block_dim=block)
+"""
+from __future__ import annotations
+
+from ..kernels.backends.cuda import driver
+from . import memory_pools
+from .device import get_device
+
+
+def get_cuda_driver_version() -> tuple | None:
+    """The CUDA driver's version as ``(major, minor)`` (``(12, 4)``); None without a driver."""
+    v = driver.driver_version()
+    return (v // 1000, v % 1000 // 10) if v else None
+
+
+def get_cuda_toolkit_version() -> tuple | None:
+    """The CUDA toolkit simkit compiles with (its NVRTC) as ``(major, minor)``; None without NVRTC."""
+    from ..kernels.backends.cuda import nvrtc
+
+    if not nvrtc.is_available():
+        return None
+    return tuple(int(v) for v in nvrtc.version().split(".")[:2])
+
+
+def _cuda_state(device, what: str):
+    dev = get_device(device)
+    if not dev.is_cuda:
+        raise RuntimeError(f"{what} needs a CUDA device, got '{dev.alias}'")
+    return driver.state(dev)
+
+
+def cuda_profiler_start(device=None) -> None:
+    """Start the attached CUDA profiler's collection (``cuProfilerStart``) for ``device``'s context (default: the
+    current device); nothing happens without a profiler attached."""
+    st = _cuda_state(device, "cuda_profiler_start")
+    with st.pushed():
+        driver.check(st.api.cuProfilerStart(), "cuProfilerStart")
+
+
+def cuda_profiler_stop(device=None) -> None:
+    """Stop the attached CUDA profiler's collection (``cuProfilerStop``) for ``device``'s context."""
+    st = _cuda_state(device, "cuda_profiler_stop")
+    with st.pushed():
+        driver.check(st.api.cuProfilerStop(), "cuProfilerStop")
+
+
+class ScopedCudaProfiler:
+    """``cuda_profiler_start`` on entry, ``cuda_profiler_stop`` on exit, for the device given (resolved now)."""
+
+    def __init__(self, device=None):
+        self.device = get_device(device)
+
+    def __enter__(self):
+        cuda_profiler_start(self.device)
+        return self
+
+    def __exit__(self, *exc):
+        cuda_profiler_stop(self.device)
+        return False
+
+
+class _ScopedSetting:
+    """Set a boolean device setting inside the block; restore what it was on exit."""
+
+    def __init__(self, get, set_, args, enable: bool):
+        self._get, self._set, self._args, self.enable = get, set_, args, bool(enable)
+
+    def __enter__(self):
+        self._saved = self._get(*self._args)
+        self._set(*self._args, self.enable)
+        return self
+
+    def __exit__(self, *exc):
+        self._set(*self._args, self._saved)
+        return False
+
+
+class ScopedMempool(_ScopedSetting):
+    """``with sk.ScopedMempool(device, enable):`` allocations on ``device`` use (or not) its memory pool."""
+
+    def __init__(self, device, enable: bool):
+        super().__init__(memory_pools.is_mempool_enabled, memory_pools.set_mempool_enabled, (device,), enable)
+
+
+class ScopedMempoolAccess(_ScopedSetting):
+    """``peer_device`` may (or may not) access ``target_device``'s memory-pool allocations inside the block."""
+
+    def __init__(self, target_device, peer_device, enable: bool = True):
+        super().__init__(memory_pools.is_mempool_access_enabled, memory_pools.set_mempool_access_enabled,
+                         (target_device, peer_device), enable)
+
+
+class ScopedPeerAccess(_ScopedSetting):
+    """``peer_device`` may (or may not) access ``target_device``'s memory directly inside the block."""
+
+    def __init__(self, target_device, peer_device, enable: bool = True):
+        super().__init__(memory_pools.is_peer_access_enabled, memory_pools.set_peer_access_enabled,
+                         (target_device, peer_device), enable)
+
+
+def get_suggested_block_size(kernel, device=None) -> tuple:
+    """``(block_size, min_grid_size)``: the CUDA occupancy calculator's block size for ``kernel``'s forward entry on
+    ``device`` (compiled and loaded if needed; at most its ``launch_bounds``), and the fewest blocks that fill the
+    GPU with it. ``(1, 1)`` on the CPU."""
+    dev = get_device(device)
+    if dev.is_cpu:
+        return (1, 1)
+    if kernel.generic:
+        raise RuntimeError(f"get_suggested_block_size: kernel '{kernel.key}' is generic: it requires a concrete "
+                           "overload, and its specialisations are chosen at launch (declare them with wp.overload "
+                           "and query a kernel with concrete parameter types)")
+    from ..kernels.module import native_key
+
+    spec = kernel.specs[None]
+    key = native_key(dev, False)
+    if key not in spec.native:
+        kernel.module.load_spec(spec, dev)
+    entry, unit = spec.native[key]
+    f = unit._function(dev.ordinal, entry.name)
+    limit = kernel.launch_bounds[0] if isinstance(kernel.launch_bounds, tuple) else kernel.launch_bounds
+    limit = min(int(limit or f.maxt), f.maxt)
+    st = driver.state(dev)
+    with st.pushed():
+        min_grid, block = driver.check(st.api.cuOccupancyMaxPotentialBlockSize(f.func, None, 0, limit),
+                                       "cuOccupancyMaxPotentialBlockSize")
+    return int(block), int(min_grid)
