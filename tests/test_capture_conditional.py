@@ -150,9 +150,14 @@ def test_conditional_nodes_on_the_gpu(cuda_device):
     with sk.ScopedCapture(cuda_device, capture_mode=sk.CaptureMode.RELAXED) as cap:
         if hasattr(fake, "streams"):  # (the emulated GPU records the mode each capture began with)
             assert fake.streams[stream.handle].capture_mode == int(fake.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED)
-        sk.capture_if(cond, on_true=lambda: sk.launch(add_value, dim=1, inputs=[x, 1.0], device=cuda_device))
+        # (a launch given the capturing stream explicitly goes into the branch too: it is captured on that stream)
+        sk.capture_if(cond, on_true=lambda: sk.launch(add_value, dim=1, inputs=[x, 1.0], device=cuda_device,
+                                                      stream=stream))
     assert x.numpy()[0] == 0.0
     sk.capture_launch(cap.graph)
+    sk.capture_launch(cap.graph)
+    assert x.numpy()[0] == 2.0
+    cond.zero_()
     sk.capture_launch(cap.graph)
     assert x.numpy()[0] == 2.0
 

@@ -138,33 +138,21 @@ def _cpu_while(condition, body, kwargs) -> None:
 
 
 def _capture_body(st, stream, body_graph, branch, kwargs, after=None) -> None:
-    """Capture ``branch`` (then ``after(body_stream)``) into the body graph of a conditional node, on a stream of
-    its own made current meanwhile; the outer capture's bookkeeping (memory kept, frees deferred) continues."""
-    dev = stream.device
-    with driver._capture_mode_relaxed():  # (creating a stream is no capture's business)
-        body_stream = cstream.Stream(dev)
+    """Capture ``branch`` (then ``after(stream)``) into the body graph of a conditional node, on the capturing stream
+    itself (so launches given that stream explicitly go into the body too); the capture's bookkeeping (memory kept,
+    frees deferred) continues."""
     mode = cstream._capture_modes.get(stream.handle, cstream.CaptureMode.THREAD_LOCAL)
-    active = cstream._captures.setdefault(dev.ordinal, [])
-    outer_stream = st.capture_stream
-    with conditional.capturing_into(st, body_graph, body_stream.handle, int(mode)):
-        driver._capture_started(st, body_stream.handle)
-        active.append((body_stream, False))
-        try:
-            with cstream.ScopedStream(body_stream, sync_enter=False):
-                if isinstance(branch, cstream.Graph):
-                    conditional.add_child_graph(body_stream.handle, branch.graph)
-                    st.capture_keep.append(branch)  # (its memory lives as long as the outer graph)
-                elif _is_graph(branch):
-                    raise TypeError("a CPU graph cannot be a branch of a CUDA capture")
-                else:
-                    branch(**kwargs)
-                if after is not None:
-                    after(body_stream.handle)
-        finally:
-            active.remove((body_stream, False))
-            driver._capture_finished(st)
-            st.capture_stream = outer_stream
-    st.capture_keep.append(body_stream)  # (destroyed after the graph that captured work on it)
+    with conditional.capturing_body(st, stream.handle, body_graph, int(mode)):
+        if isinstance(branch, cstream.Graph):
+            conditional.add_child_graph(stream.handle, branch.graph)
+            st.capture_keep.append(branch)  # (its memory lives as long as the outer graph)
+        elif _is_graph(branch):
+            raise TypeError("a CPU graph cannot be a branch of a CUDA capture")
+        else:
+            with cstream.ScopedStream(stream, sync_enter=False):  # (the condition's stream: the current one)
+                branch(**kwargs)
+        if after is not None:
+            after(stream.handle)
 
 
 def _cuda_if(condition, on_true, on_false, stream, kwargs) -> None:

@@ -131,18 +131,35 @@ def add_node(st, stream: int, handle, kind: str):
     return body
 
 
-@contextlib.contextmanager
-def capturing_into(st, body_graph, stream: int, mode: int):
-    """Capture the work issued to ``stream`` (a stream of its own, not capturing) into ``body_graph``."""
+def suspend(stream: int) -> tuple:
+    """End the capture on ``stream`` for now: (the graph so far, the nodes that work captured later depends on)."""
+    _graph, frontier = capture_info(stream)
+    graph = driver.check(driver.cu().cuStreamEndCapture(stream), "cuStreamEndCapture")
+    return graph, frontier
+
+
+def capture_to(stream: int, graph, frontier: list, mode: int) -> None:
+    """Capture the work issued to ``stream`` into ``graph`` (existing), after the nodes ``frontier``."""
     api = driver.cu()
+    driver.check(api.cuStreamBeginCaptureToGraph(stream, graph, frontier, None, len(frontier),
+                                                 api.CUstreamCaptureMode(int(mode))), "cuStreamBeginCaptureToGraph")
+
+
+@contextlib.contextmanager
+def capturing_body(st, stream: int, body_graph, mode: int):
+    """Inside: the work issued to ``stream`` (capturing) goes into ``body_graph`` (a conditional node's body) on
+    the same stream, as in Warp; after, the stream's capture continues after the node."""
     st.make_current()
-    driver.check(api.cuStreamBeginCaptureToGraph(stream, body_graph, None, None, 0, api.CUstreamCaptureMode(mode)),
-                 "cuStreamBeginCaptureToGraph")
+    outer, frontier = suspend(stream)
+    capture_to(stream, body_graph, [], mode)
     try:
         yield
     finally:
         st.make_current()
-        driver.check(api.cuStreamEndCapture(stream), "cuStreamEndCapture(conditional body)")
+        try:
+            driver.check(driver.cu().cuStreamEndCapture(stream), "cuStreamEndCapture(conditional body)")
+        finally:
+            capture_to(stream, outer, frontier, mode)
 
 
 def add_child_graph(stream: int, child) -> None:

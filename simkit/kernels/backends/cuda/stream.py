@@ -511,10 +511,9 @@ def capture_pause(device=None, stream: Stream | None = None):
         raise RuntimeError("capture_pause: the capture on this stream was begun by other code (external=True)")
     st = driver.state(dev)
     st.make_current()
-    from .conditional import capture_info
+    from .conditional import suspend
 
-    _graph, frontier = capture_info(stream.handle)  # (what work after the pause depends on)
-    graph = driver.check(_api().cuStreamEndCapture(stream.handle), "cuStreamEndCapture")
+    graph, frontier = suspend(stream.handle)
     keep, deferred = driver._capture_finished(st)
     paused = Graph(dev, graph, None, keep, deferred)
     paused._resume = (frontier, _capture_modes.pop(stream.handle, CaptureMode.THREAD_LOCAL))
@@ -534,9 +533,9 @@ def capture_resume(graph, device=None, stream: Stream | None = None) -> None:
     st = driver.state(graph.device)
     frontier, mode = resume
     st.make_current()
-    api = _api()
-    driver.check(api.cuStreamBeginCaptureToGraph(stream.handle, graph.graph, frontier, None, len(frontier),
-                                                 api.CUstreamCaptureMode(int(mode))), "cuStreamBeginCaptureToGraph")
+    from .conditional import capture_to
+
+    capture_to(stream.handle, graph.graph, frontier, mode)
     driver._capture_started(st, stream.handle)
     st.capture_keep.extend(graph._keep)
     st.deferred.extend(graph._deferred)
