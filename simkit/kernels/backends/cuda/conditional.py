@@ -6,12 +6,15 @@ so a replayed graph branches on values the GPU computed in the same replay, with
 
     handle <- (cond != 0)            setter kernel, captured in the parent graph
     [IF/WHILE node(handle)]          cuGraphAddNode; the stream's capture continues after it
-        body ...                     captured into the node's body graph on a stream of its own
+        body ...                     the same stream, its capture suspended meanwhile: captured into the body
         handle <- (cond != 0)        WHILE only: the body's last node decides the next iteration
 
 An IF with an else branch is two IF nodes, one after the other, whose handles one setter kernel sets before
 either runs (``handle_false <- (cond == 0)``), so a branch that changes the condition does not run the other
 branch too; this needs no CUDA 12.8 (IF nodes of size 2).
+
+``suspend`` / ``capture_to`` (end a capture keeping its graph and frontier; capture into an existing graph after
+given nodes) also make ``capture_pause`` / ``capture_resume``.
 """
 from __future__ import annotations
 
