@@ -595,8 +595,11 @@ class FakeDriver(GraphCalls):
 
     @_fake
     def cuFuncGetAttribute(self, attr, f):
-        assert attr == self.real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
-        return self.ok(self.MAX_THREADS)
+        A = self.real.CUfunction_attribute
+        values = {A.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: self.MAX_THREADS, A.CU_FUNC_ATTRIBUTE_NUM_REGS: 32,
+                  A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: 0}
+        assert attr in values, attr
+        return self.ok(values[attr])
 
     @_fake
     def cuOccupancyMaxPotentialBlockSize(self, f, size_fn, shmem, limit):

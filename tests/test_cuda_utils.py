@@ -40,6 +40,18 @@ def test_suggested_block_size_is_a_usable_occupancy_choice(cuda_device):
         sk.get_suggested_block_size(generic_copy, cuda_device)
 
 
+def test_kernel_properties_are_the_compiled_entrys(cuda_device):
+    props = sk.get_cuda_kernel_properties(ramp, cuda_device, block_dim=128)
+    assert set(props) == {"register_count", "local_memory_size"}
+    assert 0 < props["register_count"] <= 255 and props["local_memory_size"] >= 0
+    with pytest.raises(ValueError, match="positive integer"):
+        sk.get_cuda_kernel_properties(ramp, cuda_device, block_dim=0)
+    with pytest.raises(RuntimeError, match="needs a CUDA device"):
+        sk.get_cuda_kernel_properties(ramp, "cpu")
+    with pytest.raises(RuntimeError, match="generic"):
+        sk.get_cuda_kernel_properties(generic_copy, cuda_device)
+
+
 def test_suggested_block_size_on_the_cpu_is_one():
     assert sk.get_suggested_block_size(ramp, "cpu") == (1, 1)
     assert sk.get_suggested_block_size(generic_copy, "cpu") == (1, 1)

@@ -1,12 +1,15 @@
 """Warp's small CUDA utilities: driver and toolkit versions, profiler control, scoped memory-pool and peer-access
-settings, and the occupancy-based block size of a kernel.
+settings, and the occupancy-based block size and register use of a kernel.
 
     with sk.ScopedCudaProfiler():              # Nsight Systems: --capture-range=cudaProfilerApi
         simulate()
     block, min_grid = sk.get_suggested_block_size(step, "cuda:0")
     sk.launch(step, n, inputs=[...], block_dim=block)
+    sk.get_cuda_kernel_properties(step, "cuda:0")   # {"register_count": 40, "local_memory_size": 0}
 """
 from __future__ import annotations
+
+import numpy as np
 
 from ..kernels.backends.cuda import driver
 from . import memory_pools
@@ -104,17 +107,11 @@ class ScopedPeerAccess(_ScopedSetting):
                          (target_device, peer_device), enable)
 
 
-def get_suggested_block_size(kernel, device=None) -> tuple:
-    """``(block_size, min_grid_size)``: the CUDA occupancy calculator's block size for ``kernel``'s forward entry on
-    ``device`` (compiled and loaded if needed; at most its ``launch_bounds``), and the fewest blocks that fill the
-    GPU with it. ``(1, 1)`` on the CPU."""
-    dev = get_device(device)
-    if dev.is_cpu:
-        return (1, 1)
+def _forward_function(kernel, dev, what: str):
+    """The loaded forward entry (kernels/backends/cuda/module.py's _Function) of ``kernel`` on CUDA device ``dev``."""
     if kernel.generic:
-        raise RuntimeError(f"get_suggested_block_size: kernel '{kernel.key}' is generic: it requires a concrete "
-                           "overload, and its specialisations are chosen at launch (declare them with wp.overload "
-                           "and query a kernel with concrete parameter types)")
+        raise RuntimeError(f"{what}: kernel '{kernel.key}' is generic: it requires a concrete overload, and its "
+                           "specialisations are chosen at launch (query a kernel with concrete parameter types)")
     from ..kernels.module import native_key
 
     spec = kernel.specs[None]
@@ -122,7 +119,17 @@ def get_suggested_block_size(kernel, device=None) -> tuple:
     if key not in spec.native:
         kernel.module.load_spec(spec, dev)
     entry, unit = spec.native[key]
-    f = unit._function(dev.ordinal, entry.name)
+    return unit._function(dev.ordinal, entry.name)
+
+
+def get_suggested_block_size(kernel, device=None) -> tuple:
+    """``(block_size, min_grid_size)``: the CUDA occupancy calculator's block size for ``kernel``'s forward entry on
+    ``device`` (compiled and loaded if needed; at most its ``launch_bounds``), and the fewest blocks that fill the
+    GPU with it. ``(1, 1)`` on the CPU."""
+    dev = get_device(device)
+    if dev.is_cpu:
+        return (1, 1)
+    f = _forward_function(kernel, dev, "get_suggested_block_size")
     limit = kernel.launch_bounds[0] if isinstance(kernel.launch_bounds, tuple) else kernel.launch_bounds
     limit = min(int(limit or f.maxt), f.maxt)
     st = driver.state(dev)
@@ -130,3 +137,21 @@ def get_suggested_block_size(kernel, device=None) -> tuple:
         min_grid, block = driver.check(st.api.cuOccupancyMaxPotentialBlockSize(f.func, None, 0, limit),
                                        "cuOccupancyMaxPotentialBlockSize")
     return int(block), int(min_grid)
+
+
+def get_cuda_kernel_properties(kernel, device=None, block_dim: int | None = None) -> dict:
+    """``{"register_count": registers per thread, "local_memory_size": bytes of local memory per thread}`` of
+    ``kernel``'s forward entry compiled for CUDA ``device`` (one variant for every ``block_dim``)."""
+    if block_dim is not None and (not isinstance(block_dim, (int, np.integer)) or isinstance(block_dim, bool)
+                                  or block_dim <= 0):
+        raise ValueError(f"get_cuda_kernel_properties: block_dim must be a positive integer, got {block_dim!r}")
+    dev = get_device(device)
+    if not dev.is_cuda:
+        raise RuntimeError(f"get_cuda_kernel_properties needs a CUDA device, got '{dev.alias}'")
+    f = _forward_function(kernel, dev, "get_cuda_kernel_properties")
+    st = driver.state(dev)
+    A = st.api.CUfunction_attribute
+    with st.pushed():
+        return {key: int(driver.check(st.api.cuFuncGetAttribute(attr, f.func), "cuFuncGetAttribute"))
+                for key, attr in (("register_count", A.CU_FUNC_ATTRIBUTE_NUM_REGS),
+                                  ("local_memory_size", A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES))}
