@@ -83,8 +83,6 @@ def timing_end(synchronize: bool = True) -> list:
     try:
         if synchronize:
             driver.synchronize_all()
-        from ....runtime.device import get_device
-
         results = []
         for ordinal, name, flag, ev0, ev1, _stream in _records:
             if ev1 is None:
@@ -92,7 +90,7 @@ def timing_end(synchronize: bool = True) -> list:
             st = driver.state(ordinal)
             st.make_current()
             ms = driver.check(st.api.cuEventElapsedTime(ev0, ev1), "cuEventElapsedTime")
-            results.append(TimingResult(get_device(f"cuda:{ordinal}"), name, flag, float(ms)))
+            results.append(TimingResult(driver.resolve_device(f"cuda:{ordinal}"), name, flag, float(ms)))
         return results
     finally:
         _discard()
