@@ -126,3 +126,10 @@ def test_a_source_not_made_by_codegen_is_verified_alone(in_process):
     verify.verify_async(src, ("sm_80",), "hand_written")
     assert [c[0] for c in in_process] == ["hand_written"]  # at once, not queued for a batch
     assert verify.wait() == 1
+
+
+def test_ptx_for_the_gpu_is_optimised_and_only_the_check_is_not():
+    """PTX that a GPU loads (an architecture newer than NVRTC, the conditional-node setter) is compiled with
+    optimisation; only the full verification compiles PTX unoptimised (-G: fast, and it checks the code)."""
+    assert "-G" not in nvrtc.options("compute_90") and "-G" not in nvrtc.options("sm_90")
+    assert "-G" in verify._options(True) and "-G" not in verify._options(False)

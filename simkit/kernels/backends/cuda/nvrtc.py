@@ -50,8 +50,6 @@ def options(arch: str, debug: bool = False) -> list:
     opts = [f"--gpu-architecture={arch}", "--std=c++17", f"-I{NATIVE_DIR}", "-default-device", "-ftz=false"]
     if debug:
         opts.append("-lineinfo")
-    if arch.startswith("compute_"):  # verification only (PTX, unoptimised): checks the code, fast
-        opts.append("-G")
     return opts
 
 

@@ -30,6 +30,7 @@ from . import nvrtc
 BATCH = 24
 PCH = ["-pch"]  # NVRTC's automatic precompiled header: parsed once per worker process
 SYNTAX = ["-fdevice-syntax-only"]
+UNOPTIMISED = ["-G"]  # (the full check: PTX without optimisation, which checks the code and is fast)
 _MODULE_MARK = "\n// module: "
 _SK_BLOCK = re.compile(r"^namespace sk \{ (SK_INLINE void accum)\((\w+)& a, const (\w+)& b\) \{$")
 
@@ -84,7 +85,7 @@ def batch_source(prelude: str, bodies: list) -> str:
 
 
 def _options(full: bool) -> list:
-    return PCH if full else PCH + SYNTAX
+    return PCH + UNOPTIMISED if full else PCH + SYNTAX
 
 
 def _key(source: str, arch: str, full: bool) -> str:
