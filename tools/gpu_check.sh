@@ -13,7 +13,7 @@
 # Stages (in order of value, so a timeout still leaves the most important results):
 #   1. nvidia-smi, what simkit sees (devices, driver, NVRTC) and the package versions: gpu_info.log
 #   2. the CUDA backend tests on the real GPU (test_cuda_backend.py, the compiled launcher, interleaved
-#      kernels): cuda_backend.log
+#      kernels, conditional graph nodes, activity timing, occupancy): cuda_backend.log
 #   3. benchmarks/gpu.py: gpu_bench.log, its table in gpu_benchmark.md
 #   4. benchmarks/gpu_breakdown.py (launch overhead part by part, saxpy bandwidth variants):
 #      gpu_breakdown.log, gpu_breakdown.md
@@ -101,7 +101,8 @@ if [ $STATUS -ne 0 ] && [ "${GPU_CHECK_ALLOW_NO_GPU:-0}" != 1 ]; then  # (=1: dr
     echo "== no usable GPU: stopping"; exit 1
 fi
 
-BACKEND_TESTS="tests/test_cuda_backend.py tests/test_cuda_native_launch.py tests/test_interleave.py"
+BACKEND_TESTS="tests/test_cuda_backend.py tests/test_cuda_native_launch.py tests/test_interleave.py
+    tests/test_capture_conditional.py tests/test_cuda_timing.py tests/test_cuda_utils.py"
 stage "CUDA backend tests" cuda_backend.log 120 $PY -m pytest $BACKEND_TESTS -q -rfEs --durations=10 --maxfail=20
 # the benchmark before the suite: its numbers go into docs/benchmarks.md, and the GPU is otherwise idle
 stage "GPU benchmarks" gpu_bench.log 100 $PY benchmarks/gpu.py --markdown "$LOGS/gpu_benchmark.md"
