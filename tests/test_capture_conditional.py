@@ -243,3 +243,18 @@ def test_a_tape_records_conditionals_run_at_once_and_refuses_captured_ones(devic
     with sk.ScopedCapture(device):
         with sk.Tape(), pytest.raises(RuntimeError, match="Tape records"):
             sk.capture_while(counter, body)
+
+
+def test_without_conditional_nodes_a_capture_refuses_and_at_once_still_works(cuda_device, monkeypatch):
+    """A driver older than CUDA 12.4 has no conditional nodes: inside a capture the error says so; outside, the loop
+    runs as before."""
+    monkeypatch.setattr(conditional.driver, "driver_version", lambda: 12030)
+    assert not sk.is_conditional_graph_supported()
+    counter = sk.array(np.array([2], np.int32), device=cuda_device)
+    total = sk.zeros(1, dtype=sk.int32, device=cuda_device)
+    body = lambda: sk.launch(count_down, dim=1, inputs=[counter, total], device=cuda_device)  # noqa: E731
+    with sk.ScopedCapture(cuda_device):
+        with pytest.raises(RuntimeError, match=r"CUDA 12\.4 or newer.*12030"):
+            sk.capture_while(counter, body)
+    sk.capture_while(counter, body)
+    assert total.numpy()[0] == 2 and counter.numpy()[0] == 0
