@@ -46,6 +46,10 @@ verify_cuda_archs: tuple = ("sm_80", "sm_90")
 #: Warp's ``config.deterministic``: a ``simkit.DeterministicMode`` (or its int) for modules that do not set the
 #: option. RUN_TO_RUN / GPU_TO_GPU: launches whose atomics depend on the order of threads run them in launch-index
 #: order, so results are bit-identical from run to run (simkit/kernels/deterministic.py). Read at each launch.
+#: record every allocation (device, size, scope, call site) for ``print_memory_report`` (runtime/memory_tracker.py);
+#: ``ScopedMemoryTracker`` turns it on for its block
+track_memory: bool = bool(int(os.environ.get("SIMKIT_TRACK_MEMORY", "0")))
+
 deterministic: int = int(os.environ.get("SIMKIT_DETERMINISTIC", "0"))
 
 #: Warp's per-thread record limit of deterministic atomics: simkit's ordered launches keep no records, so this

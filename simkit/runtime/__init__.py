@@ -17,6 +17,7 @@ from .warp_api import *  # noqa: F401,F403
 from .warp_api import __all__ as _warp_api_all
 from ..kernels.backends.cpu_graph import CpuGraph
 from .capture_conditional import capture_if, capture_while, is_conditional_graph_supported
+from .memory_tracker import ScopedMemoryTracker, print_memory_report
 from .cuda_utils import (ScopedCudaProfiler, ScopedMempool, ScopedMempoolAccess, ScopedPeerAccess, cuda_profiler_start,
                          cuda_profiler_stop, get_cuda_driver_version, get_cuda_kernel_properties,
                          get_cuda_toolkit_version, get_suggested_block_size)
@@ -55,7 +56,7 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "TimingResult", "timing_begin", "timing_end", "timing_print", "Graph", "ScopedCudaProfiler", "ScopedMempool",
            "ScopedMempoolAccess", "ScopedPeerAccess", "cuda_profiler_start", "cuda_profiler_stop",
            "get_cuda_driver_version", "get_cuda_toolkit_version", "get_suggested_block_size",
-           "get_cuda_kernel_properties",
+           "get_cuda_kernel_properties", "ScopedMemoryTracker", "print_memory_report",
            "capture_begin", "capture_pause", "capture_resume", "capture_if", "capture_while", "is_conditional_graph_supported", "CaptureMode",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
            "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",

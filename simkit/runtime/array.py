@@ -23,7 +23,9 @@ import numpy as np
 
 from ..kernels import types as T
 from ..kernels import types_bf16 as _BF16
+from .. import config
 from ..kernels.backends import cpu_graph
+from . import memory_tracker as _mt
 from .device import Device, get_device
 
 _DESC = _struct.Struct("<QQ4i4qii")
@@ -145,6 +147,8 @@ class array:
                 np.copyto(buf, src)
                 self._set_cpu(buf)
                 self._owner = None
+                if _mt.enabled or config.track_memory:
+                    _mt.allocated(self, buf.nbytes, buf)
                 if cpu_graph.active:   # (made during a graph capture: every replay makes it again)
                     _record_store(buf, src.copy())
         else:
@@ -159,8 +163,11 @@ class array:
             raise ValueError(f"arrays have 1 to 4 dimensions, got shape {shape}")
         dev = self._target_device()
         if dev.is_cpu:
-            self._set_cpu(self._cpu_buffer(tuple(shape) + esh, nd, zero, pinned))
+            buf = self._cpu_buffer(tuple(shape) + esh, nd, zero, pinned)
+            self._set_cpu(buf)
             self._owner = None
+            if _mt.enabled or config.track_memory:
+                _mt.allocated(self, buf.nbytes, buf)
             if zero and cpu_graph.active:   # (as a CUDA graph does, every replay zeroes it again)
                 _record_store(self._np, 0)
         else:
@@ -174,6 +181,8 @@ class array:
             self.itemsize = itemsize
             self.ptr, self._owner = driver.alloc(dev, self.size * itemsize)
             self._np = None
+            if (_mt.enabled or config.track_memory) and self._owner is not None:
+                _mt.allocated(self, self.size * itemsize, self._owner)
             if zero:
                 driver.memset(self, 0)
 
