@@ -573,3 +573,12 @@ def test_arrays_as_conditions_test_for_none(device):
     np.testing.assert_array_equal(out.numpy(), [2.0, 6.0, 3.0])
     wp.launch(optional_weights, 3, inputs=[x, None], outputs=[out], device=device)
     np.testing.assert_array_equal(out.numpy(), [101.0, 102.0, 103.0])
+
+
+def test_transform_expand_reads_position_then_quaternion():
+    t = wp.transform_expand([1.0, 2.0, 3.0, 0.0, 0.0, np.sin(0.25), np.cos(0.25)])
+    np.testing.assert_allclose(np.asarray(wp.transform_get_translation(t)), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(np.asarray(wp.transform_get_rotation(t)), [0.0, 0.0, np.sin(0.25), np.cos(0.25)],
+                               rtol=1e-6)
+    with pytest.raises(ValueError, match="7 numbers"):
+        wp.transform_expand([1.0, 2.0])

@@ -403,7 +403,6 @@ KNOWN = {
         "segmented_sort_pairs_cpu_error_preserves_inputs": NATIVE_QUIET,
         "create_warp_function": "Warp's wp.map internals (wp.utils.create_warp_function, a subprocess importing warp)",
         "mesh_adjacency": INTERNALS + " (wp._src.utils.MeshAdjacency)",
-        "test_transform_expand": "wp.transform_expand",
     },
     "test_diagnostics": {"init_banner_at_debug_log_level": "wp.config.log_level and wp.LOG_DEBUG (Warp's logger)"},
     "interop.test_torch": {"apic_storage_alias": "Warp's saveable (apic) graph capture"},

@@ -103,6 +103,15 @@ def load_module(module=None, device=None, recursive: bool = False, block_dim=Non
     m.load(dev)
 
 
+def transform_expand(t):
+    """A transform from a flat sequence of 7 numbers: position (3), then quaternion (x, y, z, w)."""
+    from ..kernels import types as T
+
+    if len(t) != 7:
+        raise ValueError(f"transform_expand takes 7 numbers (position, then quaternion x, y, z, w), got {len(t)}")
+    return T.transform(tuple(t[0:3]), tuple(t[3:7]))
+
+
 def _check_imported(name: str) -> None:
     """A module named in ``load_module`` must at least be imported (a misspelt name raises)."""
     import sys
@@ -113,4 +122,5 @@ def _check_imported(name: str) -> None:
 
 
 __all__ = ["clear_kernel_cache", "load_module", "is_cpu_available", "is_device_available", "get_cuda_devices",
-           "get_cuda_device", "get_cuda_supported_archs", "get_preferred_device", "dtype_from_numpy", "dtype_to_numpy"]
+           "get_cuda_device", "get_cuda_supported_archs", "get_preferred_device", "dtype_from_numpy", "dtype_to_numpy",
+           "transform_expand"]
