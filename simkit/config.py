@@ -10,6 +10,10 @@ mode: str = os.environ.get("SIMKIT_MODE", "release")
 #: Print compiler commands and cache hits/misses.
 verbose: bool = bool(int(os.environ.get("SIMKIT_VERBOSE", "0")))
 
+#: Warp's log levels (``sk.LOG_DEBUG`` 10, ``LOG_INFO`` 20, ``LOG_WARNING`` 30, ``LOG_ERROR`` 40): at ``LOG_DEBUG``
+#: simkit prints what ``verbose`` prints; warnings and errors always go through Python's ``warnings`` and exceptions.
+log_level: int = 20
+
 #: Warp compatibility (``warp.config.verbose_warnings``): simkit's warnings go through Python's ``warnings``
 #: module, whose messages always name the file and line that caused them, so this changes nothing.
 verbose_warnings: bool = False

@@ -582,3 +582,19 @@ def test_transform_expand_reads_position_then_quaternion():
                                rtol=1e-6)
     with pytest.raises(ValueError, match="7 numbers"):
         wp.transform_expand([1.0, 2.0])
+
+
+def test_debug_log_level_prints_builds_and_cache_hits(monkeypatch, capsys):
+    assert (wp.LOG_DEBUG, wp.LOG_INFO, wp.LOG_WARNING, wp.LOG_ERROR) == (10, 20, 30, 40)
+    assert wp.config.log_level == wp.LOG_INFO
+
+    @wp.kernel(module="unique")
+    def logged(a: wp.array(dtype=float)):
+        a[wp.tid()] = 2.0
+
+    monkeypatch.setattr(wp.config, "log_level", wp.LOG_DEBUG)
+    a = wp.zeros(3, device="cpu")
+    wp.launch(logged, 3, inputs=[a], device="cpu")
+    out = capsys.readouterr().out
+    assert "simkit: " in out and ("cache hit" in out or "-o" in out)
+    np.testing.assert_array_equal(a.numpy(), [2.0, 2.0, 2.0])

@@ -404,7 +404,8 @@ KNOWN = {
         "create_warp_function": "Warp's wp.map internals (wp.utils.create_warp_function, a subprocess importing warp)",
         "mesh_adjacency": INTERNALS + " (wp._src.utils.MeshAdjacency)",
     },
-    "test_diagnostics": {"init_banner_at_debug_log_level": "wp.config.log_level and wp.LOG_DEBUG (Warp's logger)"},
+    "test_diagnostics": {"init_banner_at_debug_log_level": "runs warp-lang itself in a subprocess (a script importing "
+                                                           "warp, which the rewriting does not reach)"},
     "interop.test_torch": {"apic_storage_alias": "Warp's saveable (apic) graph capture"},
     "interop.test_dlpack": {
         "test_dlpack_incompatible_dtype_error": "Warp's wording (simkit raises the same classes: 'bool data does not "

@@ -103,6 +103,9 @@ def load_module(module=None, device=None, recursive: bool = False, block_dim=Non
     m.load(dev)
 
 
+LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40  # Warp's log levels (``config.log_level``)
+
+
 def transform_expand(t):
     """A transform from a flat sequence of 7 numbers: position (3), then quaternion (x, y, z, w)."""
     from ..kernels import types as T
@@ -123,4 +126,4 @@ def _check_imported(name: str) -> None:
 
 __all__ = ["clear_kernel_cache", "load_module", "is_cpu_available", "is_device_available", "get_cuda_devices",
            "get_cuda_device", "get_cuda_supported_archs", "get_preferred_device", "dtype_from_numpy", "dtype_to_numpy",
-           "transform_expand"]
+           "transform_expand", "LOG_DEBUG", "LOG_INFO", "LOG_WARNING", "LOG_ERROR"]

@@ -142,7 +142,7 @@ def build(source: str, lib_path: str, flags: list | None = None) -> None:
     base = compile_flags() if flags is None else flags
     cmd = [cxx, *base, "-o", tmp_lib, src_path]
     pch = cpu_pch.flags_for(source, base, cxx, identity()) if flags is None else []
-    if config.verbose:
+    if config.verbose or config.log_level <= 10:
         print("simkit: " + " ".join(cmd[:1] + pch + cmd[1:]))
     try:
         proc = subprocess.run(cmd[:1] + pch + cmd[1:], capture_output=True, text=True)
@@ -193,6 +193,6 @@ def load_or_build(source: str, key: str, unit_name: str) -> Library:
     lib_path = os.path.join(d, "module.so")
     if not os.path.exists(lib_path):
         build(source, lib_path)
-    elif config.verbose:
+    elif config.verbose or config.log_level <= 10:
         print(f"simkit: cache hit {lib_path}")
     return Library(lib_path)
