@@ -1,6 +1,9 @@
 """capture_if / capture_while (runtime/capture_conditional.py): at once, recorded in a CPU capture, and as conditional
 nodes of a CUDA graph (on the emulated GPU without one); capture_pause / capture_resume; CaptureMode; what a CPU
 capture records of strided and indexed fills and copies."""
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -258,3 +261,19 @@ def test_without_conditional_nodes_a_capture_refuses_and_at_once_still_works(cud
             sk.capture_while(counter, body)
     sk.capture_while(counter, body)
     assert total.numpy()[0] == 2 and counter.numpy()[0] == 0
+
+
+def test_a_graph_keeps_its_condition_alive(cuda_device):
+    x = sk.zeros(1, dtype=float, device=cuda_device)
+    cond = sk.ones(1, dtype=sk.int32, device=cuda_device)
+    with sk.ScopedCapture(cuda_device) as cap:
+        sk.capture_if(cond, on_true=lambda: sk.launch(add_value, dim=1, inputs=[x, 1.0], device=cuda_device))
+    ref = weakref.ref(cond)
+    del cond
+    gc.collect()
+    assert ref() is not None  # (held by the graph)
+    sk.capture_launch(cap.graph)
+    assert x.numpy()[0] == 1.0
+    del cap
+    gc.collect()
+    assert ref() is None

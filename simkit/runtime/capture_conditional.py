@@ -62,13 +62,19 @@ def _refuse_tape(what: str) -> None:
                            "wrong; record outside the capture, or call it outside the Tape")
 
 
-def _capturing(condition, stream):
-    """(stream, capturing): the CUDA stream the condition was written on, and whether a capture is active on it."""
-    if not condition.device.is_cuda:
-        return None, False
-    stream = cstream.get_stream(condition.device) if stream is None else stream
-    active = cstream._captures.get(condition.device.ordinal) or []
-    return stream, any(s == stream for s, _external in active)
+def _where(condition, stream, what: str) -> tuple:
+    """``(where, stream)``: "cuda" (a capture is active on the CUDA stream the condition was written on, ``stream``),
+    "cpu" (a CPU capture records) or "now"; a Tape may not record the first two."""
+    where = "now"
+    if condition.device.is_cuda:
+        stream = cstream.get_stream(condition.device) if stream is None else stream
+        if any(s == stream for s, _external in cstream._captures.get(condition.device.ordinal) or []):
+            where = "cuda"
+    elif cpu_graph.active:
+        where = "cpu"
+    if where != "now":
+        _refuse_tape(what)
+    return where, stream
 
 
 # ---------------------------------------------------------------------------
@@ -158,6 +164,7 @@ def _capture_body(st, stream, body_graph, branch, kwargs, after=None) -> None:
 def _cuda_if(condition, on_true, on_false, stream, kwargs) -> None:
     conditional.require_support()
     st = driver.state(condition.device)
+    st.capture_keep.append(condition)  # (the graph reads it at every replay: alive as long as the graph)
     h_true = conditional.make_handle(st, stream.handle) if on_true is not None else None
     h_false = conditional.make_handle(st, stream.handle) if on_false is not None else None
     # one kernel sets both handles before either branch runs (a branch may change the condition)
@@ -171,6 +178,7 @@ def _cuda_if(condition, on_true, on_false, stream, kwargs) -> None:
 def _cuda_while(condition, body_fn, stream, kwargs) -> None:
     conditional.require_support()
     st = driver.state(condition.device)
+    st.capture_keep.append(condition)  # (the graph reads it at every replay: alive as long as the graph)
     handle = conditional.make_handle(st, stream.handle)
     conditional.set_condition(st, stream.handle, condition.ptr, handle)
     body = conditional.add_node(st, stream.handle, handle, "WHILE")
@@ -194,12 +202,10 @@ def capture_if(condition, on_true=None, on_false=None, stream=None, **kwargs) ->
     _check_condition(condition)
     _check_branch(on_true, "on_true")
     _check_branch(on_false, "on_false")
-    stream, capturing = _capturing(condition, stream)
-    if capturing or (condition.device.is_cpu and cpu_graph.active):
-        _refuse_tape("capture_if")
-    if capturing:
+    where, stream = _where(condition, stream, "capture_if")
+    if where == "cuda":
         _cuda_if(condition, on_true, on_false, stream, kwargs)
-    elif condition.device.is_cpu and cpu_graph.active:
+    elif where == "cpu":
         _cpu_if(condition, on_true, on_false, kwargs)
     else:
         branch = on_true if _value(condition, stream) else on_false
@@ -217,12 +223,10 @@ def capture_while(condition, while_body, stream=None, **kwargs) -> None:
     if while_body is None:
         raise TypeError("while_body must be a callable or a captured graph, got None")
     _check_branch(while_body, "while_body")
-    stream, capturing = _capturing(condition, stream)
-    if capturing or (condition.device.is_cpu and cpu_graph.active):
-        _refuse_tape("capture_while")
-    if capturing:
+    where, stream = _where(condition, stream, "capture_while")
+    if where == "cuda":
         _cuda_while(condition, while_body, stream, kwargs)
-    elif condition.device.is_cpu and cpu_graph.active:
+    elif where == "cpu":
         _cpu_while(condition, while_body, kwargs)
     else:
         while _value(condition, stream):
