@@ -23,7 +23,6 @@ import numpy as np
 
 from ..kernels import types as T
 from ..kernels import types_bf16 as _BF16
-from .. import config
 from ..kernels.backends import cpu_graph
 from . import memory_tracker as _mt
 from .device import Device, get_device
@@ -147,8 +146,7 @@ class array:
                 np.copyto(buf, src)
                 self._set_cpu(buf)
                 self._owner = None
-                if _mt.enabled or config.track_memory:
-                    _mt.allocated(self, buf.nbytes, buf)
+                _mt.allocated(self, buf.nbytes, buf)
                 if cpu_graph.active:   # (made during a graph capture: every replay makes it again)
                     _record_store(buf, src.copy())
         else:
@@ -166,8 +164,7 @@ class array:
             buf = self._cpu_buffer(tuple(shape) + esh, nd, zero, pinned)
             self._set_cpu(buf)
             self._owner = None
-            if _mt.enabled or config.track_memory:
-                _mt.allocated(self, buf.nbytes, buf)
+            _mt.allocated(self, buf.nbytes, buf)
             if zero and cpu_graph.active:   # (as a CUDA graph does, every replay zeroes it again)
                 _record_store(self._np, 0)
         else:
@@ -181,7 +178,7 @@ class array:
             self.itemsize = itemsize
             self.ptr, self._owner = driver.alloc(dev, self.size * itemsize)
             self._np = None
-            if (_mt.enabled or config.track_memory) and self._owner is not None:
+            if self._owner is not None:
                 _mt.allocated(self, self.size * itemsize, self._owner)
             if zero:
                 driver.memset(self, 0)

@@ -11,7 +11,7 @@ which device, made where, in which named scope.
 Each array that allocates memory (CPU, pinned or GPU; gradients and the arrays spatial structures keep included)
 is recorded with its size, device, the scope path of the trackers around it (``step/collision``), a label
 (``array[float32, 32]``) and the first line outside simkit that made it; it stays live until its memory is freed.
-Views allocate nothing and are not recorded. While nothing is tracked, an allocation pays one test of a flag.
+Views allocate nothing and are not recorded. While nothing is tracked, an allocation pays a call that tests two flags.
 """
 from __future__ import annotations
 
@@ -52,8 +52,9 @@ def _call_site() -> str:
 
 
 def allocated(arr, nbytes: int, lifetime) -> None:
-    """Record ``arr``'s new memory (``nbytes``), live until ``lifetime`` (the object owning it) is collected."""
-    if nbytes <= 0:
+    """Record ``arr``'s new memory (``nbytes``), live until ``lifetime`` (the object owning it) is collected,
+    while allocations are tracked."""
+    if nbytes <= 0 or not (enabled or config.track_memory):
         return
     shape = "x".join(str(s) for s in arr.shape)
     rec = {"id": next(_ids), "bytes": int(nbytes), "device": arr.device.alias, "scope": _scope_path(),

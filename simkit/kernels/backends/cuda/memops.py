@@ -131,7 +131,7 @@ def _launch_rt(st: _DeviceState, name: str, params: bytes, n: int, stream: int) 
 def _op(st: _DeviceState, stream: int, flag: int, name: str, fn, *args) -> None:
     """``fn(*args)`` (a driver call on ``stream``), checked; timed as activity ``name`` while timing is on."""
     t = timing.start(st, stream, flag, name) if timing.FILTER else None
-    check(fn(*args), fn.__name__)
+    check(fn(*args), f"{fn.__name__} ({name})")
     if t is not None:
         timing.stop(t)
 

@@ -23,6 +23,7 @@ import enum
 
 from . import driver, timing
 from .. import cpu_graph
+from .conditional import capture_to, suspend
 
 _default_streams: dict = {}  # ordinal -> Stream wrapping the device's default stream
 _captures: dict = {}  # ordinal -> list of (Stream, external)
@@ -511,8 +512,6 @@ def capture_pause(device=None, stream: Stream | None = None):
         raise RuntimeError("capture_pause: the capture on this stream was begun by other code (external=True)")
     st = driver.state(dev)
     st.make_current()
-    from .conditional import suspend
-
     graph, frontier = suspend(stream.handle)
     keep, deferred = driver._capture_finished(st)
     paused = Graph(dev, graph, None, keep, deferred)
@@ -533,8 +532,6 @@ def capture_resume(graph, device=None, stream: Stream | None = None) -> None:
     st = driver.state(graph.device)
     frontier, mode = resume
     st.make_current()
-    from .conditional import capture_to
-
     capture_to(stream.handle, graph.graph, frontier, mode)
     driver._capture_started(st, stream.handle)
     st.capture_keep.extend(graph._keep)
