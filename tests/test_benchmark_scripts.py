@@ -188,3 +188,29 @@ def test_deterministic_benchmark_checks_and_times_every_contender(tmp_path, monk
                                             "simkit, default (one thread or all, measured)",
                                             "simkit, deterministic (ordered)"] * 2
     assert all(float(r[2].strip().rstrip("x")) > 0 for r in rows)
+
+
+def test_gpu_registers_compares_the_same_kernels(tmp_path, monkeypatch):
+    """benchmarks/gpu_registers.py on the particle kernels: a row per kernel and pass, simkit's count as
+    sk.get_kernel_resource_usage gives it, warp-lang's beside it where installed, the hand-written ones."""
+    nvrtc = pytest.importorskip("simkit.kernels.backends.cuda.nvrtc")
+    if not nvrtc.is_available():
+        pytest.skip("NVRTC is not installed")
+    has_warp = importlib.util.find_spec("warp") is not None
+    mod = _load("gpu_registers")
+    monkeypatch.setattr(mod, "SOURCES", ["particles_kernels.py"])
+    out = tmp_path / "registers.md"
+    assert mod.main(["--markdown", str(out)] + ([] if has_warp else ["--no-warp"])) == 0
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in out.read_text().splitlines()
+            if line.startswith("| particles.")]
+    kernels = mod.kernels_of(mod.load(sk, "particles_kernels.py"))
+    assert sorted((r[0].split(" ")[0], r[1]) for r in rows) == sorted(
+        (f"particles.{k}", p) for k in kernels for p in ("fwd", "bwd"))
+    for name, which, ours, theirs, hand, ratio in rows:
+        key = name.split(" ")[0].split(".")[1]
+        assert (hand != "-") == (which == "fwd" and key in ("eval_springs", "integrate", "weighted_sum"))
+        if has_warp:
+            assert math.isclose(float(ratio), int(ours.split(",")[0]) / int(theirs.split(",")[0]), abs_tol=0.006)
+        if key == "weighted_sum":
+            usage = sk.get_kernel_resource_usage(kernels[key], adjoint=which == "bwd")
+            assert int(ours.split(",")[0]) == usage["registers"]

@@ -238,6 +238,20 @@ class Module:
             for s in k.specs.values():
                 s.native = {}
 
+    def compile_options(self) -> dict:
+        options = compile_options()
+        if "max_unroll" in self.options:
+            options["max_unroll"] = self.options["max_unroll"]
+        return options
+
+    def spec_source(self, spec, adjoint: bool = False) -> str:
+        """The C++/CUDA source of a unit holding ``spec`` alone, forward or adjoint (a launch compiles it with the
+        module's other pending kernels; each kernel's code is the same)."""
+        options = self.compile_options()
+        spec.build_ir(options)
+        funcs, structs = collect([spec])
+        return codegen.gen_module(self.name, [spec.ir], funcs, structs, options, __version__, adjoint=adjoint)
+
     def load_spec(self, spec, device, adjoint: bool = False) -> None:
         """Compile (or fetch from cache) the unit holding ``spec`` for ``device``.
 
@@ -247,9 +261,7 @@ class Module:
         kind = native_key(device, adjoint)
         if kind in spec.native:
             return
-        options = compile_options()
-        if "max_unroll" in self.options:
-            options["max_unroll"] = self.options["max_unroll"]
+        options = self.compile_options()
         specs = []
         for s in self.pending(kind):
             try:

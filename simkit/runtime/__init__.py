@@ -20,7 +20,7 @@ from .capture_conditional import capture_if, capture_while, is_conditional_graph
 from .memory_tracker import ScopedMemoryTracker, print_memory_report
 from .cuda_utils import (ScopedCudaProfiler, ScopedMempool, ScopedMempoolAccess, ScopedPeerAccess, cuda_profiler_start,
                          cuda_profiler_stop, get_cuda_driver_version, get_cuda_kernel_properties,
-                         get_cuda_toolkit_version, get_suggested_block_size)
+                         get_cuda_toolkit_version, get_kernel_resource_usage, get_suggested_block_size)
 from ..kernels.backends.cuda.timing import (TIMING_ALL, TIMING_GRAPH, TIMING_KERNEL, TIMING_KERNEL_BUILTIN,
                                             TIMING_MEMCPY, TIMING_MEMSET, TimingResult, timing_begin, timing_end,
                                             timing_print)
@@ -56,7 +56,7 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "TimingResult", "timing_begin", "timing_end", "timing_print", "Graph", "ScopedCudaProfiler", "ScopedMempool",
            "ScopedMempoolAccess", "ScopedPeerAccess", "cuda_profiler_start", "cuda_profiler_stop",
            "get_cuda_driver_version", "get_cuda_toolkit_version", "get_suggested_block_size",
-           "get_cuda_kernel_properties", "ScopedMemoryTracker", "print_memory_report",
+           "get_cuda_kernel_properties", "get_kernel_resource_usage", "ScopedMemoryTracker", "print_memory_report",
            "capture_begin", "capture_pause", "capture_resume", "capture_if", "capture_while", "is_conditional_graph_supported", "CaptureMode",
            "capture_debug_dot_print", "capture_end", "capture_launch", "get_event_elapsed_time", "get_stream",
            "is_capturing", "record_event", "set_stream", "synchronize_device", "synchronize_event",

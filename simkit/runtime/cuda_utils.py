@@ -155,3 +155,29 @@ def get_cuda_kernel_properties(kernel, device=None, block_dim: int | None = None
         return {key: int(driver.check(st.api.cuFuncGetAttribute(attr, f.func), "cuFuncGetAttribute"))
                 for key, attr in (("register_count", A.CU_FUNC_ATTRIBUTE_NUM_REGS),
                                   ("local_memory_size", A.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES))}
+
+
+def get_kernel_resource_usage(kernel, arch: str = "sm_90", adjoint: bool = False, types=None) -> dict:
+    """What one thread of ``kernel`` uses on a GPU of architecture ``arch``, as the GPU assembler reports it when
+    NVRTC compiles the kernel (``ptxas -v``); no GPU needed::
+
+        sk.get_kernel_resource_usage(step)   # {"registers": 40, "stack": 0, "spill_stores": 0, ...}
+
+    Keys: ``registers`` (per thread; a multiprocessor holds 65536), ``stack`` (bytes of local memory: thread-local
+    arrays and spills), ``spill_stores``/``spill_loads`` (bytes of registers spilled to local memory), ``smem``
+    (static shared memory per block). ``adjoint``: the backward entry. ``types``: a generic kernel's concrete
+    parameter types, in order (as ``Kernel.add_overload``)."""
+    from ..kernels.backends.cuda import nvrtc
+
+    if kernel.generic:
+        if types is None:
+            raise RuntimeError(f"get_kernel_resource_usage: kernel '{kernel.key}' is generic: pass types=[...] "
+                               "(one concrete type per parameter)")
+        spec = kernel.add_overload(list(types)).specs[None]
+    else:
+        spec = kernel.specs[None]
+    if adjoint and kernel.enable_backward is False:
+        raise RuntimeError(f"get_kernel_resource_usage: kernel '{kernel.key}' has no adjoint (enable_backward=False)")
+    source = kernel.module.spec_source(spec, adjoint)
+    entry = f"{spec.cname}_cuda_{'bwd' if adjoint else 'fwd'}"
+    return nvrtc.resource_usage(source, arch, name=kernel.key)[entry]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 
 from ...errors import NativeCompileError
 from ..cpu import NATIVE_DIR, _atomic_write, cache_root
@@ -53,21 +54,28 @@ def options(arch: str, debug: bool = False) -> list:
     return opts
 
 
+def _compile(source: str, name: str, opts: list, what: str):
+    """Compile with NVRTC under ``opts``; returns (program, log). The caller destroys the program."""
+    nv = _nvrtc()
+    prog = _check(nv.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "create")
+    err = nv.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])[0]
+    size = _check(nv.nvrtcGetProgramLogSize(prog), "log size")
+    log = b" " * size
+    nv.nvrtcGetProgramLog(prog, log)
+    log = log.rstrip(b"\0 ").decode(errors="replace")
+    if int(err) != 0:
+        nv.nvrtcDestroyProgram(prog)
+        raise NativeCompileError(f"NVRTC compilation for {what} failed ({name}):\n{log[-20000:]}")
+    return prog, log
+
+
 def compile_source(source: str, arch: str, name: str = "module", extra=()) -> bytes:
     """Compile with NVRTC; returns CUBIN bytes (``sm_XX``) or PTX (``compute_XX``).
 
     ``extra``: more NVRTC options (verification adds ``-pch``: its worker reuses the parsed header)."""
     nv = _nvrtc()
-    prog = _check(nv.nvrtcCreateProgram(source.encode(), f"{name}.cu".encode(), 0, [], []), "create")
+    prog, _log = _compile(source, name, options(arch) + list(extra), arch)
     try:
-        opts = [o.encode() for o in options(arch) + list(extra)]
-        err = nv.nvrtcCompileProgram(prog, len(opts), opts)[0]
-        if int(err) != 0:
-            size = _check(nv.nvrtcGetProgramLogSize(prog), "log size")
-            log = b" " * size
-            nv.nvrtcGetProgramLog(prog, log)
-            raise NativeCompileError(f"NVRTC compilation for {arch} failed ({name}):\n"
-                                     f"{log.decode(errors='replace')[-20000:]}")
         if arch.startswith("sm_"):
             size = _check(nv.nvrtcGetCUBINSize(prog), "cubin size")
             out = b" " * size
@@ -79,6 +87,35 @@ def compile_source(source: str, arch: str, name: str = "module", extra=()) -> by
         return out
     finally:
         nv.nvrtcDestroyProgram(prog)
+
+
+_ENTRY = re.compile(r"Compiling entry function '(\w+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+
+
+def resource_usage(source: str, arch: str = "sm_90", opts=None, name: str = "module") -> dict:
+    """What each kernel of ``source`` uses per thread on ``arch`` (an ``sm_XX``), as the GPU assembler
+    reports it (``ptxas -v``), without a GPU: ``{entry name: {"registers", "stack", "spill_stores",
+    "spill_loads", "smem"}}`` (bytes but registers). ``opts``: the NVRTC options, simkit's by default
+    (another library's source needs its own)."""
+    if not arch.startswith("sm_"):
+        raise ValueError(f"resource_usage needs a GPU architecture (sm_XX), not '{arch}'")
+    opts = options(arch) if opts is None else [f"--gpu-architecture={arch}", *opts]
+    prog, log = _compile(source, name, opts + ["-Xptxas", "-v"], arch)
+    _nvrtc().nvrtcDestroyProgram(prog)
+    out, entry, frame = {}, None, (0, 0, 0)
+    for line in log.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            entry, frame = m.group(1), (0, 0, 0)
+        elif (m := _FRAME.search(line)) is not None:
+            frame = tuple(int(g) for g in m.groups())
+        elif (m := _USED.search(line)) is not None and entry is not None:
+            out[entry] = {"registers": int(m.group(1)), "stack": frame[0], "spill_stores": frame[1],
+                          "spill_loads": frame[2], "smem": int(m.group(2) or 0)}
+            entry = None
+    return out
 
 
 def compile_cached(source: str, arch: str, name: str = "module") -> str:
