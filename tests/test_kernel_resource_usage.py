@@ -113,3 +113,20 @@ def test_generic_kernels_take_types_and_errors_name_the_problem():
         sk.get_kernel_resource_usage(forward_only, adjoint=True)
     with pytest.raises(ValueError, match="needs a GPU architecture.*compute_90"):
         sk.get_kernel_resource_usage(axpy, "compute_90")
+
+
+def test_counts_are_what_the_driver_reports_for_the_loaded_kernel():
+    """On a real GPU: the count for the device's architecture is the loaded function's (cuFuncGetAttribute)."""
+    if not sk.is_cuda_available():
+        pytest.skip("needs a CUDA GPU (the emulated one loads no GPU code)")
+    from simkit.kernels.backends.cuda import driver
+    from simkit.kernels.backends.cuda.module import target_arch
+
+    arch = driver.enumerate_devices()[0][2]
+    if not target_arch(arch).startswith("sm_"):
+        pytest.skip(f"NVRTC {nvrtc.version()} has no {arch}: the driver compiles PTX for it with its own assembler")
+    for kernel in (axpy, local_table, inverses):
+        usage = sk.get_kernel_resource_usage(kernel, arch)
+        props = sk.get_cuda_kernel_properties(kernel, "cuda:0")
+        assert props["register_count"] == usage["registers"]
+        assert props["local_memory_size"] == usage["stack"]

@@ -102,7 +102,8 @@ if [ $STATUS -ne 0 ] && [ "${GPU_CHECK_ALLOW_NO_GPU:-0}" != 1 ]; then  # (=1: dr
 fi
 
 BACKEND_TESTS="tests/test_cuda_backend.py tests/test_cuda_native_launch.py tests/test_interleave.py
-    tests/test_capture_conditional.py tests/test_cuda_timing.py tests/test_cuda_utils.py"
+    tests/test_capture_conditional.py tests/test_cuda_timing.py tests/test_cuda_utils.py
+    tests/test_kernel_resource_usage.py"
 stage "CUDA backend tests" cuda_backend.log 120 $PY -m pytest $BACKEND_TESTS -q -rfEs --durations=10 --maxfail=20
 # the benchmark before the suite: its numbers go into docs/benchmarks.md, and the GPU is otherwise idle
 stage "GPU benchmarks" gpu_bench.log 100 $PY benchmarks/gpu.py --markdown "$LOGS/gpu_benchmark.md"
