@@ -56,8 +56,9 @@ track_memory: bool = bool(int(os.environ.get("SIMKIT_TRACK_MEMORY", "0")))
 
 deterministic: int = int(os.environ.get("SIMKIT_DETERMINISTIC", "0"))
 
-#: Warp's per-thread record limit of deterministic atomics: simkit's ordered launches keep no records, so this
-#: changes nothing (kept for Warp code that sets it).
+#: Warp's per-thread record limit of deterministic atomics: simkit sizes its records from the launch (one slot per
+#: scalar component of each recorded atomic per launch index, utils/deterministic_gpu.py), so this changes nothing
+#: (kept for Warp code that sets it).
 deterministic_max_records: int = 32
 
 #: Static `for i in range(N)` loops with at most this many iterations are unrolled.

@@ -59,6 +59,18 @@ def test_gpu_conditional_benchmark_solves_three_ways(tmp_path, monkeypatch):
     assert fake.calls["cuGraphAddNode"] >= 1  # a conditional node, not a host loop
 
 
+def test_gpu_deterministic_benchmark_checks_each_way(tmp_path, monkeypatch):
+    text, fake = _run_on_emulated_gpu("gpu_deterministic", tmp_path, monkeypatch, N=4096, N_SERIAL=512)
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines()
+            if line.startswith("| ") and not line.startswith("| launch")]
+    names = [r[0] for r in rows]
+    assert names == ["atomics in any order (default)", "deterministic, recorded (whole GPU)",
+                     "deterministic, one GPU thread (per 4096 values, timed on 512)"] * 2
+    assert all(math.isfinite(float(r[1])) and float(r[1]) > 0 for r in rows), rows
+    recorded = [g for name, g, _b, _s in fake.launches if name.startswith("scatter") and "_cuda_fwd" in name]
+    assert max(recorded) > 1 and min(recorded) == 1  # (the recorded launch on the whole GPU, the serial one on one)
+
+
 def test_gpu_breakdown_runs_and_times_each_part(tmp_path, monkeypatch):
     text, fake = _run_on_emulated_gpu("gpu_breakdown", tmp_path, monkeypatch, N_SAXPY=1 << 12)
     rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| ")]

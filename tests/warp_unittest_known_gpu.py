@@ -100,7 +100,8 @@ KNOWN_GPU = {
         "_rejected": "Warp's WarpDeterminismError (simkit's ordered launches give such accesses their sequential "
                      "meaning, kernels/deterministic.py)",
         "mixed_reduce_ops_same_array": "Warp's WarpDeterminismError (the same)",
-        "scatter_overflow_reports_error": "Warp's record buffer (simkit's ordered launches keep no records)",
+        "scatter_overflow_reports_error": "Warp's record buffer and its capacity (simkit sizes its records from the "
+                                          "launch: they never overflow)",
         "strided_1d_view_atomic_add": "Warp's WarpDeterminismError (the same)",
         "zero_stride_view_atomic_add": "Warp's array(capacity=) (zero-stride views over a buffer)",
     },

@@ -7,13 +7,14 @@
 # With the session's device tool: first, here, `bash tools/gpu_wheels.sh` (the test dependencies the
 # GPU image lacks, as wheels in .whl/), then run `bash tools/gpu_check.sh` with carry [".whl"] and a
 # timeout_s of about 560 (the first run, on an H200, took 126 s). warp-lang's wheel (149 MB) is over
-# the transfer limit: no warp-lang columns. Every stage's whole log comes back in $OUT (11 files).
+# the transfer limit: no warp-lang columns. Every stage's whole log comes back in $OUT (13 files).
 # Keep the machine for a rerun rather than giving it back between runs: new loans can pause.
 #
 # Stages (in order of value, so a timeout still leaves the most important results):
 #   1. nvidia-smi, what simkit sees (devices, driver, NVRTC) and the package versions: gpu_info.log
 #   2. the CUDA backend tests on the real GPU (test_cuda_backend.py, the compiled launcher, interleaved
-#      kernels, conditional graph nodes, activity timing, occupancy): cuda_backend.log
+#      kernels, conditional graph nodes, activity timing, occupancy, registers against the driver's,
+#      deterministic recorded launches): cuda_backend.log
 #   3. benchmarks/gpu.py: gpu_bench.log, its table in gpu_benchmark.md
 #   4. benchmarks/gpu_breakdown.py (launch overhead part by part, saxpy bandwidth variants):
 #      gpu_breakdown.log, gpu_breakdown.md
@@ -21,7 +22,9 @@
 #      gpu_frames.log, gpu_frames.md
 #   6. benchmarks/gpu_conditional.py (a solve until convergence: the host deciding each iteration vs
 #      capture_while's conditional node): gpu_conditional.log, gpu_conditional.md
-#   7. the whole suite (every `device`-parametrized test also runs on cuda:0, and tests that use
+#   7. benchmarks/gpu_deterministic.py (deterministic float scatters: recorded and applied in launch order
+#      vs one GPU thread vs atomics in any order): gpu_deterministic.log, gpu_deterministic.md
+#   8. the whole suite (every `device`-parametrized test also runs on cuda:0, and tests that use
 #      the default device run on the GPU), spread over processes by pytest-xdist: suite.log
 set -u -o pipefail
 cd "$(dirname "$0")/.."
@@ -103,13 +106,15 @@ fi
 
 BACKEND_TESTS="tests/test_cuda_backend.py tests/test_cuda_native_launch.py tests/test_interleave.py
     tests/test_capture_conditional.py tests/test_cuda_timing.py tests/test_cuda_utils.py
-    tests/test_kernel_resource_usage.py"
+    tests/test_kernel_resource_usage.py tests/test_deterministic_gpu.py"
 stage "CUDA backend tests" cuda_backend.log 120 $PY -m pytest $BACKEND_TESTS -q -rfEs --durations=10 --maxfail=20
 # the benchmark before the suite: its numbers go into docs/benchmarks.md, and the GPU is otherwise idle
 stage "GPU benchmarks" gpu_bench.log 100 $PY benchmarks/gpu.py --markdown "$LOGS/gpu_benchmark.md"
 stage "GPU breakdown" gpu_breakdown.log 90 $PY benchmarks/gpu_breakdown.py --markdown "$LOGS/gpu_breakdown.md"
 stage "Scene frames" gpu_frames.log 150 $PY benchmarks/gpu_frames.py --markdown "$LOGS/gpu_frames.md"
 stage "Conditional loop" gpu_conditional.log 45 $PY benchmarks/gpu_conditional.py --markdown "$LOGS/gpu_conditional.md"
+stage "Deterministic scatter" gpu_deterministic.log 45 $PY benchmarks/gpu_deterministic.py --quick \
+    --markdown "$LOGS/gpu_deterministic.md"
 stage "full test suite" suite.log 400 $PY -m pytest tests -q -rfE --tb=short --durations=15 --maxfail=40 $XDIST \
     $(for t in $BACKEND_TESTS; do echo --ignore=$t; done)
 

@@ -121,6 +121,7 @@ class Emitter:
     def __init__(self, fn: ir.Function, options: dict):
         self.fn = fn
         self.debug = options.get("mode") == "debug"
+        self.det = options.get("det_plan")  # deterministic.RecordPlan: a recording GPU variant (its kernel only)
         self.lines: list[str] = []
         self.last_line = None
         self.rel = os.path.basename(fn.filename)
@@ -171,6 +172,13 @@ class Emitter:
             self.w(f"  {o.name} = {t};", depth)
         self.w("}", depth)
 
+    def det_record(self, s: ir.Call, depth: int):
+        """A recorded atomic (deterministic.record_plan): its contribution goes to its slots (native/det_record.h)."""
+        offset, target = self.det.sites[id(s)]
+        name = f"sk::det_record_{s.builtin.key[len('atomic_'):]}" + ("_checked" if self.debug else "")
+        head = ([str(s.line)] if self.debug else []) + [f"_idx * {self.det.per_thread} + {offset}", str(target)]
+        self.w(f"{name}<SKC>({', '.join(head + [ref(a) for a in s.args])});", depth)
+
     def block(self, stmts, depth: int):
         for s in stmts:
             self.stmt(s, depth)
@@ -187,6 +195,9 @@ class Emitter:
                 return
             if s.kind == "grad":
                 self.grad_call(s, depth)
+                return
+            if self.det is not None and id(s) in self.det.sites:
+                self.det_record(s, depth)
                 return
             callee, args = self.call_args(s)
             if s.kind == "func":

@@ -10,9 +10,11 @@ with atomics), runs its threads one after another, in launch-index order:
 - the result is the one of a sequential loop over the launch indices: the same in every run and on
   every machine, and the same on the CPU and the GPU (Warp's canonical order for ``GPU_TO_GPU``);
 - kernels without such atomics (most of them) keep every CPU core or the whole GPU;
-- on the CPU, one core runs the launch; on a GPU, one GPU thread does (a grid-stride loop of one
-  thread): slow, and meant for reproducibility checks and debugging rather than speed. simkit warns
-  once per kernel when that happens on a GPU.
+- on the CPU, one core runs the launch; on a GPU, a kernel that scatters float sums (record_plan) runs on
+  the whole GPU, its atomics recorded, sorted and applied in launch-index order (utils/deterministic_gpu.py:
+  the same bits), and any other runs on one GPU thread (a grid-stride loop of one thread): slow, and meant
+  for reproducibility checks and debugging rather than speed. simkit warns once per kernel when that
+  happens on a GPU.
 
 Integer atomics whose old value is not used (``atomic_add(count, i, 1)``, ``atomic_or``...) give the
 same result in any order, so they keep the parallel launch. Atomics on a thread's own fixed-size
@@ -43,7 +45,7 @@ class DeterministicMode(enum.IntEnum):
 
 
 class DeterminismWarning(UserWarning):
-    """A launch made deterministic at a cost in speed: it runs on one GPU thread."""
+    """A launch made deterministic at a cost in speed: it runs on one GPU thread (its atomics cannot be recorded)."""
 
 
 def check_mode(mode, who: str) -> None:
@@ -100,3 +102,64 @@ def ordered_atomic(fn: ir.Function) -> int | None:
         return None
 
     return find(fn)
+
+
+#: the atomics a GPU launch can record instead of running its threads in turn (utils/deterministic_gpu.py)
+_RECORDABLE = {"atomic_add", "atomic_sub"}
+
+
+class RecordPlan:
+    """How a recording GPU launch of a kernel replaces its order-dependent atomics (record_plan)."""
+
+    def __init__(self, sites: dict, per_thread: int, targets: list):
+        self.sites = sites            # id(Call) -> (offset of its first slot within a thread's, target number)
+        self.per_thread = per_thread  # slots per launch index: the scalar components of every site
+        self.targets = targets        # parameter index of each target array, by target number
+
+
+def record_plan(fn: ir.Function) -> RecordPlan | None:
+    """A plan for kernel ``fn`` when each of its order-dependent atomics can be recorded and applied in launch
+    order after the launch, else None (the launch then runs its threads in turn). Each must be an ``atomic_add``
+    or ``atomic_sub`` of float32/float64 values (scalars, vectors, matrices, quaternions, transforms) in the
+    kernel's own body, outside loops (so it runs at most once per launch index, in statement order), with its
+    old value unused, on an array parameter that the kernel reads or writes nowhere else (what it reads would
+    not yet hold the recorded sums), and no function it calls holds one."""
+    used = value_uses(fn)
+    params = {p.name: k for k, p in enumerate(fn.params)}
+    sites, targets, offset = {}, [], 0
+
+    def visit(stmts, in_loop: bool) -> bool:
+        nonlocal offset
+        for s in stmts:
+            if isinstance(s, ir.If):
+                if not (visit(s.body, in_loop) and visit(s.orelse, in_loop)):
+                    return False
+            elif isinstance(s, (ir.For, ir.While)):
+                body = (s.cond_block if isinstance(s, ir.While) else []) + s.body
+                if not visit(body, True):
+                    return False
+            elif isinstance(s, ir.Call) and s.kind == "func":
+                if ordered_atomic(s.func.ir) is not None:
+                    return False
+            elif isinstance(s, ir.Call) and s.builtin is not None and s.builtin.key.startswith("atomic_"):
+                if not _order_dependent(s, used):
+                    continue
+                target = s.args[0]
+                value = T.scalar_of(s.args[-1].type)
+                if (s.builtin.key not in _RECORDABLE or in_loop or target.name not in params
+                        or value not in (T.float32, T.float64) or type(target.type) is not T.ArrayType):
+                    return False
+                if params[target.name] not in targets:
+                    targets.append(params[target.name])
+                sites[id(s)] = (offset, targets.index(params[target.name]))
+                offset += T.sizeof(s.args[-1].type) // T.sizeof(value)
+        return True
+
+    if not visit(fn.body, False) or not sites:
+        return None
+    for k in targets:  # the targets: used by the recorded atomics alone
+        name = fn.params[k].name
+        if any(id(s) not in sites or s.args[0].name != name or name in (a.name for a in s.args[1:])
+               for s in used.get(name, ())):
+            return None
+    return RecordPlan(sites, offset, targets)

@@ -252,6 +252,28 @@ class Module:
         funcs, structs = collect([spec])
         return codegen.gen_module(self.name, [spec.ir], funcs, structs, options, __version__, adjoint=adjoint)
 
+    def load_recording(self, spec, device, plan) -> tuple:
+        """(entry, unit) of the recording variant of ``spec`` on CUDA ``device``: its order-dependent atomics write
+        their contributions into slots (deterministic.record_plan, native/det_record.h). Built once per device."""
+        recordings = spec.__dict__.setdefault("_recording", {})
+        key = native_key(device, False)
+        if key not in recordings:
+            import copy
+            from types import SimpleNamespace
+
+            from .backends.cuda import module as cuda_module
+
+            options = self.compile_options()
+            spec.build_ir(options)
+            funcs, structs = collect([spec])
+            fn = copy.copy(spec.ir)
+            fn.ordered = True  # (one launch index per CUDA thread: kernels/interleave.py)
+            source = codegen.gen_module(self.name, [fn], funcs, structs, {**options, "det_plan": plan}, __version__)
+            info = SimpleNamespace(cname=spec.cname, may_error=spec.may_error, ir=fn)
+            unit = cuda_module.load_unit(source, self.name + ".det", device, [info], options)
+            recordings[key] = (unit.entry(spec.cname, "fwd"), unit)
+        return recordings[key]
+
     def load_spec(self, spec, device, adjoint: bool = False) -> None:
         """Compile (or fetch from cache) the unit holding ``spec`` for ``device``.
 
@@ -340,7 +362,7 @@ def _reset(spec) -> None:
     """Forget a kernel specialisation's translation and native code: its next launch builds it again."""
     spec.ir = None
     spec.native = {}
-    for derived in ("_access", "_order", "_bump_steps"):  # (the tape's caches of its IR)
+    for derived in ("_access", "_order", "_bump_steps", "_record", "_recording"):  # (caches of its IR)
         spec.__dict__.pop(derived, None)
 
 

@@ -410,10 +410,13 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
                     if err is not None:
                         raise_kernel_error(kernel, err)
         else:
-            if ordered:
-                block_dim, max_blocks = _one_gpu_thread(kernel, False)
-            err = unit.launch(entry, packed, bounds, size, block_dim, stream, device, max_blocks)
-            if err is not None:
+            err = None if not ordered or recorded_launch is None else recorded_launch(
+                kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
+            if err is None:  # (not recorded)
+                if ordered:
+                    block_dim, max_blocks = _one_gpu_thread(kernel, False)
+                err = unit.launch(entry, packed, bounds, size, block_dim, stream, device, max_blocks)
+            if err:
                 raise_kernel_error(kernel, err)
     if spec.writes:
         tape.bump_written(spec, kernel, args)
@@ -491,6 +494,12 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
         err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
     if err is not None:
         raise_kernel_error(kernel, err)
+
+
+#: deterministic mode on a GPU: the parallel launch that records a kernel's order-dependent atomics and applies them
+#: in launch order (utils/deterministic_gpu.py, which registers it: it sorts with utils' radix sort, a layer above);
+#: returns None where it cannot (the launch then runs on one GPU thread), else the launch's error or False
+recorded_launch = None
 
 
 def _one_gpu_thread(kernel, adjoint: bool) -> tuple:

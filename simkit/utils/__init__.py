@@ -5,6 +5,7 @@ Each is written in simkit's kernel language and runs on every device, in paralle
 Argument order, accepted dtypes and error messages follow Warp 1.19 (docs/utils.md).
 """
 from .cast import array_cast
+from . import deterministic_gpu  # noqa: F401  (deterministic GPU launches in parallel: registers itself)
 from .coloring import (ColoringAlgorithm, GraphColoringAlgorithm, graph_coloring_assign, graph_coloring_balance,
                        graph_coloring_get_groups)
 from .reduce import array_inner, array_sum

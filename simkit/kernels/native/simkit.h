@@ -15,5 +15,6 @@
 #include "rand.h"
 #include "utility.h"
 #include "stack.h"
+#include "det_record.h"
 #include "bfloat16.h"
 #include "warp_names.h"  // (namespace wp: Warp's names for snippets written for Warp)

@@ -38,6 +38,8 @@ from . import driver, native_launch, nvrtc, timing
 _ERROR_SYMBOLS = (b"_ZN2sk14sk_error_stateE", b"sk_error_state")
 _STACK_BASE = b"_ZN2sk13sk_stack_baseE"  # char*: per-thread adjoint loop stacks (native/stack.h)
 _STACK_CAP = b"_ZN2sk17sk_stack_capacityE"  # int64: bytes per CUDA thread, 16-byte header included
+_DET_KEYS = b"_ZN2sk11sk_det_keysE"  # int64*, double*: the slots of a recording launch (native/det_record.h)
+_DET_VALS = b"_ZN2sk11sk_det_valsE"
 _ERROR = _struct.Struct("<iiqqq")  # code, line, a, b, c (32 bytes)
 _ARGV = ctypes.c_void_p * 2  # kernelParams: the packed arguments, the launch bounds
 
@@ -138,13 +140,14 @@ class Entry:
 class _Loaded:
     """A unit's module loaded on one device: module handle, functions, error-state address."""
 
-    __slots__ = ("module", "funcs", "err_ptr", "stack")
+    __slots__ = ("module", "funcs", "err_ptr", "stack", "det")
 
-    def __init__(self, module, err_ptr, stack):
+    def __init__(self, module, err_ptr, stack, det=None):
         self.module = module
         self.funcs: dict = {}  # entry name -> _Function
         self.err_ptr = err_ptr
         self.stack = stack  # (address of sk_stack_base, address of sk_stack_capacity) or None
+        self.det = det  # (address of sk_det_keys, address of sk_det_vals) of a recording variant, or None
 
 
 class _Function:
@@ -201,8 +204,22 @@ class Unit:
             if self.uses_stack:
                 base, cap = _global(mod, _STACK_BASE), _global(mod, _STACK_CAP)
                 stack = (base, cap) if base and cap else None
-            rec = self._loaded[ordinal] = _Loaded(mod, err_ptr, stack)
+            det = None
+            if "sk::det_record_" in self.source:
+                det = (_global(mod, _DET_KEYS), _global(mod, _DET_VALS))
+            rec = self._loaded[ordinal] = _Loaded(mod, err_ptr, stack, det)
         return rec
+
+    def set_record_slots(self, device, keys: int, vals: int) -> None:
+        """Point a recording variant's ``sk_det_keys``/``sk_det_vals`` at these device buffers for its next launch
+        on the device's current stream (memsets ordered on it, so graph capture records them too)."""
+        st = driver.state(device.ordinal)
+        cur = st.current
+        s = cur.handle if cur is not None else st.default_stream
+        api = driver.cu()
+        for addr, value in zip(self._load(device.ordinal).det, (keys, vals)):
+            driver.check(api.cuMemsetD32Async(addr, value & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
+            driver.check(api.cuMemsetD32Async(addr + 4, (value >> 32) & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
 
     def _function(self, ordinal: int, name: str) -> _Function:
         rec = self._load(ordinal)

@@ -1,0 +1,74 @@
+// Deterministic mode on a GPU (simkit/utils/deterministic_gpu.py): a kernel whose float atomic_add/atomic_sub
+// make its result depend on the order of threads runs as a variant in which each such atomic writes its
+// contribution into slots of its own instead: slot ``_idx * per_thread + site offset + component`` holds the key
+// (target << 48 | scalar offset of the element's component in the target array) and the value (as a double:
+// exact for float32 and float64). Sorting the slots stably by key lists each element's contributions in
+// launch-index order; adding them in that order gives the sum a sequential loop gives.
+#pragma once
+#include "core.h"
+#include "array.h"
+#include "atomic.h"
+
+namespace sk {
+
+#if SK_CUDA
+__device__ int64* sk_det_keys;   // set by the runtime before a recording launch
+__device__ double* sk_det_vals;
+
+template <typename T>
+SK_INLINE void det_put(const array_t<T>& a, const T* p, int64 slot, int64 target, const T& v) {
+    typedef typename value_traits<T>::scalar S;
+    const int64 off = int64(reinterpret_cast<const char*>(p) - reinterpret_cast<const char*>(a.data)) / int64(sizeof(S));
+    const S* c = flat(v);
+    for (unsigned k = 0; k < value_traits<T>::length; ++k) {
+        sk_det_keys[slot + k] = (target << 48) | (off + int64(k));
+        sk_det_vals[slot + k] = double(c[k]);
+    }
+}
+
+#define SK_DET_RECORD(NAME, VALUE)                                                                  \
+    template <bool C, typename T, typename... I>                                                  \
+    SK_INLINE void NAME(int64 slot, int64 target, const array_t<T>& a, I... idx_and_value) {       \
+        det_dispatch<C, T>(-1, slot, target, a, VALUE, idx_and_value...);                           \
+    }                                                                                             \
+    template <bool C, typename T, typename... I>                                                  \
+    SK_INLINE void NAME##_checked(int line, int64 slot, int64 target, const array_t<T>& a, I... idx_and_value) { \
+        det_dispatch<C, T>(line, slot, target, a, VALUE, idx_and_value...);                         \
+    }
+
+struct det_add { template <typename T> SK_INLINE T operator()(const T& v) const { return v; } };
+struct det_sub { template <typename T> SK_INLINE T operator()(const T& v) const { return neg_value(v); } };
+
+template <bool C, typename T, typename Op, typename... I>
+SK_INLINE void det_index(int line, int64 slot, int64 target, const array_t<T>& a, Op op, const T& v, I... idx) {
+    if (line >= 0) {  // (debug mode: an index out of bounds reports the error and records nothing)
+        const int64 ii[] = {int64(idx)...};
+        if (!in_bounds(a, line, int(sizeof...(I)), ii)) return;
+    }
+    det_put(a, address<C>(a, idx...), slot, target, op(v));
+}
+template <bool C, typename T, typename Op, typename I0>
+SK_INLINE void det_dispatch(int line, int64 slot, int64 target, const array_t<T>& a, Op op, I0 i, const T& v) {
+    det_index<C>(line, slot, target, a, op, v, i);
+}
+template <bool C, typename T, typename Op, typename I0, typename I1>
+SK_INLINE void det_dispatch(int line, int64 slot, int64 target, const array_t<T>& a, Op op, I0 i, I1 j, const T& v) {
+    det_index<C>(line, slot, target, a, op, v, i, j);
+}
+template <bool C, typename T, typename Op, typename I0, typename I1, typename I2>
+SK_INLINE void det_dispatch(int line, int64 slot, int64 target, const array_t<T>& a, Op op, I0 i, I1 j, I2 k,
+                            const T& v) {
+    det_index<C>(line, slot, target, a, op, v, i, j, k);
+}
+template <bool C, typename T, typename Op, typename I0, typename I1, typename I2, typename I3>
+SK_INLINE void det_dispatch(int line, int64 slot, int64 target, const array_t<T>& a, Op op, I0 i, I1 j, I2 k, I3 l,
+                            const T& v) {
+    det_index<C>(line, slot, target, a, op, v, i, j, k, l);
+}
+
+SK_DET_RECORD(det_record_add, det_add{})
+SK_DET_RECORD(det_record_sub, det_sub{})
+#undef SK_DET_RECORD
+#endif
+
+}  // namespace sk

@@ -1,0 +1,143 @@
+"""Deterministic mode on a GPU in parallel: record the order-dependent atomics, sort, apply in launch order.
+
+In deterministic mode a launch whose float atomics make its result depend on the order of threads gives the
+result of a sequential loop over its launch indices (kernels/deterministic.py). One GPU thread running them in
+turn is how any such kernel gets there, and slow. For the common case, a kernel that scatters sums
+(``f[i] += ...``: springs, contacts, particle-to-grid), this module gets the same bits with the whole GPU:
+
+1. the kernel runs in parallel as a variant in which each ``atomic_add``/``atomic_sub`` writes its contribution
+   into slots of its own (native/det_record.h): slot ``index * per_thread + site + component`` holds the key
+   ``target << 48 | scalar offset`` and the value; slots of atomics a launch index skipped keep the largest key;
+2. a stable radix sort by key (utils/sort.py) lists the contributions to each scalar in slot order, which is
+   launch-index order, and within a launch index statement order (the atomics are outside loops);
+3. one thread per scalar that was added to starts from the array's value and adds its contributions in that
+   order, as the sequential loop does, in the array's precision.
+
+The result is bit for bit the sequential one, on every GPU and the CPU. Which kernels qualify:
+deterministic.record_plan (float32/float64 atomic_add/atomic_sub outside loops, in the kernel's body, on
+parameter arrays it reads nowhere else, old values unused); at launch, the targets must also be contiguous,
+overlap no other array argument (a view of the same memory would be read there), and the slots be fewer
+than 2**31. Others keep the launch on one GPU thread (and its warning).
+Backward launches (gradients of array reads) and ``record_cmd`` launches keep it too.
+"""
+from __future__ import annotations
+
+from ..kernels import kernel
+from ..kernels import lang as sk
+from ..kernels import types as T
+from ..kernels.deterministic import record_plan
+from ..runtime import array, empty, launch
+from .sort import radix_sort_pairs
+
+EMPTY_KEY = (1 << 63) - 1  # a slot no atomic wrote: sorts after every key
+MAX_SLOTS = (1 << 31) - 1  # the sort's values are int32 slot numbers
+TARGET_SHIFT = 48
+
+
+@kernel(enable_backward=False)
+def _fill_slots(keys: array(dtype=T.int64), slots: array(dtype=T.int32)):
+    i = sk.tid()
+    keys[i] = T.int64(EMPTY_KEY)
+    slots[i] = i
+
+
+@kernel(enable_backward=False)
+def _apply(keys: array(dtype=T.int64), slots: array(dtype=T.int32), values: array(dtype=T.float64), count: int,
+           first: T.int64, dest: array(dtype=T.Any)):
+    # one thread per sorted slot: the first slot of each run of equal keys of this target adds the run's values
+    p = sk.tid()
+    key = keys[p]
+    off = key - first
+    if off < T.int64(0) or off >= T.int64(dest.shape[0]):
+        return
+    if p > 0:
+        if keys[p - 1] == key:
+            return
+    acc = dest[off]
+    q = p
+    while q < count:
+        if keys[q] != key:
+            break
+        acc = acc + dest.dtype(values[slots[q]])
+        q = q + 1
+    dest[off] = acc
+
+
+def _length(dtype) -> int:
+    """Scalars in one element of ``dtype``."""
+    return T.sizeof(dtype) // T.sizeof(T.scalar_of(dtype))
+
+
+def _arrays(args):
+    """The arrays among a launch's arguments, and those its struct arguments hold."""
+    for a in args:
+        if isinstance(a, array):
+            yield a
+        elif hasattr(type(a), "_simkit_struct"):
+            yield from (v for _name, v in type(a)._simkit_struct.arrays(a) if isinstance(v, array))
+
+
+def _span(a) -> tuple:
+    """[low, high) bytes an array may touch (both ways from its pointer where a stride is negative)."""
+    if a.ptr is None or a.size == 0:
+        return (0, 0)
+    if any(st < 0 for st in a.strides):
+        return (a.ptr - a.capacity, a.ptr + a.capacity)
+    return (a.ptr, a.ptr + a.capacity)
+
+
+def _plan(spec):
+    """The spec's record plan (cached), or None."""
+    plan = spec.__dict__.get("_record", False)
+    if plan is False:
+        plan = spec.__dict__["_record"] = record_plan(spec.ir)
+    return plan
+
+
+def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block_dim: int, stream,
+                    max_blocks: int):
+    """Run an ordered launch of ``spec`` on CUDA ``device`` in parallel, recorded (see the module's text).
+    Returns None when it cannot (the caller then runs the threads in turn), else the launch's error or False."""
+    plan = _plan(spec)
+    if plan is None or stream is not None:
+        return None
+    targets = [args[k] for k in plan.targets]
+    for t in targets:
+        if not isinstance(t, array) or not t.is_contiguous or T.scalar_of(t.dtype) not in (T.float32, T.float64):
+            return None
+        if t.size * _length(t.dtype) >= 1 << TARGET_SHIFT:
+            return None
+    spans = [_span(a) for a in _arrays(args)]
+    for t in targets:  # no other argument's memory may overlap a target's: the kernel would read it there
+        lo, hi = _span(t)
+        if sum(a_lo < hi and lo < a_hi for a_lo, a_hi in spans) > 1:
+            return None
+    n = size * plan.per_thread
+    if n > MAX_SLOTS:
+        return None
+    entry, unit = kernel.module.load_recording(spec, device, plan)
+    keys = empty(2 * n, dtype=T.int64, device=device)
+    slots = empty(2 * n, dtype=T.int32, device=device)
+    values = empty(n, dtype=T.float64, device=device)
+    launch(_fill_slots, n, inputs=[keys, slots], device=device, record_tape=False)
+    unit.set_record_slots(device, keys.ptr, values.ptr)
+    err = unit.launch(entry, packed, bounds, size, block_dim, None, device, max_blocks)
+    if err is not None:
+        return err
+    radix_sort_pairs(keys, slots, n)
+    for k, t in enumerate(targets):
+        scalar = T.scalar_of(t.dtype)
+        flat = array(ptr=t.ptr, dtype=scalar, shape=(t.size * _length(t.dtype),), device=device, _owner=t)
+        launch(_apply, n, inputs=[keys, slots, values, n, T.int64(k << TARGET_SHIFT), flat], device=device,
+               record_tape=False)
+    return False
+
+
+def _register() -> None:
+    import importlib
+
+    # (the module: simkit.runtime's attribute `launch` is the function)
+    importlib.import_module("..runtime.launch", __package__).recorded_launch = recorded_launch
+
+
+_register()

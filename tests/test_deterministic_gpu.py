@@ -1,0 +1,230 @@
+"""Deterministic mode on a GPU in parallel (utils/deterministic_gpu.py): a kernel whose float atomic_add/atomic_sub
+depend on the order of threads runs on the whole GPU, records its contributions, and applies them in launch order:
+the result is the sequential loop's bit for bit (as on the CPU), and kernels it cannot record keep one GPU thread."""
+import warnings
+
+import numpy as np
+import pytest
+
+import simkit as sk
+from simkit.kernels.deterministic import DeterminismWarning, record_plan
+
+RUN_TO_RUN = sk.DeterministicMode.RUN_TO_RUN
+
+
+@sk.kernel
+def springs(x: sk.array(dtype=sk.vec3), pairs: sk.array(dtype=int), f: sk.array(dtype=sk.vec3),
+            energy: sk.array(dtype=float)):
+    s = sk.tid()
+    i = pairs[2 * s]
+    j = pairs[2 * s + 1]
+    d = x[i] - x[j]
+    sk.atomic_sub(f, i, d)
+    f[j] += d                              # (atomic_add)
+    if sk.length(d) > 1.0:                 # a site some indices skip
+        sk.atomic_add(energy, s % 3, sk.dot(d, d))
+
+
+@sk.kernel
+def tiles(v: sk.array2d(dtype=sk.mat22d), idx: sk.array(dtype=int), out: sk.array2d(dtype=sk.mat22d)):
+    i, j = sk.tid()
+    sk.atomic_add(out, idx[i] % 2, -1 - j, v[i, j])  # 2D target, negative index: the last columns
+
+
+@sk.kernel
+def reads_its_target(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: sk.array(dtype=float)):
+    i = sk.tid()
+    sk.atomic_add(out, idx[i], d[i] + out[0] * 0.0)
+
+
+@sk.kernel
+def in_a_loop(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: sk.array(dtype=float)):
+    i = sk.tid()
+    for k in range(idx[i] % 3):  # (a loop of a constant count is unrolled: its atomics are separate sites)
+        sk.atomic_add(out, (idx[i] + k) % 7, d[i])
+
+
+@sk.kernel
+def scatter(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: sk.array(dtype=float)):
+    i = sk.tid()
+    sk.atomic_add(out, idx[i], d[i])
+
+
+@pytest.fixture
+def deterministic():
+    old = sk.config.deterministic
+    sk.config.deterministic = RUN_TO_RUN
+    yield
+    sk.config.deterministic = old
+
+
+def _values(rng, shape, dtype=np.float32):
+    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)  # rounding-sensitive
+
+
+def _springs_reference(x, pairs, f, energy):
+    """The sequential loop over the launch indices, statement by statement, in float32."""
+    f, energy = f.copy(), energy.copy()
+    for s in range(len(pairs) // 2):
+        i, j = pairs[2 * s], pairs[2 * s + 1]
+        d = x[i] - x[j]
+        f[i] = f[i] - d
+        f[j] = f[j] + d
+        if np.sqrt(np.float32(np.dot(d, d))) > 1.0:
+            energy[s % 3] = energy[s % 3] + np.float32(d[0] * d[0] + d[1] * d[1] + d[2] * d[2])
+    return f, energy
+
+
+def _launches(world):
+    return list(world.fake.launches) if world is not None else []
+
+
+def test_a_scatter_runs_in_parallel_and_gives_the_sequential_bits(cuda_device, cuda_emulated_world, deterministic):
+    rng = np.random.default_rng(3)
+    x = _values(rng, (40, 3))
+    pairs = rng.integers(0, 40, 2 * 3000).astype(np.int32)
+    f0 = _values(rng, (40, 3))
+    e0 = np.zeros(3, np.float32)
+    ref_f, ref_e = _springs_reference(x, pairs, f0, e0)
+    results = {}
+    for device in ("cpu", cuda_device):
+        f, energy = sk.array(f0, dtype=sk.vec3, device=device), sk.array(e0, device=device)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeterminismWarning)  # (no launch on one GPU thread)
+            before = len(_launches(cuda_emulated_world))
+            sk.launch(springs, 3000, inputs=[sk.array(x, dtype=sk.vec3, device=device),
+                                             sk.array(pairs, device=device), f, energy], device=device)
+        results[device] = f.numpy(), energy.numpy()
+        if device != "cpu" and cuda_emulated_world is not None:
+            grids = [(name, grid) for name, grid, _block, _s in _launches(cuda_emulated_world)[before:]]
+            assert any(name.startswith("springs") and grid > 1 for name, grid in grids), grids
+    for f, energy in results.values():
+        np.testing.assert_array_equal(f.view(np.uint32), ref_f.view(np.uint32))
+        np.testing.assert_array_equal(energy.view(np.uint32), ref_e.view(np.uint32))
+    assert ref_e[0] != 0.0  # (the conditional site ran)
+
+
+def test_matrices_in_a_2d_array_at_negative_indices(cuda_device, deterministic):
+    rng = np.random.default_rng(5)
+    v = _values(rng, (500, 3, 2, 2), np.float64)
+    idx = rng.integers(0, 9, 500).astype(np.int32)
+    out = sk.zeros((2, 4), dtype=sk.mat22d, device=cuda_device)
+    sk.launch(tiles, (500, 3), inputs=[sk.array(v, dtype=sk.mat22d, device=cuda_device),
+                                       sk.array(idx, device=cuda_device), out], device=cuda_device)
+    ref = np.zeros((2, 4, 2, 2))
+    for i in range(500):
+        for j in range(3):
+            ref[idx[i] % 2, 4 - 1 - j] += v[i, j]
+    np.testing.assert_array_equal(out.numpy(), ref)
+
+
+@pytest.mark.parametrize("case", ["reads_its_target", "in_a_loop", "passed_twice", "overlapping_view", "strided"])
+def test_what_it_cannot_record_runs_on_one_gpu_thread(cuda_device, deterministic, case):
+    rng = np.random.default_rng(7)
+    d = _values(rng, 2000)
+    idx = rng.integers(0, 7, 2000).astype(np.int32)
+    dd, di = sk.array(d, device=cuda_device), sk.array(idx, device=cuda_device)
+    kernel = {"reads_its_target": reads_its_target, "in_a_loop": in_a_loop}.get(case, scatter)
+    if case in ("passed_twice", "overlapping_view"):  # scatter(d=a, idx, out=a): each index reads what the
+        a = sk.array(d, device=cuda_device)                 # earlier ones added
+        inputs, result = [a, di, a if case == "passed_twice" else a[:7]], a
+    else:
+        big = sk.zeros(14, device=cuda_device)
+        result = big[::2] if case == "strided" else sk.zeros(7, device=cuda_device)
+        inputs = [dd, di, result]
+    kernel.__dict__.pop("_ordered_warned", None)
+    with pytest.warns(DeterminismWarning, match=f"kernel '{kernel.key}' runs on one GPU thread"):
+        sk.launch(kernel, 2000, inputs=inputs, device=cuda_device)
+    if case in ("passed_twice", "overlapping_view"):
+        ref = d.copy()
+        for i in range(2000):
+            ref[idx[i]] += ref[i]
+    elif case == "in_a_loop":
+        ref = np.zeros(7, np.float32)
+        for i in range(2000):
+            for k in range(idx[i] % 3):
+                ref[(idx[i] + k) % 7] += d[i]
+    else:
+        ref = np.zeros(7, np.float32)
+        np.add.at(ref, idx, d)
+    np.testing.assert_array_equal(result.numpy(), ref)
+
+
+def test_the_plan_names_sites_slots_and_targets():
+    spec = springs.specs[None]
+    spec.build_ir({"mode": "release", "max_unroll": 16, "shortcuts": True})
+    plan = record_plan(spec.ir)
+    assert plan.per_thread == 3 + 3 + 1 and plan.targets == [2, 3]  # f (two vec3 sites), energy
+    assert sorted(plan.sites.values()) == [(0, 0), (3, 0), (6, 1)]
+    for kernel in (reads_its_target, in_a_loop):
+        kernel.specs[None].build_ir({"mode": "release", "max_unroll": 16, "shortcuts": True})
+        assert record_plan(kernel.specs[None].ir) is None
+
+
+def test_debug_mode_reports_an_index_out_of_bounds(cuda_device, deterministic):
+    old = sk.config.mode
+    sk.config.mode = "debug"
+    try:
+        idx = np.zeros(100, np.int32)
+        idx[37] = 7  # out of the 7 elements
+        out = sk.zeros(7, device=cuda_device)
+        with pytest.raises(Exception, match="out of bounds|index"):
+            sk.launch(scatter, 100, inputs=[sk.ones(100, device=cuda_device), sk.array(idx, device=cuda_device),
+                                            out], device=cuda_device)
+    finally:
+        sk.config.mode = old
+
+
+def test_a_captured_graph_replays_the_recorded_launch(cuda_device, deterministic):
+    rng = np.random.default_rng(11)
+    d = _values(rng, 5000)
+    idx = rng.integers(0, 7, 5000).astype(np.int32)
+    dd, di = sk.array(d, device=cuda_device), sk.array(idx, device=cuda_device)
+    out = sk.zeros(7, device=cuda_device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeterminismWarning)  # (recorded, not on one GPU thread)
+        with sk.ScopedCapture(device=cuda_device) as capture:
+            sk.launch(scatter, 5000, inputs=[dd, di, out], device=cuda_device)
+    ref = np.zeros(7, np.float32)
+    for _ in range(3):
+        sk.capture_launch(capture.graph)
+        np.add.at(ref, idx, d)
+        np.testing.assert_array_equal(out.numpy(), ref)
+
+
+def test_gradients_through_a_recorded_launch(cuda_device, deterministic):
+    rng = np.random.default_rng(13)
+    d = _values(rng, 300)
+    idx = rng.integers(0, 7, 300).astype(np.int32)
+    dd = sk.array(d, device=cuda_device, requires_grad=True)
+    out = sk.zeros(7, device=cuda_device, requires_grad=True)
+    w = rng.standard_normal(7).astype(np.float32)
+    tape = sk.Tape()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeterminismWarning)  # (the backward pass runs on one GPU thread)
+        with tape:
+            sk.launch(scatter, 300, inputs=[dd, sk.array(idx, device=cuda_device), out], device=cuda_device)
+        tape.backward(grads={out: sk.array(w, device=cuda_device)})
+    np.testing.assert_array_equal(dd.grad.numpy(), w[idx])  # d out[idx[i]] / d d[i] = 1
+
+
+@pytest.mark.parametrize("solver", ["xpbd", "euler"])
+def test_the_cloth_scene_steps_on_the_whole_gpu_to_the_one_thread_bits(cuda_device, deterministic, solver):
+    """Every forward kernel of the README's scene (springs, triangles, contacts: float sums into particles) is
+    recorded, and the frames are bit for bit those of the launches on one GPU thread."""
+    import importlib
+
+    from scenes import cloth_on_sphere
+
+    runtime_launch = importlib.import_module("simkit.runtime.launch")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeterminismWarning)
+        recorded = cloth_on_sphere.run(steps=3, device=cuda_device, size=8, solver=solver, graph=False)
+    recorder, runtime_launch.recorded_launch = runtime_launch.recorded_launch, None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeterminismWarning)
+            serial = cloth_on_sphere.run(steps=3, device=cuda_device, size=8, solver=solver, graph=False)
+    finally:
+        runtime_launch.recorded_launch = recorder
+    np.testing.assert_array_equal(recorded.view(np.uint32), serial.view(np.uint32))
