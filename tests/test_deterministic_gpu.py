@@ -228,3 +228,31 @@ def test_the_cloth_scene_steps_on_the_whole_gpu_to_the_one_thread_bits(cuda_devi
     finally:
         runtime_launch.recorded_launch = recorder
     np.testing.assert_array_equal(recorded.view(np.uint32), serial.view(np.uint32))
+
+
+def test_a_hash_grid_build_keeps_the_whole_gpu(cuda_device, deterministic):
+    """The GPU build's counting sort lets points arrive in any order (its atomic counter is exempt) and then
+    sorts each cell by index: the same ids as the stable sort, in deterministic mode without one GPU thread."""
+    rng = np.random.default_rng(5)
+    pts = (rng.random((3000, 3)) * 3.0).astype(np.float32)
+    grid = sk.HashGrid(6, 6, 6, device=cuda_device, _counting_sort=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeterminismWarning)
+        grid.build(sk.array(pts, dtype=sk.vec3, device=cuda_device), 0.5)
+    c = np.floor(pts.astype(np.float64) / 0.5).astype(np.int64) % 6
+    cell = (c[:, 2] * 6 + c[:, 1]) * 6 + c[:, 0]
+    expected = np.argsort(cell, kind="stable")
+    got = _sorted_ids(grid, cuda_device, 3000)
+    np.testing.assert_array_equal(got, expected)
+
+
+@sk.kernel
+def _ids_of(grid: sk.uint64, out: sk.array(dtype=int)):
+    i = sk.tid()
+    out[i] = sk.hash_grid_point_id(grid, i)
+
+
+def _sorted_ids(grid, device, n):
+    out = sk.zeros(n, dtype=int, device=device)
+    sk.launch(_ids_of, n, inputs=[grid.id, out], device=device)
+    return out.numpy()

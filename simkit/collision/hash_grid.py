@@ -43,6 +43,7 @@ import operator
 import numpy as np
 
 from ..kernels import kernel
+from ..kernels.deterministic import DeterministicMode
 from ..kernels import lang as sk
 from ..kernels import types as T
 from ..runtime import array, empty, launch, zeros
@@ -152,7 +153,9 @@ def _hg_radix_pass(src_keys: array(dtype=int), src_vals: array(dtype=int), dst_k
         dst_vals[p] = src_vals[i]
 
 
-@kernel
+# (in deterministic mode too, on the whole GPU: the arrival order differs from run to run, but _hg_order_cells then
+# sorts each cell's indices, so the build's output does not depend on it)
+@kernel(module="unique", module_options={"deterministic": DeterministicMode.NOT_GUARANTEED})
 def _hg_count(cells: array(dtype=int), counts: array(dtype=int), ranks: array(dtype=int)):
     # counting path: points per cell, and each point's arrival order in its cell
     i = sk.tid()
