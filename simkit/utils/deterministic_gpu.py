@@ -7,11 +7,15 @@ turn is how any such kernel gets there, and slow. For the common case, a kernel 
 
 1. the kernel runs in parallel as a variant in which each ``atomic_add``/``atomic_sub`` writes its contribution
    into slots of its own (native/det_record.h): slot ``index * per_thread + site + component`` holds the key
-   ``target << 48 | scalar offset`` and the value; slots of atomics a launch index skipped keep the largest key;
-2. a stable radix sort by key (utils/sort.py) lists the contributions to each scalar in slot order, which is
-   launch-index order, and within a launch index statement order (the atomics are outside loops);
-3. one thread per scalar that was added to starts from the array's value and adds its contributions in that
-   order, as the sequential loop does, in the array's precision.
+   ``target * span + scalar offset`` (``span``: the scalars of the largest target) and the value; slots of
+   atomics a launch index skipped keep the key past the last (``targets * span``);
+2. a stable radix sort by key (utils/sort.py, on the key's bits only: a few 8-bit passes) lists the
+   contributions to each scalar in slot order, which is launch-index order, and within a launch index
+   statement order (the atomics are outside loops);
+3. the values are gathered into that order, and one thread per scalar that was added to starts from the
+   array's value and adds its contributions in that order, as the sequential loop does, in the array's
+   precision (a scalar's contributions are added one after another, as they must be for those bits: a
+   contended element costs one dependent addition per contribution).
 
 The result is bit for bit the sequential one, on every GPU and the CPU. Which kernels qualify:
 deterministic.record_plan (float32/float64 atomic_add/atomic_sub outside loops, in the kernel's body, on
@@ -29,22 +33,36 @@ from ..kernels.deterministic import record_plan
 from ..runtime import array, empty, launch
 from .sort import radix_sort_pairs
 
-EMPTY_KEY = (1 << 63) - 1  # a slot no atomic wrote: sorts after every key
 MAX_SLOTS = (1 << 31) - 1  # the sort's values are int32 slot numbers
-TARGET_SHIFT = 48
 
 
 @kernel(enable_backward=False)
-def _fill_slots(keys: array(dtype=T.int64), slots: array(dtype=T.int32)):
+def _fill_slots(keys: array(dtype=T.int64), slots: array(dtype=T.int32), empty_key: T.int64):
+    # (a slot no atomic writes keeps the key past the last target's)
     i = sk.tid()
-    keys[i] = T.int64(EMPTY_KEY)
+    keys[i] = empty_key
     slots[i] = i
 
 
 @kernel(enable_backward=False)
-def _apply(keys: array(dtype=T.int64), slots: array(dtype=T.int32), values: array(dtype=T.float64), count: int,
+def _gather_runs(keys: array(dtype=T.int64), slots: array(dtype=T.int32), values: array(dtype=T.float64),
+                 count: int, empty_key: T.int64, sorted_values: array(dtype=T.float64), ends: array(dtype=T.int32)):
+    # the values in sorted order (the adding loops then stream them), and where each key's run ends
+    p = sk.tid()
+    key = keys[p]
+    sorted_values[p] = values[slots[p]]
+    if key != empty_key:
+        if p == count - 1:
+            ends[key] = p + 1
+        elif keys[p + 1] != key:
+            ends[key] = p + 1
+
+
+@kernel(enable_backward=False)
+def _apply(keys: array(dtype=T.int64), sorted_values: array(dtype=T.float64), ends: array(dtype=T.int32),
            first: T.int64, dest: array(dtype=T.Any)):
-    # one thread per sorted slot: the first slot of each run of equal keys of this target adds the run's values
+    # one thread per sorted slot: the first of each run of equal keys of this target adds the run's values in
+    # order, from the element's value, in its precision (as the sequential loop)
     p = sk.tid()
     key = keys[p]
     off = key - first
@@ -54,12 +72,8 @@ def _apply(keys: array(dtype=T.int64), slots: array(dtype=T.int32), values: arra
         if keys[p - 1] == key:
             return
     acc = dest[off]
-    q = p
-    while q < count:
-        if keys[q] != key:
-            break
-        acc = acc + dest.dtype(values[slots[q]])
-        q = q + 1
+    for q in range(p, ends[key]):
+        acc = acc + dest.dtype(sorted_values[q])
     dest[off] = acc
 
 
@@ -105,8 +119,6 @@ def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block
     for t in targets:
         if not isinstance(t, array) or not t.is_contiguous or T.scalar_of(t.dtype) not in (T.float32, T.float64):
             return None
-        if t.size * _length(t.dtype) >= 1 << TARGET_SHIFT:
-            return None
     spans = [_span(a) for a in _arrays(args)]
     for t in targets:  # no other argument's memory may overlap a target's: the kernel would read it there
         lo, hi = _span(t)
@@ -116,19 +128,24 @@ def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block
     if n > MAX_SLOTS:
         return None
     entry, unit = kernel.module.load_recording(spec, device, plan)
+    span = max(t.size * _length(t.dtype) for t in targets)
+    empty_key = len(targets) * span
     keys = empty(2 * n, dtype=T.int64, device=device)
     slots = empty(2 * n, dtype=T.int32, device=device)
     values = empty(n, dtype=T.float64, device=device)
-    launch(_fill_slots, n, inputs=[keys, slots], device=device, record_tape=False)
-    unit.set_record_slots(device, keys.ptr, values.ptr)
+    launch(_fill_slots, n, inputs=[keys, slots, T.int64(empty_key)], device=device, record_tape=False)
+    unit.set_record_slots(device, keys.ptr, values.ptr, span)
     err = unit.launch(entry, packed, bounds, size, block_dim, None, device, max_blocks)
     if err is not None:
         return err
-    radix_sort_pairs(keys, slots, n)
+    radix_sort_pairs(keys, slots, n, 0, max(1, empty_key.bit_length()))
+    ends = empty(empty_key, dtype=T.int32, device=device)
+    launch(_gather_runs, n, inputs=[keys, slots, values, n, T.int64(empty_key), keys[n:].view(T.float64), ends],
+           device=device, record_tape=False)
     for k, t in enumerate(targets):
         scalar = T.scalar_of(t.dtype)
         flat = array(ptr=t.ptr, dtype=scalar, shape=(t.size * _length(t.dtype),), device=device, _owner=t)
-        launch(_apply, n, inputs=[keys, slots, values, n, T.int64(k << TARGET_SHIFT), flat], device=device,
+        launch(_apply, n, inputs=[keys, keys[n:].view(T.float64), ends, T.int64(k * span), flat], device=device,
                record_tape=False)
     return False
 

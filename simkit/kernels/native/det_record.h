@@ -1,7 +1,7 @@
 // Deterministic mode on a GPU (simkit/utils/deterministic_gpu.py): a kernel whose float atomic_add/atomic_sub
 // make its result depend on the order of threads runs as a variant in which each such atomic writes its
 // contribution into slots of its own instead: slot ``_idx * per_thread + site offset + component`` holds the key
-// (target << 48 | scalar offset of the element's component in the target array) and the value (as a double:
+// (target * span + scalar offset of the element's component in the target array) and the value (as a double:
 // exact for float32 and float64). Sorting the slots stably by key lists each element's contributions in
 // launch-index order; adding them in that order gives the sum a sequential loop gives.
 #pragma once
@@ -14,6 +14,7 @@ namespace sk {
 #if SK_CUDA
 __device__ int64* sk_det_keys;   // set by the runtime before a recording launch
 __device__ double* sk_det_vals;
+__device__ int64 sk_det_span;    // scalars of the largest target: keys of two targets never meet
 
 template <typename T>
 SK_INLINE void det_put(const array_t<T>& a, const T* p, int64 slot, int64 target, const T& v) {
@@ -21,7 +22,7 @@ SK_INLINE void det_put(const array_t<T>& a, const T* p, int64 slot, int64 target
     const int64 off = int64(reinterpret_cast<const char*>(p) - reinterpret_cast<const char*>(a.data)) / int64(sizeof(S));
     const S* c = flat(v);
     for (unsigned k = 0; k < value_traits<T>::length; ++k) {
-        sk_det_keys[slot + k] = (target << 48) | (off + int64(k));
+        sk_det_keys[slot + k] = target * sk_det_span + off + int64(k);
         sk_det_vals[slot + k] = double(c[k]);
     }
 }

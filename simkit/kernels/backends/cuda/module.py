@@ -40,6 +40,7 @@ _STACK_BASE = b"_ZN2sk13sk_stack_baseE"  # char*: per-thread adjoint loop stacks
 _STACK_CAP = b"_ZN2sk17sk_stack_capacityE"  # int64: bytes per CUDA thread, 16-byte header included
 _DET_KEYS = b"_ZN2sk11sk_det_keysE"  # int64*, double*: the slots of a recording launch (native/det_record.h)
 _DET_VALS = b"_ZN2sk11sk_det_valsE"
+_DET_SPAN = b"_ZN2sk11sk_det_spanE"
 _ERROR = _struct.Struct("<iiqqq")  # code, line, a, b, c (32 bytes)
 _ARGV = ctypes.c_void_p * 2  # kernelParams: the packed arguments, the launch bounds
 
@@ -147,7 +148,7 @@ class _Loaded:
         self.funcs: dict = {}  # entry name -> _Function
         self.err_ptr = err_ptr
         self.stack = stack  # (address of sk_stack_base, address of sk_stack_capacity) or None
-        self.det = det  # (address of sk_det_keys, address of sk_det_vals) of a recording variant, or None
+        self.det = det  # (addresses of sk_det_keys, sk_det_vals, sk_det_span) of a recording variant, or None
 
 
 class _Function:
@@ -206,18 +207,19 @@ class Unit:
                 stack = (base, cap) if base and cap else None
             det = None
             if "sk::det_record_" in self.source:
-                det = (_global(mod, _DET_KEYS), _global(mod, _DET_VALS))
+                det = (_global(mod, _DET_KEYS), _global(mod, _DET_VALS), _global(mod, _DET_SPAN))
             rec = self._loaded[ordinal] = _Loaded(mod, err_ptr, stack, det)
         return rec
 
-    def set_record_slots(self, device, keys: int, vals: int) -> None:
-        """Point a recording variant's ``sk_det_keys``/``sk_det_vals`` at these device buffers for its next launch
-        on the device's current stream (memsets ordered on it, so graph capture records them too)."""
+    def set_record_slots(self, device, keys: int, vals: int, span: int) -> None:
+        """Point a recording variant's ``sk_det_keys``/``sk_det_vals`` at these device buffers and set its key
+        ``sk_det_span`` for its next launch on the device's current stream (memsets ordered on it, so graph
+        capture records them too)."""
         st = driver.state(device.ordinal)
         cur = st.current
         s = cur.handle if cur is not None else st.default_stream
         api = driver.cu()
-        for addr, value in zip(self._load(device.ordinal).det, (keys, vals)):
+        for addr, value in zip(self._load(device.ordinal).det, (keys, vals, span)):
             driver.check(api.cuMemsetD32Async(addr, value & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
             driver.check(api.cuMemsetD32Async(addr + 4, (value >> 32) & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
 
