@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -70,6 +71,19 @@ def time_gpu(fn, device, repeat, batch=10):
         sk.record_event(end)
         samples.append(sk.get_event_elapsed_time(start, end) / 1000.0 / batch)
     return float(np.median(samples))
+
+
+def median_synced(fn, device, rounds: int) -> float:
+    """Median seconds of ``fn()`` alone, the device synchronized before and after each call (the whole
+    operation, host decisions included; time_gpu times the GPU's work in batches)."""
+    samples = []
+    for _ in range(rounds):
+        sk.synchronize_device(device)
+        t0 = time.perf_counter()
+        fn()
+        sk.synchronize_device(device)
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples)
 
 
 def check_nbody(p: np.ndarray, acc: np.ndarray, rows: int = 64) -> None:

@@ -27,7 +27,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from gpu import run_report  # noqa: E402
+from gpu import median_synced, run_report  # noqa: E402
 
 import simkit as sk  # noqa: E402
 
@@ -82,40 +82,29 @@ class Solve:
         return k
 
 
-def _time(fn, device, rounds):
-    samples = []
-    for _ in range(rounds):
-        sk.synchronize_device(device)
-        t0 = time.perf_counter()
-        fn()
-        sk.synchronize_device(device)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
-
-
 def simkit_rows(device, quick):
     rounds = 3 if quick else 7
     s = Solve(device, N)
     k = s.host_loop()  # (compiles and loads the kernels; the iteration count)
-    host = _time(s.host_loop, device, rounds)
+    host = median_synced(s.host_loop, device, rounds)
     with sk.ScopedCapture(device) as cap:
         s.reset()
         sk.capture_while(s.go_on, s.iteration)
     sk.capture_launch(cap.graph)
     x_host = s.x.numpy().copy()
-    graph = _time(lambda: sk.capture_launch(cap.graph), device, rounds)
+    graph = median_synced(lambda: sk.capture_launch(cap.graph), device, rounds)
     if not np.array_equal(s.x.numpy(), x_host):
         raise AssertionError("capture_while's solve differs from the host loop's")
     with sk.ScopedCapture(device) as fixed:
         s.reset()
         for _ in range(k):
             s.iteration()
-    fixed_s = _time(lambda: sk.capture_launch(fixed.graph), device, rounds)
+    fixed_s = median_synced(lambda: sk.capture_launch(fixed.graph), device, rounds)
     return k, {"host loop (reads the flag back)": host, "capture_while graph": graph,
                "fixed graph (same iterations, no decisions)": fixed_s}
 
 
-def warp_time(quick, n):
+def warpmedian_synced(quick, n):
     try:
         import warp as wp
     except ImportError:
@@ -172,7 +161,7 @@ def report(device, quick: bool) -> list:
     if not sk.is_conditional_graph_supported():
         return ["conditional graph nodes need CUDA 12.4+ (driver and NVRTC): nothing measured"]
     k, rows = simkit_rows(device, quick)
-    w = warp_time(quick, N)
+    w = warpmedian_synced(quick, N)
     if w is not None:
         rows["warp-lang capture_while graph"] = w
     host = rows["host loop (reads the flag back)"]

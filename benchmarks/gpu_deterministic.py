@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
-from gpu import run_report  # noqa: E402
+from gpu import median_synced, run_report  # noqa: E402
 
 import simkit as sk  # noqa: E402
 from simkit.kernels.deterministic import DeterminismWarning  # noqa: E402
@@ -42,14 +42,7 @@ def scatter(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: sk.array(dt
 
 def _time(fn, device, rounds: int) -> float:
     fn()  # (compiles, loads, allocates)
-    samples = []
-    for _ in range(rounds):
-        sk.synchronize_device(device)
-        t0 = time.perf_counter()
-        fn()
-        sk.synchronize_device(device)
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
+    return median_synced(fn, device, rounds)
 
 
 def _inputs(n: int, bins: int, seed: int = 1):
