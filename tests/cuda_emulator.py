@@ -39,7 +39,8 @@ FAKE_ARCH = "sm_87"  # the architecture of test_cuda_backend's fake GPUs
 STACK_BASE = b"_ZN2sk13sk_stack_baseE"
 STACK_CAP = b"_ZN2sk17sk_stack_capacityE"
 GLOBAL_SIZES = {b"_ZN2sk14sk_error_stateE": 32, STACK_BASE: 8, STACK_CAP: 8, b"_ZN2sk11sk_det_keysE": 8,
-                b"_ZN2sk11sk_det_valsE": 8, b"_ZN2sk11sk_det_spanE": 8}
+                b"_ZN2sk11sk_det_valsE": 8, b"_ZN2sk11sk_det_spanE": 8, b"_ZN2sk13sk_det_countsE": 8,
+                b"_ZN2sk14sk_det_offsetsE": 8}
 
 
 class _Span:

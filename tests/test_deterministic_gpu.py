@@ -41,6 +41,15 @@ def reads_its_target(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: sk
 def in_a_loop(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: sk.array(dtype=float)):
     i = sk.tid()
     for k in range(idx[i] % 3):  # (a loop of a constant count is unrolled: its atomics are separate sites)
+        sk.atomic_add(out, (idx[i] + k) % 7, d[i] * float(k + 1))
+
+
+@sk.kernel
+def in_a_loop_and_writes(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: sk.array(dtype=float),
+                         seen: sk.array(dtype=int)):
+    i = sk.tid()
+    seen[i] = 1  # (a counting launch would write it too: this kernel cannot be launched twice)
+    for k in range(idx[i] % 3):
         sk.atomic_add(out, (idx[i] + k) % 7, d[i])
 
 
@@ -119,20 +128,22 @@ def test_matrices_in_a_2d_array_at_negative_indices(cuda_device, deterministic):
     np.testing.assert_array_equal(out.numpy(), ref)
 
 
-@pytest.mark.parametrize("case", ["reads_its_target", "in_a_loop", "passed_twice", "overlapping_view", "strided"])
+@pytest.mark.parametrize("case", ["reads_its_target", "in_a_loop_and_writes", "passed_twice", "overlapping_view",
+                                  "strided"])
 def test_what_it_cannot_record_runs_on_one_gpu_thread(cuda_device, deterministic, case):
     rng = np.random.default_rng(7)
     d = _values(rng, 2000)
     idx = rng.integers(0, 7, 2000).astype(np.int32)
     dd, di = sk.array(d, device=cuda_device), sk.array(idx, device=cuda_device)
-    kernel = {"reads_its_target": reads_its_target, "in_a_loop": in_a_loop}.get(case, scatter)
+    kernel = {"reads_its_target": reads_its_target, "in_a_loop_and_writes": in_a_loop_and_writes}.get(case, scatter)
     if case in ("passed_twice", "overlapping_view"):  # scatter(d=a, idx, out=a): each index reads what the
         a = sk.array(d, device=cuda_device)                 # earlier ones added
         inputs, result = [a, di, a if case == "passed_twice" else a[:7]], a
     else:
         big = sk.zeros(14, device=cuda_device)
         result = big[::2] if case == "strided" else sk.zeros(7, device=cuda_device)
-        inputs = [dd, di, result]
+        inputs = [dd, di, result] + ([sk.zeros(2000, dtype=int, device=cuda_device)] if kernel is in_a_loop_and_writes
+                                     else [])
     kernel.__dict__.pop("_ordered_warned", None)
     with pytest.warns(DeterminismWarning, match=f"kernel '{kernel.key}' runs on one GPU thread"):
         sk.launch(kernel, 2000, inputs=inputs, device=cuda_device)
@@ -140,7 +151,7 @@ def test_what_it_cannot_record_runs_on_one_gpu_thread(cuda_device, deterministic
         ref = d.copy()
         for i in range(2000):
             ref[idx[i]] += ref[i]
-    elif case == "in_a_loop":
+    elif case == "in_a_loop_and_writes":
         ref = np.zeros(7, np.float32)
         for i in range(2000):
             for k in range(idx[i] % 3):
@@ -151,15 +162,45 @@ def test_what_it_cannot_record_runs_on_one_gpu_thread(cuda_device, deterministic
     np.testing.assert_array_equal(result.numpy(), ref)
 
 
+def _loop_reference(d, idx):
+    ref = np.zeros(7, np.float32)
+    for i in range(len(d)):
+        for k in range(idx[i] % 3):
+            ref[(idx[i] + k) % 7] += d[i] * np.float32(k + 1)
+    return ref
+
+
+def test_atomics_in_a_loop_are_counted_then_recorded(cuda_device, deterministic):
+    rng = np.random.default_rng(17)
+    d = _values(rng, 3000)
+    idx = rng.integers(0, 7, 3000).astype(np.int32)
+    dd, di = sk.array(d, device=cuda_device), sk.array(idx, device=cuda_device)
+    out = sk.zeros(7, device=cuda_device)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeterminismWarning)  # (two launches on the whole GPU)
+        sk.launch(in_a_loop, 3000, inputs=[dd, di, out], device=cuda_device)
+    np.testing.assert_array_equal(out.numpy(), _loop_reference(d, idx))
+    out.zero_()  # inside a graph capture the slot count cannot be read back: one GPU thread, the same bits
+    in_a_loop.__dict__.pop("_ordered_warned", None)
+    with pytest.warns(DeterminismWarning, match="'in_a_loop' runs on one GPU thread"):
+        with sk.ScopedCapture(device=cuda_device) as capture:
+            sk.launch(in_a_loop, 3000, inputs=[dd, di, out], device=cuda_device)
+    sk.capture_launch(capture.graph)
+    np.testing.assert_array_equal(out.numpy(), _loop_reference(d, idx))
+
+
 def test_the_plan_names_sites_slots_and_targets():
     spec = springs.specs[None]
     spec.build_ir({"mode": "release", "max_unroll": 16, "shortcuts": True})
     plan = record_plan(spec.ir)
     assert plan.per_thread == 3 + 3 + 1 and plan.targets == [2, 3]  # f (two vec3 sites), energy
     assert sorted(plan.sites.values()) == [(0, 0), (3, 0), (6, 1)]
-    for kernel in (reads_its_target, in_a_loop):
+    assert not plan.counted
+    for kernel in (reads_its_target, in_a_loop_and_writes, in_a_loop):
         kernel.specs[None].build_ir({"mode": "release", "max_unroll": 16, "shortcuts": True})
-        assert record_plan(kernel.specs[None].ir) is None
+    assert record_plan(reads_its_target.specs[None].ir) is None
+    assert record_plan(in_a_loop_and_writes.specs[None].ir) is None
+    assert record_plan(in_a_loop.specs[None].ir).counted
 
 
 def test_debug_mode_reports_an_index_out_of_bounds(cuda_device, deterministic):

@@ -175,8 +175,10 @@ class Emitter:
     def det_record(self, s: ir.Call, depth: int):
         """A recorded atomic (deterministic.record_plan): its contribution goes to its slots (native/det_record.h)."""
         offset, target = self.det.sites[id(s)]
-        name = f"sk::det_record_{s.builtin.key[len('atomic_'):]}" + ("_checked" if self.debug else "")
-        head = ([str(s.line)] if self.debug else []) + [f"_idx * {self.det.per_thread} + {offset}", str(target)]
+        seq = "_seq" if self.det.counted else ""  # (slots counted per launch index: the launch index)
+        name = f"sk::det_record_{s.builtin.key[len('atomic_'):]}{seq}" + ("_checked" if self.debug else "")
+        slot = "_idx" if self.det.counted else f"_idx * {self.det.per_thread} + {offset}"
+        head = ([str(s.line)] if self.debug else []) + [slot, str(target)]
         self.w(f"{name}<SKC>({', '.join(head + [ref(a) for a in s.args])});", depth)
 
     def block(self, stmts, depth: int):

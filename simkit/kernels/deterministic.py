@@ -27,7 +27,7 @@ import enum
 from .. import config
 from . import ir
 from . import types as T
-from .analysis import value_uses
+from .analysis import analyze, value_uses
 from .types_local import LocalArrayType
 
 
@@ -111,25 +111,29 @@ _RECORDABLE = {"atomic_add", "atomic_sub"}
 class RecordPlan:
     """How a recording GPU launch of a kernel replaces its order-dependent atomics (record_plan)."""
 
-    def __init__(self, sites: dict, per_thread: int, targets: list):
+    def __init__(self, sites: dict, per_thread: int, targets: list, counted: bool = False):
         self.sites = sites            # id(Call) -> (offset of its first slot within a thread's, target number)
         self.per_thread = per_thread  # slots per launch index: the scalar components of every site
         self.targets = targets        # parameter index of each target array, by target number
+        # an atomic in a loop: each launch index's contributions are counted by a first launch, then written
+        # from its first slot (per_thread and the offsets do not apply)
+        self.counted = counted
 
 
 def record_plan(fn: ir.Function) -> RecordPlan | None:
     """A plan for kernel ``fn`` when each of its order-dependent atomics can be recorded and applied in launch
     order after the launch, else None (the launch then runs its threads in turn). Each must be an ``atomic_add``
     or ``atomic_sub`` of float32/float64 values (scalars, vectors, matrices, quaternions, transforms) in the
-    kernel's own body, outside loops (so it runs at most once per launch index, in statement order), with its
-    old value unused, on an array parameter that the kernel reads or writes nowhere else (what it reads would
-    not yet hold the recorded sums), and no function it calls holds one."""
+    kernel's own body, with its old value unused, on an array parameter that the kernel reads or writes nowhere
+    else (what it reads would not yet hold the recorded sums), and no function it calls holds one. Outside loops
+    each runs at most once per launch index, in statement order: fixed slots. In a loop, the kernel is launched
+    twice (counting, then recording: plan.counted), so it may write nothing but its targets, nor print."""
     used = value_uses(fn)
     params = {p.name: k for k, p in enumerate(fn.params)}
-    sites, targets, offset = {}, [], 0
+    sites, targets, offset, looped = {}, [], 0, False
 
     def visit(stmts, in_loop: bool) -> bool:
-        nonlocal offset
+        nonlocal offset, looped
         for s in stmts:
             if isinstance(s, ir.If):
                 if not (visit(s.body, in_loop) and visit(s.orelse, in_loop)):
@@ -146,9 +150,10 @@ def record_plan(fn: ir.Function) -> RecordPlan | None:
                     continue
                 target = s.args[0]
                 value = T.scalar_of(s.args[-1].type)
-                if (s.builtin.key not in _RECORDABLE or in_loop or target.name not in params
+                if (s.builtin.key not in _RECORDABLE or target.name not in params
                         or value not in (T.float32, T.float64) or type(target.type) is not T.ArrayType):
                     return False
+                looped = looped or in_loop
                 if params[target.name] not in targets:
                     targets.append(params[target.name])
                 sites[id(s)] = (offset, targets.index(params[target.name]))
@@ -162,4 +167,26 @@ def record_plan(fn: ir.Function) -> RecordPlan | None:
         if any(id(s) not in sites or s.args[0].name != name or name in (a.name for a in s.args[1:])
                for s in used.get(name, ())):
             return None
-    return RecordPlan(sites, offset, targets)
+    if looped and not _writes_only(fn, {fn.params[k].label for k in targets}):
+        return None
+    return RecordPlan(sites, offset, targets, counted=looped)
+
+
+def _writes_only(fn: ir.Function, targets: set) -> bool:
+    """Does kernel ``fn`` write no array but ``targets`` (parameter names), and print nothing (its first, counting
+    launch then changes nothing)?"""
+    if any(path[0] not in targets for path in analyze(fn).writes):
+        return False
+    seen = set()
+
+    def prints(f) -> bool:
+        for s in ir.walk(f.body):
+            if isinstance(s, ir.Call) and s.kind == "printf":
+                return True
+            if isinstance(s, ir.Call) and s.kind == "func" and id(s.func) not in seen:
+                seen.add(id(s.func))
+                if prints(s.func.ir):
+                    return True
+        return False
+
+    return not prints(fn)

@@ -11,15 +11,20 @@ turn is how any such kernel gets there, and slow. For the common case, a kernel 
    atomics a launch index skipped keep the key past the last (``targets * span``);
 2. a stable radix sort by key (utils/sort.py, on the key's bits only: a few 8-bit passes) lists the
    contributions to each scalar in slot order, which is launch-index order, and within a launch index
-   statement order (the atomics are outside loops);
+   statement order (atomics outside loops run at most once each);
 3. the values are gathered into that order, and one thread per scalar that was added to starts from the
    array's value and adds its contributions in that order, as the sequential loop does, in the array's
    precision (a scalar's contributions are added one after another, as they must be for those bits: a
    contended element costs one dependent addition per contribution).
 
+An atomic in a loop runs any number of times per launch index: such a kernel (which must then write nothing
+but its targets) is launched twice, first counting each launch index's contributions, then writing them from
+the index's first slot (an exclusive prefix sum of the counts), in the order it makes them; the slot count is
+read back in between, so such launches are not recorded inside a graph capture.
+
 The result is bit for bit the sequential one, on every GPU and the CPU. Which kernels qualify:
-deterministic.record_plan (float32/float64 atomic_add/atomic_sub outside loops, in the kernel's body, on
-parameter arrays it reads nowhere else, old values unused); at launch, the targets must also be contiguous,
+deterministic.record_plan (float32/float64 atomic_add/atomic_sub in the kernel's body, on parameter arrays it
+reads nowhere else, old values unused); at launch, the targets must also be contiguous,
 overlap no other array argument (a view of the same memory would be read there), and the slots be fewer
 than 2**31. Others keep the launch on one GPU thread (and its warning).
 Backward launches (gradients of array reads) and ``record_cmd`` launches keep it too.
@@ -30,7 +35,8 @@ from ..kernels import kernel
 from ..kernels import lang as sk
 from ..kernels import types as T
 from ..kernels.deterministic import record_plan
-from ..runtime import array, empty, launch
+from ..runtime import array, empty, is_capturing, launch, zeros
+from .scan import array_scan
 from .sort import radix_sort_pairs
 
 MAX_SLOTS = (1 << 31) - 1  # the sort's values are int32 slot numbers
@@ -124,17 +130,33 @@ def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block
         lo, hi = _span(t)
         if sum(a_lo < hi and lo < a_hi for a_lo, a_hi in spans) > 1:
             return None
-    n = size * plan.per_thread
-    if n > MAX_SLOTS:
-        return None
-    entry, unit = kernel.module.load_recording(spec, device, plan)
+    if plan.counted and is_capturing(device):
+        return None  # (the slots are counted first, and their number read back)
     span = max(t.size * _length(t.dtype) for t in targets)
     empty_key = len(targets) * span
+    entry, unit = kernel.module.load_recording(spec, device, plan)
+    counts = offsets = None
+    if plan.counted:  # a first launch counts each launch index's contributions; it writes nothing else
+        counts = zeros(size, dtype=T.int64, device=device)
+        unit.set_record_slots(device, 0, 0, span, counts.ptr, 0)
+        err = unit.launch(entry, packed, bounds, size, block_dim, None, device, max_blocks)
+        if err is not None:
+            return err
+        offsets = empty(size, dtype=T.int64, device=device)
+        array_scan(counts, offsets, inclusive=False)
+        n = int(offsets[size - 1:].numpy()[0] + counts[size - 1:].numpy()[0])
+        if n == 0:
+            return False
+        counts.zero_()
+    else:
+        n = size * plan.per_thread
+    if n > MAX_SLOTS:
+        return None  # (the counting launch changed nothing)
     keys = empty(2 * n, dtype=T.int64, device=device)
     slots = empty(2 * n, dtype=T.int32, device=device)
     values = empty(n, dtype=T.float64, device=device)
     launch(_fill_slots, n, inputs=[keys, slots, T.int64(empty_key)], device=device, record_tape=False)
-    unit.set_record_slots(device, keys.ptr, values.ptr, span)
+    unit.set_record_slots(device, keys.ptr, values.ptr, span, *((counts.ptr, offsets.ptr) if plan.counted else ()))
     err = unit.launch(entry, packed, bounds, size, block_dim, None, device, max_blocks)
     if err is not None:
         return err

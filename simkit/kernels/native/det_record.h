@@ -4,6 +4,9 @@
 // (target * span + scalar offset of the element's component in the target array) and the value (as a double:
 // exact for float32 and float64). Sorting the slots stably by key lists each element's contributions in
 // launch-index order; adding them in that order gives the sum a sequential loop gives.
+// An atomic in a loop runs any number of times: such kernels record with ``_seq`` variants, in two launches:
+// the first counts each launch index's contributions (sk_det_offsets null), the second writes them from the
+// index's first slot (an exclusive prefix sum of the counts) in the order it makes them.
 #pragma once
 #include "core.h"
 #include "array.h"
@@ -15,6 +18,8 @@ namespace sk {
 __device__ int64* sk_det_keys;   // set by the runtime before a recording launch
 __device__ double* sk_det_vals;
 __device__ int64 sk_det_span;    // scalars of the largest target: keys of two targets never meet
+__device__ int64* sk_det_counts;   // _seq variants: the contributions of each launch index so far
+__device__ int64* sk_det_offsets;  // _seq variants: each launch index's first slot (null: the counting launch)
 
 template <typename T>
 SK_INLINE void det_put(const array_t<T>& a, const T* p, int64 slot, int64 target, const T& v) {
@@ -27,48 +32,62 @@ SK_INLINE void det_put(const array_t<T>& a, const T* p, int64 slot, int64 target
     }
 }
 
-#define SK_DET_RECORD(NAME, VALUE)                                                                  \
+// (slot: the first slot of this contribution; with Seq, the launch index)
+template <bool Seq, typename T>
+SK_INLINE void det_put_at(const array_t<T>& a, const T* p, int64 slot, int64 target, const T& v) {
+    if (Seq) {
+        const int64 seq = sk_det_counts[slot];
+        sk_det_counts[slot] = seq + int64(value_traits<T>::length);
+        if (sk_det_offsets != nullptr) det_put(a, p, sk_det_offsets[slot] + seq, target, v);
+    } else {
+        det_put(a, p, slot, target, v);
+    }
+}
+
+#define SK_DET_RECORD(NAME, VALUE, SEQ)                                                             \
     template <bool C, typename T, typename... I>                                                  \
     SK_INLINE void NAME(int64 slot, int64 target, const array_t<T>& a, I... idx_and_value) {       \
-        det_dispatch<C, T>(-1, slot, target, a, VALUE, idx_and_value...);                           \
+        det_dispatch<C, SEQ, T>(-1, slot, target, a, VALUE, idx_and_value...);                      \
     }                                                                                             \
     template <bool C, typename T, typename... I>                                                  \
     SK_INLINE void NAME##_checked(int line, int64 slot, int64 target, const array_t<T>& a, I... idx_and_value) { \
-        det_dispatch<C, T>(line, slot, target, a, VALUE, idx_and_value...);                         \
+        det_dispatch<C, SEQ, T>(line, slot, target, a, VALUE, idx_and_value...);                    \
     }
 
 struct det_add { template <typename T> SK_INLINE T operator()(const T& v) const { return v; } };
 struct det_sub { template <typename T> SK_INLINE T operator()(const T& v) const { return neg_value(v); } };
 
-template <bool C, typename T, typename Op, typename... I>
+template <bool C, bool Seq, typename T, typename Op, typename... I>
 SK_INLINE void det_index(int line, int64 slot, int64 target, const array_t<T>& a, Op op, const T& v, I... idx) {
     if (line >= 0) {  // (debug mode: an index out of bounds reports the error and records nothing)
         const int64 ii[] = {int64(idx)...};
         if (!in_bounds(a, line, int(sizeof...(I)), ii)) return;
     }
-    det_put(a, address<C>(a, idx...), slot, target, op(v));
+    det_put_at<Seq>(a, address<C>(a, idx...), slot, target, op(v));
 }
-template <bool C, typename T, typename Op, typename I0>
+template <bool C, bool Seq, typename T, typename Op, typename I0>
 SK_INLINE void det_dispatch(int line, int64 slot, int64 target, const array_t<T>& a, Op op, I0 i, const T& v) {
-    det_index<C>(line, slot, target, a, op, v, i);
+    det_index<C, Seq>(line, slot, target, a, op, v, i);
 }
-template <bool C, typename T, typename Op, typename I0, typename I1>
+template <bool C, bool Seq, typename T, typename Op, typename I0, typename I1>
 SK_INLINE void det_dispatch(int line, int64 slot, int64 target, const array_t<T>& a, Op op, I0 i, I1 j, const T& v) {
-    det_index<C>(line, slot, target, a, op, v, i, j);
+    det_index<C, Seq>(line, slot, target, a, op, v, i, j);
 }
-template <bool C, typename T, typename Op, typename I0, typename I1, typename I2>
+template <bool C, bool Seq, typename T, typename Op, typename I0, typename I1, typename I2>
 SK_INLINE void det_dispatch(int line, int64 slot, int64 target, const array_t<T>& a, Op op, I0 i, I1 j, I2 k,
                             const T& v) {
-    det_index<C>(line, slot, target, a, op, v, i, j, k);
+    det_index<C, Seq>(line, slot, target, a, op, v, i, j, k);
 }
-template <bool C, typename T, typename Op, typename I0, typename I1, typename I2, typename I3>
+template <bool C, bool Seq, typename T, typename Op, typename I0, typename I1, typename I2, typename I3>
 SK_INLINE void det_dispatch(int line, int64 slot, int64 target, const array_t<T>& a, Op op, I0 i, I1 j, I2 k, I3 l,
                             const T& v) {
-    det_index<C>(line, slot, target, a, op, v, i, j, k, l);
+    det_index<C, Seq>(line, slot, target, a, op, v, i, j, k, l);
 }
 
-SK_DET_RECORD(det_record_add, det_add{})
-SK_DET_RECORD(det_record_sub, det_sub{})
+SK_DET_RECORD(det_record_add, det_add{}, false)
+SK_DET_RECORD(det_record_sub, det_sub{}, false)
+SK_DET_RECORD(det_record_add_seq, det_add{}, true)
+SK_DET_RECORD(det_record_sub_seq, det_sub{}, true)
 #undef SK_DET_RECORD
 #endif
 

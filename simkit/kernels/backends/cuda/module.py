@@ -41,6 +41,8 @@ _STACK_CAP = b"_ZN2sk17sk_stack_capacityE"  # int64: bytes per CUDA thread, 16-b
 _DET_KEYS = b"_ZN2sk11sk_det_keysE"  # int64*, double*: the slots of a recording launch (native/det_record.h)
 _DET_VALS = b"_ZN2sk11sk_det_valsE"
 _DET_SPAN = b"_ZN2sk11sk_det_spanE"
+_DET_COUNTS = b"_ZN2sk13sk_det_countsE"
+_DET_OFFSETS = b"_ZN2sk14sk_det_offsetsE"
 _ERROR = _struct.Struct("<iiqqq")  # code, line, a, b, c (32 bytes)
 _ARGV = ctypes.c_void_p * 2  # kernelParams: the packed arguments, the launch bounds
 
@@ -148,7 +150,7 @@ class _Loaded:
         self.funcs: dict = {}  # entry name -> _Function
         self.err_ptr = err_ptr
         self.stack = stack  # (address of sk_stack_base, address of sk_stack_capacity) or None
-        self.det = det  # (addresses of sk_det_keys, sk_det_vals, sk_det_span) of a recording variant, or None
+        self.det = det  # (addresses of sk_det_keys, _vals, _span, _counts, _offsets) of a recording variant, or None
 
 
 class _Function:
@@ -207,19 +209,19 @@ class Unit:
                 stack = (base, cap) if base and cap else None
             det = None
             if "sk::det_record_" in self.source:
-                det = (_global(mod, _DET_KEYS), _global(mod, _DET_VALS), _global(mod, _DET_SPAN))
+                det = tuple(_global(mod, g) for g in (_DET_KEYS, _DET_VALS, _DET_SPAN, _DET_COUNTS, _DET_OFFSETS))
             rec = self._loaded[ordinal] = _Loaded(mod, err_ptr, stack, det)
         return rec
 
-    def set_record_slots(self, device, keys: int, vals: int, span: int) -> None:
-        """Point a recording variant's ``sk_det_keys``/``sk_det_vals`` at these device buffers and set its key
-        ``sk_det_span`` for its next launch on the device's current stream (memsets ordered on it, so graph
-        capture records them too)."""
+    def set_record_slots(self, device, keys: int, vals: int, span: int, counts: int = 0, offsets: int = 0) -> None:
+        """Point a recording variant's ``sk_det_keys``/``sk_det_vals`` (and, for counted plans,
+        ``sk_det_counts``/``sk_det_offsets``) at these device buffers and set its key ``sk_det_span`` for its next
+        launch on the device's current stream (memsets ordered on it, so graph capture records them too)."""
         st = driver.state(device.ordinal)
         cur = st.current
         s = cur.handle if cur is not None else st.default_stream
         api = driver.cu()
-        for addr, value in zip(self._load(device.ordinal).det, (keys, vals, span)):
+        for addr, value in zip(self._load(device.ordinal).det, (keys, vals, span, counts, offsets)):
             driver.check(api.cuMemsetD32Async(addr, value & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
             driver.check(api.cuMemsetD32Async(addr + 4, (value >> 32) & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
 
