@@ -145,7 +145,10 @@ def test_what_it_cannot_record_runs_on_one_gpu_thread(cuda_device, deterministic
         inputs = [dd, di, result] + ([sk.zeros(2000, dtype=int, device=cuda_device)] if kernel is in_a_loop_and_writes
                                      else [])
     kernel.__dict__.pop("_ordered_warned", None)
-    with pytest.warns(DeterminismWarning, match=f"kernel '{kernel.key}' runs on one GPU thread"):
+    why = {"reads_its_target": "line 3[0-9]: the kernel also reads or writes 'out'",
+           "in_a_loop_and_writes": "in a loop .* writes other arrays", "passed_twice": "overlaps 'out'",
+           "overlapping_view": "overlaps 'out'", "strided": "'out' is not a contiguous array"}[case]
+    with pytest.warns(DeterminismWarning, match=f"kernel '{kernel.key}' runs on one GPU thread .*{why}"):
         sk.launch(kernel, 2000, inputs=inputs, device=cuda_device)
     if case in ("passed_twice", "overlapping_view"):
         ref = d.copy()
@@ -160,6 +163,29 @@ def test_what_it_cannot_record_runs_on_one_gpu_thread(cuda_device, deterministic
         ref = np.zeros(7, np.float32)
         np.add.at(ref, idx, d)
     np.testing.assert_array_equal(result.numpy(), ref)
+
+
+@sk.kernel
+def uses_the_old_value(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: sk.array(dtype=float),
+                       before: sk.array(dtype=float)):
+    i = sk.tid()
+    before[i] = sk.atomic_add(out, idx[i], d[i])
+
+
+def test_an_atomic_whose_old_value_is_used_is_not_recorded(cuda_device, deterministic):
+    rng = np.random.default_rng(19)
+    d = _values(rng, 500)
+    idx = rng.integers(0, 7, 500).astype(np.int32)
+    out, before = sk.zeros(7, device=cuda_device), sk.zeros(500, device=cuda_device)
+    with pytest.warns(DeterminismWarning, match="the old value atomic_add returns is used"):
+        sk.launch(uses_the_old_value, 500, inputs=[sk.array(d, device=cuda_device), sk.array(idx, device=cuda_device),
+                                                   out, before], device=cuda_device)
+    ref, ref_before = np.zeros(7, np.float32), np.zeros(500, np.float32)
+    for i in range(500):
+        ref_before[i] = ref[idx[i]]
+        ref[idx[i]] += d[i]
+    np.testing.assert_array_equal(before.numpy(), ref_before)
+    np.testing.assert_array_equal(out.numpy(), ref)
 
 
 def _loop_reference(d, idx):

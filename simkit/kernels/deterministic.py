@@ -120,17 +120,23 @@ class RecordPlan:
         self.counted = counted
 
 
-def record_plan(fn: ir.Function) -> RecordPlan | None:
+def record_plan(fn: ir.Function, why: list | None = None) -> RecordPlan | None:
     """A plan for kernel ``fn`` when each of its order-dependent atomics can be recorded and applied in launch
-    order after the launch, else None (the launch then runs its threads in turn). Each must be an ``atomic_add``
-    or ``atomic_sub`` of float32/float64 values (scalars, vectors, matrices, quaternions, transforms) in the
-    kernel's own body, with its old value unused, on an array parameter that the kernel reads or writes nowhere
-    else (what it reads would not yet hold the recorded sums), and no function it calls holds one. Outside loops
-    each runs at most once per launch index, in statement order: fixed slots. In a loop, the kernel is launched
-    twice (counting, then recording: plan.counted), so it may write nothing but its targets, nor print."""
+    order after the launch, else None (the launch then runs its threads in turn; ``why`` receives the reason,
+    naming the line). Each must be an ``atomic_add`` or ``atomic_sub`` of float32/float64 values (scalars,
+    vectors, matrices, quaternions, transforms) in the kernel's own body, with its old value unused, on an array
+    parameter that the kernel reads or writes nowhere else (what it reads would not yet hold the recorded sums),
+    and no function it calls holds one. Outside loops each runs at most once per launch index, in statement
+    order: fixed slots. In a loop, the kernel is launched twice (counting, then recording: plan.counted), so it
+    may write nothing but its targets, nor print."""
     used = value_uses(fn)
     params = {p.name: k for k, p in enumerate(fn.params)}
     sites, targets, offset, looped = {}, [], 0, False
+    reasons = why if why is not None else []
+
+    def refuse(s, text: str) -> bool:
+        reasons.append(f"line {s.line}: {text}")
+        return False
 
     def visit(stmts, in_loop: bool) -> bool:
         nonlocal offset, looped
@@ -144,15 +150,19 @@ def record_plan(fn: ir.Function) -> RecordPlan | None:
                     return False
             elif isinstance(s, ir.Call) and s.kind == "func":
                 if ordered_atomic(s.func.ir) is not None:
-                    return False
+                    return refuse(s, f"the @func '{s.callee}' holds an order-dependent atomic")
             elif isinstance(s, ir.Call) and s.builtin is not None and s.builtin.key.startswith("atomic_"):
                 if not _order_dependent(s, used):
                     continue
                 target = s.args[0]
                 value = T.scalar_of(s.args[-1].type)
-                if (s.builtin.key not in _RECORDABLE or target.name not in params
-                        or value not in (T.float32, T.float64) or type(target.type) is not T.ArrayType):
-                    return False
+                if s.builtin.key not in _RECORDABLE or value not in (T.float32, T.float64):
+                    return refuse(s, f"{s.builtin.key} of {T.type_name(s.args[-1].type)} (only atomic_add and "
+                                     "atomic_sub of float32/float64 values are recorded)")
+                if s.out is not None and s.out.name in used:
+                    return refuse(s, f"the old value {s.builtin.key} returns is used")
+                if target.name not in params or type(target.type) is not T.ArrayType:
+                    return refuse(s, "its array is not a plain array parameter of the kernel")
                 looped = looped or in_loop
                 if params[target.name] not in targets:
                     targets.append(params[target.name])
@@ -164,10 +174,13 @@ def record_plan(fn: ir.Function) -> RecordPlan | None:
         return None
     for k in targets:  # the targets: used by the recorded atomics alone
         name = fn.params[k].name
-        if any(id(s) not in sites or s.args[0].name != name or name in (a.name for a in s.args[1:])
-               for s in used.get(name, ())):
-            return None
+        for s in used.get(name, ()):
+            if id(s) not in sites or s.args[0].name != name or name in (a.name for a in s.args[1:]):
+                refuse(s, f"the kernel also reads or writes '{fn.params[k].label}', which its atomics add to")
+                return None
     if looped and not _writes_only(fn, {fn.params[k].label for k in targets}):
+        reasons.append("its atomics run in a loop (it is then launched twice: counting, then recording), and it "
+                       "writes other arrays or prints")
         return None
     return RecordPlan(sites, offset, targets, counted=looped)
 

@@ -412,9 +412,9 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         else:
             err = None if not ordered or recorded_launch is None else recorded_launch(
                 kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
-            if err is None:  # (not recorded)
+            if err is None or err.__class__ is str:  # (not recorded: err says why)
                 if ordered:
-                    block_dim, max_blocks = _one_gpu_thread(kernel, False)
+                    block_dim, max_blocks = _one_gpu_thread(kernel, False, err)
                 err = unit.launch(entry, packed, bounds, size, block_dim, stream, device, max_blocks)
             if err:
                 raise_kernel_error(kernel, err)
@@ -490,7 +490,7 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
         err = unit.library.error() if check else None
     else:
         if ordered:
-            block_dim, max_blocks = _one_gpu_thread(kernel, adjoint)
+            block_dim, max_blocks = _one_gpu_thread(kernel, adjoint, "a launch recorded with record_cmd=True")
         err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
     if err is not None:
         raise_kernel_error(kernel, err)
@@ -502,14 +502,16 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
 recorded_launch = None
 
 
-def _one_gpu_thread(kernel, adjoint: bool) -> tuple:
+def _one_gpu_thread(kernel, adjoint: bool, why: str | None = None) -> tuple:
     """(block_dim, max_blocks) of a GPU launch in launch-index order: one block of one thread, whose
-    grid-stride loop runs every index in turn. Warns once per kernel (and direction): it is slow."""
+    grid-stride loop runs every index in turn. Warns once per kernel (and direction): it is slow. ``why``: why
+    its atomics were not recorded (utils/deterministic_gpu.py)."""
     warned = kernel.__dict__.setdefault("_ordered_warned", set())
     if adjoint not in warned:
         warned.add(adjoint)
         what = ("its backward pass accumulates gradients with atomics" if adjoint else
-                "the effect of its atomics depends on the order of threads")
+                "the effect of its atomics depends on the order of threads, and they cannot be recorded: "
+                + (why or "simkit.utils is not loaded"))
         warnings.warn(f"deterministic mode: kernel '{kernel.key}' runs on one GPU thread ({what}); simkit "
                       f"orders such launches by running their threads in turn (kernels/deterministic.py)",
                       DeterminismWarning, stacklevel=3)

@@ -107,31 +107,36 @@ def _span(a) -> tuple:
 
 
 def _plan(spec):
-    """The spec's record plan (cached), or None."""
+    """The spec's record plan, or the reason it has none (cached)."""
     plan = spec.__dict__.get("_record", False)
     if plan is False:
-        plan = spec.__dict__["_record"] = record_plan(spec.ir)
+        why = []
+        plan = spec.__dict__["_record"] = record_plan(spec.ir, why) or (why[0] if why else "no atomic to record")
     return plan
 
 
 def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block_dim: int, stream,
                     max_blocks: int):
     """Run an ordered launch of ``spec`` on CUDA ``device`` in parallel, recorded (see the module's text).
-    Returns None when it cannot (the caller then runs the threads in turn), else the launch's error or False."""
+    Returns the reason when it cannot (a string: the caller then runs the threads in turn), else the launch's
+    error or False."""
     plan = _plan(spec)
-    if plan is None or stream is not None:
-        return None
+    if isinstance(plan, str):
+        return plan
+    if stream is not None:
+        return "launched on an explicit stream"
+    names = kernel.param_names
     targets = [args[k] for k in plan.targets]
-    for t in targets:
+    for k, t in zip(plan.targets, targets):
         if not isinstance(t, array) or not t.is_contiguous or T.scalar_of(t.dtype) not in (T.float32, T.float64):
-            return None
+            return f"'{names[k]}' is not a contiguous array of float32 or float64 values"
     spans = [_span(a) for a in _arrays(args)]
-    for t in targets:  # no other argument's memory may overlap a target's: the kernel would read it there
+    for k, t in zip(plan.targets, targets):  # no other argument's memory may overlap a target's: it is read there
         lo, hi = _span(t)
         if sum(a_lo < hi and lo < a_hi for a_lo, a_hi in spans) > 1:
-            return None
+            return f"another argument's memory overlaps '{names[k]}', which its atomics add to"
     if plan.counted and is_capturing(device):
-        return None  # (the slots are counted first, and their number read back)
+        return "its atomics run in a loop, whose records are counted and the count read back: not in a capture"
     span = max(t.size * _length(t.dtype) for t in targets)
     empty_key = len(targets) * span
     entry, unit = kernel.module.load_recording(spec, device, plan)
@@ -151,7 +156,7 @@ def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block
     else:
         n = size * plan.per_thread
     if n > MAX_SLOTS:
-        return None  # (the counting launch changed nothing)
+        return f"{n} records, over {MAX_SLOTS}"  # (the counting launch changed nothing)
     keys = empty(2 * n, dtype=T.int64, device=device)
     slots = empty(2 * n, dtype=T.int32, device=device)
     values = empty(n, dtype=T.float64, device=device)
