@@ -71,6 +71,14 @@ def _values(rng, shape, dtype=np.float32):
     return (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)  # rounding-sensitive
 
 
+def _scatter_inputs(device, n: int, seed: int):
+    """Rounding-sensitive float32 values and bins 0..6, on the host and on ``device``."""
+    rng = np.random.default_rng(seed)
+    d = _values(rng, n)
+    idx = rng.integers(0, 7, n).astype(np.int32)
+    return d, idx, sk.array(d, device=device), sk.array(idx, device=device)
+
+
 def _springs_reference(x, pairs, f, energy):
     """The sequential loop over the launch indices, statement by statement, in float32."""
     f, energy = f.copy(), energy.copy()
@@ -131,10 +139,7 @@ def test_matrices_in_a_2d_array_at_negative_indices(cuda_device, deterministic):
 @pytest.mark.parametrize("case", ["reads_its_target", "in_a_loop_and_writes", "passed_twice", "overlapping_view",
                                   "strided"])
 def test_what_it_cannot_record_runs_on_one_gpu_thread(cuda_device, deterministic, case):
-    rng = np.random.default_rng(7)
-    d = _values(rng, 2000)
-    idx = rng.integers(0, 7, 2000).astype(np.int32)
-    dd, di = sk.array(d, device=cuda_device), sk.array(idx, device=cuda_device)
+    d, idx, dd, di = _scatter_inputs(cuda_device, 2000, 7)
     kernel = {"reads_its_target": reads_its_target, "in_a_loop_and_writes": in_a_loop_and_writes}.get(case, scatter)
     if case in ("passed_twice", "overlapping_view"):  # scatter(d=a, idx, out=a): each index reads what the
         a = sk.array(d, device=cuda_device)                 # earlier ones added
@@ -173,13 +178,10 @@ def uses_the_old_value(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: 
 
 
 def test_an_atomic_whose_old_value_is_used_is_not_recorded(cuda_device, deterministic):
-    rng = np.random.default_rng(19)
-    d = _values(rng, 500)
-    idx = rng.integers(0, 7, 500).astype(np.int32)
+    d, idx, dd, di = _scatter_inputs(cuda_device, 500, 19)
     out, before = sk.zeros(7, device=cuda_device), sk.zeros(500, device=cuda_device)
     with pytest.warns(DeterminismWarning, match="the old value atomic_add returns is used"):
-        sk.launch(uses_the_old_value, 500, inputs=[sk.array(d, device=cuda_device), sk.array(idx, device=cuda_device),
-                                                   out, before], device=cuda_device)
+        sk.launch(uses_the_old_value, 500, inputs=[dd, di, out, before], device=cuda_device)
     ref, ref_before = np.zeros(7, np.float32), np.zeros(500, np.float32)
     for i in range(500):
         ref_before[i] = ref[idx[i]]
@@ -197,10 +199,7 @@ def _loop_reference(d, idx):
 
 
 def test_atomics_in_a_loop_are_counted_then_recorded(cuda_device, deterministic):
-    rng = np.random.default_rng(17)
-    d = _values(rng, 3000)
-    idx = rng.integers(0, 7, 3000).astype(np.int32)
-    dd, di = sk.array(d, device=cuda_device), sk.array(idx, device=cuda_device)
+    d, idx, dd, di = _scatter_inputs(cuda_device, 3000, 17)
     out = sk.zeros(7, device=cuda_device)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeterminismWarning)  # (two launches on the whole GPU)
@@ -244,10 +243,7 @@ def test_debug_mode_reports_an_index_out_of_bounds(cuda_device, deterministic):
 
 
 def test_a_captured_graph_replays_the_recorded_launch(cuda_device, deterministic):
-    rng = np.random.default_rng(11)
-    d = _values(rng, 5000)
-    idx = rng.integers(0, 7, 5000).astype(np.int32)
-    dd, di = sk.array(d, device=cuda_device), sk.array(idx, device=cuda_device)
+    d, idx, dd, di = _scatter_inputs(cuda_device, 5000, 11)
     out = sk.zeros(7, device=cuda_device)
     with warnings.catch_warnings():
         warnings.simplefilter("error", DeterminismWarning)  # (recorded, not on one GPU thread)
