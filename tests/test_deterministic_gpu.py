@@ -320,3 +320,20 @@ def _sorted_ids(grid, device, n):
     out = sk.zeros(n, dtype=int, device=device)
     sk.launch(_ids_of, n, inputs=[grid.id, out], device=device)
     return out.numpy()
+
+
+def test_a_recorded_command_is_recorded_too(cuda_device, deterministic):
+    """sk.launch(..., record_cmd=True).launch() in deterministic mode: recorded, also after set_param."""
+    d, idx, dd, di = _scatter_inputs(cuda_device, 4000, 23)
+    out = sk.zeros(7, device=cuda_device)
+    cmd = sk.launch(scatter, 4000, inputs=[dd, di, out], device=cuda_device, record_cmd=True)
+    ref = np.zeros(7, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeterminismWarning)
+        cmd.launch()
+        np.add.at(ref, idx, d)
+        np.testing.assert_array_equal(out.numpy(), ref)
+        other = sk.zeros(7, device=cuda_device)
+        cmd.set_param_by_name("out", other)
+        cmd.launch()
+    np.testing.assert_array_equal(other.numpy(), ref)

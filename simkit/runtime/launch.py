@@ -468,10 +468,11 @@ def _parallel_min(kernel) -> int:
 
 
 def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks=0,
-          check: bool = True, keep=None, ordered: bool = False, adjoint: bool = False, spec=None):
+          check: bool = True, keep=None, ordered: bool = False, adjoint: bool = False, spec=None, args=None):
     """Run a packed launch of ``size`` threads; raise the error it reported (on the CPU: read only when
-    ``check``; on the GPU the unit knows which kernels report errors). ``ordered``: one thread after
-    another, in launch-index order (deterministic mode: kernels/deterministic.py)."""
+    ``check``; on the GPU the unit knows which kernels report errors). ``ordered``: in launch-index order
+    (deterministic mode: kernels/deterministic.py): on a GPU recorded where it can be (a forward launch whose
+    ``args`` are given), else one thread after another."""
     if device.is_cpu:
         if size > CPU_MAX_THREADS:
             check_cpu_size(kernel, size)
@@ -489,10 +490,14 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
             entry(packed, bounds, threads, 1 if contiguous else 0)
         err = unit.library.error() if check else None
     else:
-        if ordered:
-            block_dim, max_blocks = _one_gpu_thread(kernel, adjoint, "a launch recorded with record_cmd=True")
-        err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
-    if err is not None:
+        err = None
+        if ordered and not adjoint and args is not None and recorded_launch is not None:
+            err = recorded_launch(kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
+        if err is None or err.__class__ is str:  # (not recorded: err says why)
+            if ordered:
+                block_dim, max_blocks = _one_gpu_thread(kernel, adjoint, err)
+            err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
+    if err:
         raise_kernel_error(kernel, err)
 
 

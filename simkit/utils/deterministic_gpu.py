@@ -27,7 +27,8 @@ deterministic.record_plan (float32/float64 atomic_add/atomic_sub in the kernel's
 reads nowhere else, old values unused); at launch, the targets must also be contiguous,
 overlap no other array argument (a view of the same memory would be read there), and the slots be fewer
 than 2**31. Others keep the launch on one GPU thread (and its warning).
-Backward launches (gradients of array reads) and ``record_cmd`` launches keep it too.
+Backward launches (gradients of array reads accumulate inside native code) keep it too; ``record_cmd`` launches
+are recorded as ``launch`` is.
 """
 from __future__ import annotations
 
