@@ -410,13 +410,12 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
                     if err is not None:
                         raise_kernel_error(kernel, err)
         else:
-            err = None if not ordered or recorded_launch is None else recorded_launch(
-                kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
-            if err is None or err.__class__ is str:  # (not recorded: err says why)
-                if ordered:
-                    block_dim, max_blocks = _one_gpu_thread(kernel, False, err)
+            if ordered:
+                err = _ordered_gpu(kernel, spec, entry, unit, device, args, packed, bounds, size, block_dim, stream,
+                                   max_blocks, False)
+            else:
                 err = unit.launch(entry, packed, bounds, size, block_dim, stream, device, max_blocks)
-            if err:
+            if err is not None:
                 raise_kernel_error(kernel, err)
     if spec.writes:
         tape.bump_written(spec, kernel, args)
@@ -490,21 +489,32 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
             entry(packed, bounds, threads, 1 if contiguous else 0)
         err = unit.library.error() if check else None
     else:
-        err = None
-        if ordered and not adjoint and args is not None and recorded_launch is not None:
-            err = recorded_launch(kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
-        if err is None or err.__class__ is str:  # (not recorded: err says why)
-            if ordered:
-                block_dim, max_blocks = _one_gpu_thread(kernel, adjoint, err)
+        if ordered:
+            err = _ordered_gpu(kernel, spec, entry, unit, device, args, packed, bounds, size, block_dim, stream,
+                               max_blocks, adjoint)
+        else:
             err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
-    if err:
+    if err is not None:
         raise_kernel_error(kernel, err)
 
 
 #: deterministic mode on a GPU: the parallel launch that records a kernel's order-dependent atomics and applies them
 #: in launch order (utils/deterministic_gpu.py, which registers it: it sorts with utils' radix sort, a layer above);
-#: returns None where it cannot (the launch then runs on one GPU thread), else the launch's error or False
+#: returns why it cannot (a string: the launch then runs on one GPU thread), else the launch's error or False
 recorded_launch = None
+
+
+def _ordered_gpu(kernel, spec, entry, unit, device, args, packed, bounds, size, block_dim, stream, max_blocks,
+                 adjoint: bool):
+    """A GPU launch in launch-index order (deterministic mode): recorded where it can be (a forward launch whose
+    ``args`` are known), else on one GPU thread. Returns the launch's error, or None."""
+    why = None
+    if not adjoint and args is not None and recorded_launch is not None:
+        why = recorded_launch(kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
+        if why.__class__ is not str:
+            return why or None  # (recorded: its error, or False)
+    block_dim, max_blocks = _one_gpu_thread(kernel, adjoint, why)
+    return unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
 
 
 def _one_gpu_thread(kernel, adjoint: bool, why: str | None = None) -> tuple:
