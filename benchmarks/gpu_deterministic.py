@@ -12,6 +12,7 @@ the time of atomics in any order over it. Without a GPU it prints a notice and e
 """
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import statistics
@@ -51,50 +52,49 @@ def _inputs(n: int, bins: int, seed: int = 1):
     return d, rng.integers(0, bins, n).astype(np.int32)
 
 
-def simkit_rows(device, n: int, bins: int, rounds: int) -> dict:
-    d, idx = _inputs(n, bins)
-    dd, di = sk.array(d, device=device), sk.array(idx, device=device)
-    out = sk.zeros(bins, device=device)
-
-    def run(mode):
-        def go():
-            out.zero_()
-            old = sk.config.deterministic
-            sk.config.deterministic = mode
-            try:
-                sk.launch(scatter, len(dd), inputs=[dd, di, out], device=device)
-            finally:
-                sk.config.deterministic = old
-        return go
-
-    ref = np.zeros(bins, np.float32)
-    np.add.at(ref, idx, d)
-    rows = {"atomics in any order (default)": _time(run(sk.DeterministicMode.NOT_GUARANTEED), device, rounds)}
-    rows["deterministic, recorded (whole GPU)"] = _time(run(sk.DeterministicMode.RUN_TO_RUN), device, rounds)
-    if not np.array_equal(out.numpy(), ref):
-        raise AssertionError("the recorded deterministic scatter differs from the sequential sum")
-    ds, ids = sk.array(d[:N_SERIAL], device=device), sk.array(idx[:N_SERIAL], device=device)
-    recorder, _launch.recorded_launch = _launch.recorded_launch, None  # (as a kernel it cannot record)
+@contextlib.contextmanager
+def _mode(mode, recorded: bool = True):
+    """``config.deterministic = mode`` inside; ``recorded=False``: as a kernel that cannot be recorded (one GPU
+    thread, its warning silenced)."""
+    old, recorder = sk.config.deterministic, _launch.recorded_launch
+    sk.config.deterministic = mode
+    if not recorded:
+        _launch.recorded_launch = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeterminismWarning)
-            old = sk.config.deterministic
-            sk.config.deterministic = sk.DeterministicMode.RUN_TO_RUN
-            try:
-                def serial():
-                    out.zero_()
-                    sk.launch(scatter, N_SERIAL, inputs=[ds, ids, out], device=device)
-                t = _time(serial, device, max(1, rounds // 3))
-            finally:
-                sk.config.deterministic = old
+            yield
     finally:
-        _launch.recorded_launch = recorder
-    ref_s = np.zeros(bins, np.float32)
-    np.add.at(ref_s, idx[:N_SERIAL], d[:N_SERIAL])
-    if not np.array_equal(out.numpy(), ref_s):
-        raise AssertionError("the one-thread deterministic scatter differs from the sequential sum")
-    rows[f"deterministic, one GPU thread (per {n} values, timed on {N_SERIAL})"] = t * n / N_SERIAL
-    return rows
+        sk.config.deterministic, _launch.recorded_launch = old, recorder
+
+
+def simkit_rows(device, n: int, bins: int, rounds: int) -> dict:
+    d, idx = _inputs(n, bins)
+    out = sk.zeros(bins, device=device)
+
+    def scatter_rows(count: int, mode, recorded: bool = True, rounds: int = rounds) -> float:
+        """Seconds per launch over the first ``count`` values, checked against the sequential sum."""
+        dd, di = sk.array(d[:count], device=device), sk.array(idx[:count], device=device)
+
+        def go():
+            out.zero_()
+            with _mode(mode, recorded):
+                sk.launch(scatter, count, inputs=[dd, di, out], device=device)
+
+        t = _time(go, device, rounds)
+        if mode != sk.DeterministicMode.NOT_GUARANTEED:
+            ref = np.zeros(bins, np.float32)
+            np.add.at(ref, idx[:count], d[:count])
+            if not np.array_equal(out.numpy(), ref):
+                raise AssertionError(f"the deterministic scatter ({'recorded' if recorded else 'one GPU thread'}) "
+                                     "differs from the sequential sum")
+        return t
+
+    det = sk.DeterministicMode.RUN_TO_RUN
+    serial = scatter_rows(N_SERIAL, det, recorded=False, rounds=max(1, rounds // 3))
+    return {"atomics in any order (default)": scatter_rows(n, sk.DeterministicMode.NOT_GUARANTEED),
+            "deterministic, recorded (whole GPU)": scatter_rows(n, det),
+            f"deterministic, one GPU thread (per {n} values, timed on {N_SERIAL})": serial * n / N_SERIAL}
 
 
 def warp_row(n: int, bins: int, rounds: int) -> float | None:

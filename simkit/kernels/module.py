@@ -244,13 +244,21 @@ class Module:
             options["max_unroll"] = self.options["max_unroll"]
         return options
 
-    def spec_source(self, spec, adjoint: bool = False) -> str:
+    def spec_source(self, spec, adjoint: bool = False, det_plan=None) -> str:
         """The C++/CUDA source of a unit holding ``spec`` alone, forward or adjoint (a launch compiles it with the
-        module's other pending kernels; each kernel's code is the same)."""
+        module's other pending kernels; each kernel's code is the same). ``det_plan``: the recording variant of
+        the forward kernel (deterministic.record_plan), one launch index per CUDA thread (not interleaved)."""
         options = self.compile_options()
         spec.build_ir(options)
         funcs, structs = collect([spec])
-        return codegen.gen_module(self.name, [spec.ir], funcs, structs, options, __version__, adjoint=adjoint)
+        fn = spec.ir
+        if det_plan is not None:
+            import copy
+
+            fn = copy.copy(spec.ir)
+            fn.ordered = True  # (kernels/interleave.py)
+            options = {**options, "det_plan": det_plan}
+        return codegen.gen_module(self.name, [fn], funcs, structs, options, __version__, adjoint=adjoint)
 
     def load_recording(self, spec, device, plan) -> tuple:
         """(entry, unit) of the recording variant of ``spec`` on CUDA ``device``: its order-dependent atomics write
@@ -258,19 +266,13 @@ class Module:
         recordings = spec.__dict__.setdefault("_recording", {})
         key = native_key(device, False)
         if key not in recordings:
-            import copy
             from types import SimpleNamespace
 
             from .backends.cuda import module as cuda_module
 
-            options = self.compile_options()
-            spec.build_ir(options)
-            funcs, structs = collect([spec])
-            fn = copy.copy(spec.ir)
-            fn.ordered = True  # (one launch index per CUDA thread: kernels/interleave.py)
-            source = codegen.gen_module(self.name, [fn], funcs, structs, {**options, "det_plan": plan}, __version__)
-            info = SimpleNamespace(cname=spec.cname, may_error=spec.may_error, ir=fn)
-            unit = cuda_module.load_unit(source, self.name + ".det", device, [info], options)
+            source = self.spec_source(spec, det_plan=plan)
+            info = SimpleNamespace(cname=spec.cname, may_error=spec.may_error, ir=None)  # (ir None: not interleaved)
+            unit = cuda_module.load_unit(source, self.name + ".det", device, [info], self.compile_options())
             recordings[key] = (unit.entry(spec.cname, "fwd"), unit)
         return recordings[key]
 

@@ -116,6 +116,14 @@ def _global(module, symbol: bytes) -> int:
     return int(r[1]) if int(r[0]) == 0 else 0
 
 
+def _set_global64(addr: int, value: int, s: int) -> None:
+    """Set a module's 64-bit ``__device__`` variable at ``addr``, ordered on stream ``s`` (two 32-bit memsets: so
+    a graph capture records it too)."""
+    api = driver.cu()
+    driver.check(api.cuMemsetD32Async(addr, value & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
+    driver.check(api.cuMemsetD32Async(addr + 4, (value >> 32) & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
+
+
 def _cu_result(api, code: int):
     """The CUresult of an error code returned from C (the plain int if the binding has no such value)."""
     try:
@@ -217,13 +225,9 @@ class Unit:
         """Point a recording variant's ``sk_det_keys``/``sk_det_vals`` (and, for counted plans,
         ``sk_det_counts``/``sk_det_offsets``) at these device buffers and set its key ``sk_det_span`` for its next
         launch on the device's current stream (memsets ordered on it, so graph capture records them too)."""
-        st = driver.state(device.ordinal)
-        cur = st.current
-        s = cur.handle if cur is not None else st.default_stream
-        api = driver.cu()
+        s = driver.state(device.ordinal).stream()
         for addr, value in zip(self._load(device.ordinal).det, (keys, vals, span, counts, offsets)):
-            driver.check(api.cuMemsetD32Async(addr, value & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
-            driver.check(api.cuMemsetD32Async(addr + 4, (value >> 32) & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
+            _set_global64(addr, value, s)
 
     def _function(self, ordinal: int, name: str) -> _Function:
         rec = self._load(ordinal)
@@ -327,15 +331,13 @@ class Unit:
     def _setup_stack(self, st, stack, s: int, grid: int, block: int) -> int:
         """Point the module's sk_stack_base/sk_stack_capacity at a scratch buffer for this launch (ordered on
         stream ``s`` with memsets, so it also works inside graph capture); returns the grid to use."""
-        api = driver.cu()
         cap = int(getattr(config, "cuda_stack_bytes", None) or STACK_BYTES)
         cap = max(64, (cap + 15) // 16 * 16)
         budget = int(getattr(config, "cuda_stack_budget", None) or STACK_BUDGET)
         grid = max(1, min(grid, budget // (cap * block)))
         base = driver.scratch(st.ordinal, s, grid * block * cap)
         for addr, value in ((stack[0], base), (stack[1], cap)):
-            driver.check(api.cuMemsetD32Async(addr, value & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
-            driver.check(api.cuMemsetD32Async(addr + 4, (value >> 32) & 0xFFFFFFFF, 1, s), "cuMemsetD32Async")
+            _set_global64(addr, value, s)
         return grid
 
     def _read_error(self, st, ordinal: int, s: int):
