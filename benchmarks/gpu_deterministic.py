@@ -1,14 +1,16 @@
-"""Deterministic float scatter-adds on a GPU: atomics in any order (the default), deterministic mode recorded and
-applied in launch order (utils/deterministic_gpu.py), deterministic mode on one GPU thread (what any kernel that
-cannot be recorded gets), and warp-lang's deterministic mode (record and sort) where installed, in one run.
-Run by tools/gpu_check.sh.
+"""Deterministic float sums on a GPU: atomics in any order (the default), deterministic mode recorded and applied in
+launch order (utils/deterministic_gpu.py, and for backward launches utils/deterministic_grad.py), deterministic mode
+on one GPU thread (what any launch that cannot be recorded gets), and warp-lang's deterministic mode (record and
+sort) where installed, in one run. Run by tools/gpu_check.sh.
 
     python benchmarks/gpu_deterministic.py [--quick] [--markdown out.md]
 
-``out[idx[i]] += d[i]`` over ``N`` float32 values into 4 bins (contended) and into 65536 (spread). The recorded
-result is checked bit for bit against numpy's ``add.at`` (the sequential loop), and so is the one-thread one
-(timed on ``N_SERIAL`` values: it is a thousand times slower). Each row: milliseconds per launch (median), and
-the time of atomics in any order over it. Without a GPU it prints a notice and exits 0.
+Forward: ``out[idx[i]] += d[i]`` over ``N`` float32 values into 4 bins (contended) and into 65536 (spread).
+Backward: the adjoint launch of ``y[i] = x[idx[i]]`` over ``N`` reads of 4 or 65536 elements, whose gradients
+``x.grad[idx[i]] += y.grad[i]`` are the same sums. Each deterministic result is checked bit for bit against
+numpy's ``add.at`` (the sequential loop), the one-thread one timed on ``N_SERIAL`` values (it is a thousand times
+slower). Each row: milliseconds per launch (median), and the time of atomics in any order over it. Without a GPU
+it prints a notice and exits 0.
 """
 from __future__ import annotations
 
@@ -41,6 +43,12 @@ def scatter(d: sk.array(dtype=float), idx: sk.array(dtype=int), out: sk.array(dt
     sk.atomic_add(out, idx[i], d[i])
 
 
+@sk.kernel
+def gather(x: sk.array(dtype=float), idx: sk.array(dtype=int), y: sk.array(dtype=float)):
+    i = sk.tid()
+    y[i] = x[idx[i]]
+
+
 def _time(fn, device, rounds: int) -> float:
     fn()  # (compiles, loads, allocates)
     return median_synced(fn, device, rounds)
@@ -56,30 +64,36 @@ def _inputs(n: int, bins: int, seed: int = 1):
 def _mode(mode, recorded: bool = True):
     """``config.deterministic = mode`` inside; ``recorded=False``: as a kernel that cannot be recorded (one GPU
     thread, its warning silenced)."""
-    old, recorder = sk.config.deterministic, _launch.recorded_launch
+    old, recorders = sk.config.deterministic, (_launch.recorded_launch, _launch.recorded_backward)
     sk.config.deterministic = mode
     if not recorded:
-        _launch.recorded_launch = None
+        _launch.recorded_launch = _launch.recorded_backward = None
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", DeterminismWarning)
             yield
     finally:
-        sk.config.deterministic, _launch.recorded_launch = old, recorder
+        sk.config.deterministic, (_launch.recorded_launch, _launch.recorded_backward) = old, recorders
 
 
-def simkit_rows(device, n: int, bins: int, rounds: int) -> dict:
+def simkit_rows(device, n: int, bins: int, rounds: int, backward: bool = False) -> dict:
     d, idx = _inputs(n, bins)
     out = sk.zeros(bins, device=device)
+    x = sk.zeros(bins, device=device)
 
     def scatter_rows(count: int, mode, recorded: bool = True, rounds: int = rounds) -> float:
         """Seconds per launch over the first ``count`` values, checked against the sequential sum."""
         dd, di = sk.array(d[:count], device=device), sk.array(idx[:count], device=device)
+        y = sk.zeros(count, device=device)
 
         def go():
             out.zero_()
             with _mode(mode, recorded):
-                sk.launch(scatter, count, inputs=[dd, di, out], device=device)
+                if backward:  # x.grad[idx[i]] += y.grad[i], into out
+                    sk.launch(gather, count, inputs=[x, di], outputs=[y], adjoint=True, adj_inputs=[out, None],
+                              adj_outputs=[dd], device=device)
+                else:
+                    sk.launch(scatter, count, inputs=[dd, di, out], device=device)
 
         t = _time(go, device, rounds)
         if mode != sk.DeterministicMode.NOT_GUARANTEED:
@@ -97,7 +111,7 @@ def simkit_rows(device, n: int, bins: int, rounds: int) -> dict:
             f"deterministic, one GPU thread (per {n} values, timed on {N_SERIAL})": serial * n / N_SERIAL}
 
 
-def warp_row(n: int, bins: int, rounds: int) -> float | None:
+def warp_row(n: int, bins: int, rounds: int, backward: bool = False) -> float | None:
     try:
         import warp as wp
     except ImportError:
@@ -112,13 +126,23 @@ def warp_row(n: int, bins: int, rounds: int) -> float | None:
         i = wp.tid()
         wp.atomic_add(out, idx[i], d[i])
 
+    @wp.kernel(module_options={"deterministic": wp.DeterministicMode.RUN_TO_RUN}, module="unique")
+    def wgather(x: wp.array(dtype=float), idx: wp.array(dtype=int), y: wp.array(dtype=float)):
+        i = wp.tid()
+        y[i] = x[idx[i]]
+
     d, idx = _inputs(n, bins)
     dd, di = wp.array(d, device="cuda:0"), wp.array(idx, device="cuda:0")
     out = wp.zeros(bins, dtype=float, device="cuda:0")
+    x, y = wp.zeros(bins, dtype=float, device="cuda:0"), wp.zeros(n, dtype=float, device="cuda:0")
 
     def go():
         out.zero_()
-        wp.launch(wscatter, n, inputs=[dd, di, out], device="cuda:0")
+        if backward:
+            wp.launch(wgather, n, inputs=[x, di], outputs=[y], adj_inputs=[out, None], adj_outputs=[dd], adjoint=True,
+                      device="cuda:0")
+        else:
+            wp.launch(wscatter, n, inputs=[dd, di, out], device="cuda:0")
 
     go()
     samples = []
@@ -134,16 +158,18 @@ def warp_row(n: int, bins: int, rounds: int) -> float | None:
 def report(device, quick: bool) -> list:
     rounds = 3 if quick else 9
     lines = []
-    for bins in BINS:
-        common.progress(f"simkit on {device.name}: {N} values into {bins} bins")
-        rows = simkit_rows(device, N, bins, rounds)
-        w = warp_row(N, bins, rounds)
-        if w is not None:
-            rows["warp-lang deterministic (RUN_TO_RUN)"] = w
-        base = rows["atomics in any order (default)"]
-        lines += ["", f"{N} float32 values into {bins} bins", "", "| launch | ms | vs atomics in any order |",
-                  "|---|---|---|"]
-        lines += [f"| {name} | {sec * 1e3:.3f} | {sec / base:.1f}x |" for name, sec in rows.items()]
+    for backward in (False, True):
+        for bins in BINS:
+            title = (f"gradients of {N} reads of {bins} float32 elements (backward launch)" if backward else
+                     f"{N} float32 values into {bins} bins")
+            common.progress(f"simkit on {device.name}: {title}")
+            rows = simkit_rows(device, N, bins, rounds, backward)
+            w = warp_row(N, bins, rounds, backward)
+            if w is not None:
+                rows["warp-lang deterministic (RUN_TO_RUN)"] = w
+            base = rows["atomics in any order (default)"]
+            lines += ["", title, "", "| launch | ms | vs atomics in any order |", "|---|---|---|"]
+            lines += [f"| {name} | {sec * 1e3:.3f} | {sec / base:.1f}x |" for name, sec in rows.items()]
     return lines
 
 

@@ -47,13 +47,14 @@ verify_cuda: bool = bool(int(os.environ.get("SIMKIT_VERIFY_CUDA", "0")))
 #: the front end (parsing, templates, types with that architecture's ``__CUDA_ARCH__``), a quarter of the cost.
 verify_cuda_archs: tuple = ("sm_80", "sm_90")
 
-#: Warp's ``config.deterministic``: a ``simkit.DeterministicMode`` (or its int) for modules that do not set the
-#: option. RUN_TO_RUN / GPU_TO_GPU: launches whose atomics depend on the order of threads run them in launch-index
-#: order, so results are bit-identical from run to run (simkit/kernels/deterministic.py). Read at each launch.
 #: record every allocation (device, size, scope, call site) for ``print_memory_report`` (runtime/memory_tracker.py);
 #: ``ScopedMemoryTracker`` turns it on for its block
 track_memory: bool = bool(int(os.environ.get("SIMKIT_TRACK_MEMORY", "0")))
 
+#: Warp's ``config.deterministic``: a ``simkit.DeterministicMode`` (or its int) for modules that do not set the
+#: option. RUN_TO_RUN / GPU_TO_GPU: launches whose atomics depend on the order of threads, and backward launches,
+#: give the result of running them in launch-index order, so results are bit-identical from run to run
+#: (simkit/kernels/deterministic.py). Read at each launch.
 deterministic: int = int(os.environ.get("SIMKIT_DETERMINISTIC", "0"))
 
 #: Warp's per-thread record limit of deterministic atomics: simkit sizes its records from the launch (one slot per

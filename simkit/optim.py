@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from . import config
 from .kernels import lang as sk
 from .kernels import types as T
 from .kernels.decorators import kernel
@@ -271,7 +272,9 @@ def minimize(forward, optimizer, iters: int, *, tol: float | None = None, progre
     one CUDA graph (and the zeroing of the gradients as another), as Warp's examples do. ``forward()``
     must then issue the same launches on the same arrays each time and read nothing back to the host:
     it returns its metric as a function, called after the graph has run. None (default): a graph
-    when the loss is on a CUDA device and the metric is a function; False: never.
+    when the loss is on a CUDA device and the metric is a function, except in deterministic mode (a
+    captured backward launch runs on one GPU thread; outside a capture it runs on the whole GPU,
+    utils/deterministic_grad.py); False: never.
 
     Example::
 
@@ -330,8 +333,8 @@ def _use_graph(graph, loss, metric) -> bool:
     """Does ``minimize`` capture (see its ``graph``)? Raises where ``graph=True`` cannot be honoured."""
     if graph is False:
         return False
-    if graph is None:
-        return loss.device.is_cuda and callable(metric)
+    if graph is None:  # (deterministic mode: backward launches are recorded in parallel outside captures only)
+        return loss.device.is_cuda and callable(metric) and not config.deterministic
     if not loss.device.is_cuda:
         raise ValueError(f"minimize(graph=True): CUDA graphs need a CUDA device; the loss is on {loss.device.alias}")
     if not callable(metric):

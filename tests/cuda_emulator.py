@@ -40,7 +40,8 @@ STACK_BASE = b"_ZN2sk13sk_stack_baseE"
 STACK_CAP = b"_ZN2sk17sk_stack_capacityE"
 GLOBAL_SIZES = {b"_ZN2sk14sk_error_stateE": 32, STACK_BASE: 8, STACK_CAP: 8, b"_ZN2sk11sk_det_keysE": 8,
                 b"_ZN2sk11sk_det_valsE": 8, b"_ZN2sk11sk_det_spanE": 8, b"_ZN2sk13sk_det_countsE": 8,
-                b"_ZN2sk14sk_det_offsetsE": 8}
+                b"_ZN2sk14sk_det_offsetsE": 8, b"_ZN2sk12sk_det_tableE": 8, b"_ZN2sk13sk_det_ntableE": 8,
+                b"_ZN2sk11sk_det_failE": 8}
 
 
 class _Span:

@@ -65,10 +65,11 @@ def test_gpu_deterministic_benchmark_checks_each_way(tmp_path, monkeypatch):
             if line.startswith("| ") and not line.startswith("| launch")]
     names = [r[0] for r in rows]
     assert names == ["atomics in any order (default)", "deterministic, recorded (whole GPU)",
-                     "deterministic, one GPU thread (per 4096 values, timed on 512)"] * 2
+                     "deterministic, one GPU thread (per 4096 values, timed on 512)"] * 4  # (forward, backward)
     assert all(math.isfinite(float(r[1])) and float(r[1]) > 0 for r in rows), rows
-    recorded = [g for name, g, _b, _s in fake.launches if name.startswith("scatter") and "_cuda_fwd" in name]
-    assert max(recorded) > 1 and min(recorded) == 1  # (the recorded launch on the whole GPU, the serial one on one)
+    for kernel, entry in (("scatter", "_cuda_fwd"), ("gather", "_cuda_bwd")):
+        recorded = [g for name, g, _b, _s in fake.launches if name.startswith(kernel) and entry in name]
+        assert max(recorded) > 1 and min(recorded) == 1  # (the recorded launch on the whole GPU, the serial one on one)
 
 
 def test_gpu_breakdown_runs_and_times_each_part(tmp_path, monkeypatch):

@@ -22,8 +22,8 @@
 #      gpu_frames.log, gpu_frames.md
 #   6. benchmarks/gpu_conditional.py (a solve until convergence: the host deciding each iteration vs
 #      capture_while's conditional node): gpu_conditional.log, gpu_conditional.md
-#   7. benchmarks/gpu_deterministic.py (deterministic float scatters: recorded and applied in launch order
-#      vs one GPU thread vs atomics in any order): gpu_deterministic.log, gpu_deterministic.md
+#   7. benchmarks/gpu_deterministic.py (deterministic float scatters and backward gathers: recorded and applied
+#      in launch order vs one GPU thread vs atomics in any order): gpu_deterministic.log, gpu_deterministic.md
 #   8. the whole suite (every `device`-parametrized test also runs on cuda:0, and tests that use
 #      the default device run on the GPU), spread over processes by pytest-xdist: suite.log
 set -u -o pipefail
@@ -106,14 +106,14 @@ fi
 
 BACKEND_TESTS="tests/test_cuda_backend.py tests/test_cuda_native_launch.py tests/test_interleave.py
     tests/test_capture_conditional.py tests/test_cuda_timing.py tests/test_cuda_utils.py
-    tests/test_kernel_resource_usage.py tests/test_deterministic_gpu.py"
+    tests/test_kernel_resource_usage.py tests/test_deterministic_gpu.py tests/test_deterministic_grad_gpu.py"
 stage "CUDA backend tests" cuda_backend.log 120 $PY -m pytest $BACKEND_TESTS -q -rfEs --durations=10 --maxfail=20
 # the benchmark before the suite: its numbers go into docs/benchmarks.md, and the GPU is otherwise idle
 stage "GPU benchmarks" gpu_bench.log 100 $PY benchmarks/gpu.py --markdown "$LOGS/gpu_benchmark.md"
 stage "GPU breakdown" gpu_breakdown.log 90 $PY benchmarks/gpu_breakdown.py --markdown "$LOGS/gpu_breakdown.md"
 stage "Scene frames" gpu_frames.log 150 $PY benchmarks/gpu_frames.py --markdown "$LOGS/gpu_frames.md"
 stage "Conditional loop" gpu_conditional.log 45 $PY benchmarks/gpu_conditional.py --markdown "$LOGS/gpu_conditional.md"
-stage "Deterministic scatter" gpu_deterministic.log 45 $PY benchmarks/gpu_deterministic.py --quick \
+stage "Deterministic sums" gpu_deterministic.log 80 $PY benchmarks/gpu_deterministic.py --quick \
     --markdown "$LOGS/gpu_deterministic.md"
 stage "full test suite" suite.log 400 $PY -m pytest tests -q -rfE --tb=short --durations=15 --maxfail=40 $XDIST \
     $(for t in $BACKEND_TESTS; do echo --ignore=$t; done)

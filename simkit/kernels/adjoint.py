@@ -644,7 +644,8 @@ def gen_adj_kernel(fn: ir.Function, options: dict, variants: dict | None = None)
         e.w("auto&& _stk = sk::tape_stack();", 1)
     e.declarations(1)
     e.adj_declarations(1)
-    out += e.lines + body.lines + ["}", cpu_entry(name, "bwd", uses_array_slices(fn)), cuda_entry(name, "bwd")]
+    enter = "sk::det_enter(_i); " if options.get("det_grad") else ""  # (native/det_grad.h)
+    out += e.lines + body.lines + ["}", cpu_entry(name, "bwd", uses_array_slices(fn)), cuda_entry(name, "bwd", enter)]
     return "\n".join(out)
 
 

@@ -425,12 +425,13 @@ extern "C" SK_EXPORT void {name}_cpu_{which}(const {name}_args* args, const sk::
 #endif"""
 
 
-def cuda_entry(name: str, which: str) -> str:
+def cuda_entry(name: str, which: str, enter: str = "") -> str:
+    """The CUDA entry: a grid-stride loop over the launch indices (``enter``: a statement run first at each)."""
     return f"""#if SK_CUDA
 extern "C" __global__ void {name}_cuda_{which}({name}_args a, sk::launch_bounds_t b) {{
     for (sk::int64 _i = sk::int64(blockIdx.x) * blockDim.x + threadIdx.x; _i < b.size;
          _i += sk::int64(blockDim.x) * gridDim.x)
-        {name}_{which}<false>(a, b, _i);
+        {"{ " + enter if enter else ""}{name}_{which}<false>(a, b, _i);{" }" if enter else ""}
 }}
 #endif"""
 
@@ -486,6 +487,8 @@ def gen_module(name: str, kernels: list, funcs: list, structs: list, options: di
     backward entry), compiled separately on the first backward pass.
     """
     defines = "#define SK_DEBUG 1\n" if options.get("mode") == "debug" else ""
+    if options.get("det_grad"):  # the recording variant of a backward kernel (native/det_grad.h)
+        defines += "#define SK_DET_GRAD 1\n"
     extra = "\n".join(f'#include "{h}"' for h in R.headers())
     from .adjoint import adj_func_signature, gen_adjoints, gen_struct_accum
 

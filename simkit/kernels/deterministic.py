@@ -12,9 +12,9 @@ with atomics), runs its threads one after another, in launch-index order:
 - kernels without such atomics (most of them) keep every CPU core or the whole GPU;
 - on the CPU, one core runs the launch; on a GPU, a kernel that scatters float sums (record_plan) runs on
   the whole GPU, its atomics recorded, sorted and applied in launch-index order (utils/deterministic_gpu.py:
-  the same bits), and any other runs on one GPU thread (a grid-stride loop of one thread): slow, and meant
-  for reproducibility checks and debugging rather than speed. simkit warns once per kernel when that
-  happens on a GPU.
+  the same bits), as do backward launches (grad_record_refusal, utils/deterministic_grad.py), and any other
+  runs on one GPU thread (a grid-stride loop of one thread): slow, and meant for reproducibility checks and
+  debugging rather than speed. simkit warns once per kernel when that happens on a GPU.
 
 Integer atomics whose old value is not used (``atomic_add(count, i, 1)``, ``atomic_or``...) give the
 same result in any order, so they keep the parallel launch. Atomics on a thread's own fixed-size
@@ -27,7 +27,7 @@ import enum
 from .. import config
 from . import ir
 from . import types as T
-from .analysis import analyze, value_uses
+from .analysis import analyze, has_side_effects, value_uses
 from .types_local import LocalArrayType
 
 
@@ -150,7 +150,7 @@ def record_plan(fn: ir.Function, why: list | None = None) -> RecordPlan | None:
                     return False
             elif isinstance(s, ir.Call) and s.kind == "func":
                 if ordered_atomic(s.func.ir) is not None:
-                    return refuse(s, f"the @func '{s.callee}' holds an order-dependent atomic")
+                    return refuse(s, f"the @func '{_func_name(s)}' holds an order-dependent atomic")
             elif isinstance(s, ir.Call) and s.builtin is not None and s.builtin.key.startswith("atomic_"):
                 if not _order_dependent(s, used):
                     continue
@@ -185,6 +185,11 @@ def record_plan(fn: ir.Function, why: list | None = None) -> RecordPlan | None:
     return RecordPlan(sites, offset, targets, counted=looped)
 
 
+def _func_name(s: ir.Call) -> str:
+    """The Python name of the @func a call calls."""
+    return getattr(s.func.function, "key", s.callee)
+
+
 def _writes_only(fn: ir.Function, targets: set) -> bool:
     """Does kernel ``fn`` write no array but ``targets`` (parameter names), and print nothing (its first, counting
     launch then changes nothing)?"""
@@ -203,3 +208,28 @@ def _writes_only(fn: ir.Function, targets: set) -> bool:
         return False
 
     return not prints(fn)
+
+
+def grad_record_refusal(fn: ir.Function) -> str | None:
+    """Why the backward launches of kernel ``fn`` cannot be recorded on a GPU (utils/deterministic_grad.py), or
+    None. Its recording variant runs twice, the first time changing nothing, and hands every shared gradient
+    accumulation to native/det_grad.h; code simkit does not generate could do anything in either launch: a
+    @func_native it calls, and a custom adjoint (@func_grad) or replay (@func_replay) that writes arrays or prints."""
+    seen = set()
+
+    def find(f):
+        for s in ir.walk(f.body):
+            if not (isinstance(s, ir.Call) and s.kind == "func") or id(s.func) in seen:
+                continue
+            seen.add(id(s.func))
+            if getattr(s.func.ir, "native", None) is not None:
+                return f"line {s.line}: it calls the @func_native '{_func_name(s)}', whose adjoint code is its own"
+            for what, custom in (("@func_grad", s.func.grad_ir), ("@func_replay", s.func.replay_ir)):
+                if custom is not None and has_side_effects(custom):
+                    return f"line {s.line}: the {what} of '{_func_name(s)}' writes arrays or prints"
+            why = find(s.func.ir)
+            if why is not None:
+                return why
+        return None
+
+    return find(fn)

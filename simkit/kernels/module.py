@@ -247,12 +247,15 @@ class Module:
     def spec_source(self, spec, adjoint: bool = False, det_plan=None) -> str:
         """The C++/CUDA source of a unit holding ``spec`` alone, forward or adjoint (a launch compiles it with the
         module's other pending kernels; each kernel's code is the same). ``det_plan``: the recording variant of
-        the forward kernel (deterministic.record_plan), one launch index per CUDA thread (not interleaved)."""
+        the forward kernel (deterministic.record_plan), one launch index per CUDA thread (not interleaved); with
+        ``adjoint``, any true value: the recording variant of its backward kernel (native/det_grad.h)."""
         options = self.compile_options()
         spec.build_ir(options)
         funcs, structs = collect([spec])
         fn = spec.ir
-        if det_plan is not None:
+        if det_plan is not None and adjoint:
+            options = {**options, "det_grad": True}
+        elif det_plan is not None:
             import copy
 
             fn = copy.copy(spec.ir)
@@ -260,20 +263,21 @@ class Module:
             options = {**options, "det_plan": det_plan}
         return codegen.gen_module(self.name, [fn], funcs, structs, options, __version__, adjoint=adjoint)
 
-    def load_recording(self, spec, device, plan) -> tuple:
-        """(entry, unit) of the recording variant of ``spec`` on CUDA ``device``: its order-dependent atomics write
-        their contributions into slots (deterministic.record_plan, native/det_record.h). Built once per device."""
+    def load_recording(self, spec, device, plan, adjoint: bool = False) -> tuple:
+        """(entry, unit) of the recording variant of ``spec`` on CUDA ``device``: its order-dependent atomics (the
+        backward kernel's, ``adjoint``: its shared gradient accumulations) write their contributions into slots
+        (deterministic.record_plan, native/det_record.h and det_grad.h). Built once per device."""
         recordings = spec.__dict__.setdefault("_recording", {})
-        key = native_key(device, False)
+        key = native_key(device, adjoint)
         if key not in recordings:
             from types import SimpleNamespace
 
             from .backends.cuda import module as cuda_module
 
-            source = self.spec_source(spec, det_plan=plan)
+            source = self.spec_source(spec, adjoint=adjoint, det_plan=plan)
             info = SimpleNamespace(cname=spec.cname, may_error=spec.may_error, ir=None)  # (ir None: not interleaved)
             unit = cuda_module.load_unit(source, self.name + ".det", device, [info], self.compile_options())
-            recordings[key] = (unit.entry(spec.cname, "fwd"), unit)
+            recordings[key] = (unit.entry(spec.cname, "bwd" if adjoint else "fwd"), unit)
         return recordings[key]
 
     def load_spec(self, spec, device, adjoint: bool = False) -> None:

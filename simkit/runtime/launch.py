@@ -366,7 +366,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
             return Launch._recorded(kernel, spec, device, args, dim, packed, contiguous, block_dim, max_blocks,
                                     adj=adj if adj is not None else [None] * len(args))
         _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True,
-             max_blocks=max_blocks, ordered=ordered_launch(kernel, spec, adjoint=True))
+             max_blocks=max_blocks, ordered=ordered_launch(kernel, spec, adjoint=True), args=args, adj=adj)
         if staged:
             adjoint_buffers.unstage(staged, stream)
         return
@@ -467,11 +467,12 @@ def _parallel_min(kernel) -> int:
 
 
 def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_dim, stream, max_blocks=0,
-          check: bool = True, keep=None, ordered: bool = False, adjoint: bool = False, spec=None, args=None):
+          check: bool = True, keep=None, ordered: bool = False, adjoint: bool = False, spec=None, args=None,
+          adj=None):
     """Run a packed launch of ``size`` threads; raise the error it reported (on the CPU: read only when
     ``check``; on the GPU the unit knows which kernels report errors). ``ordered``: in launch-index order
-    (deterministic mode: kernels/deterministic.py): on a GPU recorded where it can be (a forward launch whose
-    ``args`` are given), else one thread after another."""
+    (deterministic mode: kernels/deterministic.py): on a GPU recorded where it can be (a launch whose ``args``,
+    and for a backward launch its explicit adjoints ``adj``, are given), else one thread after another."""
     if device.is_cpu:
         if size > CPU_MAX_THREADS:
             check_cpu_size(kernel, size)
@@ -491,7 +492,7 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
     else:
         if ordered:
             err = _ordered_gpu(kernel, spec, entry, unit, device, args, packed, bounds, size, block_dim, stream,
-                               max_blocks, adjoint)
+                               max_blocks, adjoint, adj)
         else:
             err = unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
     if err is not None:
@@ -502,15 +503,21 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
 #: in launch order (utils/deterministic_gpu.py, which registers it: it sorts with utils' radix sort, a layer above);
 #: returns why it cannot (a string: the launch then runs on one GPU thread), else the launch's error or False
 recorded_launch = None
+#: the same for backward launches: their shared gradient accumulations (utils/deterministic_grad.py)
+recorded_backward = None
 
 
 def _ordered_gpu(kernel, spec, entry, unit, device, args, packed, bounds, size, block_dim, stream, max_blocks,
-                 adjoint: bool):
-    """A GPU launch in launch-index order (deterministic mode): recorded where it can be (a forward launch whose
-    ``args`` are known), else on one GPU thread. Returns the launch's error, or None."""
+                 adjoint: bool, adj=None):
+    """A GPU launch in launch-index order (deterministic mode): recorded where it can be (a launch whose ``args``
+    are known), else on one GPU thread. Returns the launch's error, or None."""
     why = None
-    if not adjoint and args is not None and recorded_launch is not None:
-        why = recorded_launch(kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
+    if args is not None and (recorded_backward if adjoint else recorded_launch) is not None:
+        if adjoint:
+            why = recorded_backward(kernel, spec, device, args, adj, packed, bounds, size, block_dim, stream,
+                                    max_blocks)
+        else:
+            why = recorded_launch(kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
         if why.__class__ is not str:
             return why or None  # (recorded: its error, or False)
     block_dim, max_blocks = _one_gpu_thread(kernel, adjoint, why)
@@ -524,9 +531,9 @@ def _one_gpu_thread(kernel, adjoint: bool, why: str | None = None) -> tuple:
     warned = kernel.__dict__.setdefault("_ordered_warned", set())
     if adjoint not in warned:
         warned.add(adjoint)
-        what = ("its backward pass accumulates gradients with atomics" if adjoint else
-                "the effect of its atomics depends on the order of threads, and they cannot be recorded: "
-                + (why or "simkit.utils is not loaded"))
+        what = ("its backward pass accumulates gradients with atomics, and they cannot be recorded: " if adjoint else
+                "the effect of its atomics depends on the order of threads, and they cannot be recorded: ") \
+            + (why or "simkit.utils is not loaded")
         warnings.warn(f"deterministic mode: kernel '{kernel.key}' runs on one GPU thread ({what}); simkit "
                       f"orders such launches by running their threads in turn (kernels/deterministic.py)",
                       DeterminismWarning, stacklevel=3)
@@ -534,7 +541,7 @@ def _one_gpu_thread(kernel, adjoint: bool, why: str | None = None) -> tuple:
 
 
 def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint, max_blocks=0,
-         keep=None, ordered: bool = False):
+         keep=None, ordered: bool = False, args=None, adj=None):
     kind = native_key(device, adjoint)
     native = spec.native.get(kind)
     if native is None:
@@ -542,7 +549,7 @@ def _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stre
         native = spec.native[kind]
     if size:
         _call(kernel, native[0], native[1], device, packed, contiguous, bounds, size, block_dim, stream, max_blocks,
-              keep=keep, ordered=ordered, adjoint=adjoint, spec=spec)
+              keep=keep, ordered=ordered, adjoint=adjoint, spec=spec, args=args, adj=adj)
 
 
 def _needs_grad(v) -> bool:
@@ -571,7 +578,7 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
     serial = device.is_cpu and (ordered or (config.cpu_threads or _ncpu) == 1 or size < _parallel_min(kernel))
     bounds, size = bounds_bytes(tuple(dims), (1 if no_alias else 0) | (2 if serial else 0))
     _run(kernel, spec, device, packed, contiguous, bounds, size, block_dim, stream, adjoint=True, keep=args,
-         ordered=ordered)
+         ordered=ordered, args=args)
 
 
 def _check_replayable(kernel, spec) -> None:

@@ -199,7 +199,7 @@ class Launch:
             _call(self.kernel, entry, unit, self.device, self._packed, self._contiguous, self._bounds, self._size,
                   self.block_dim, stream, self.max_blocks, check=check,
                   keep=(self._args, self._adj), ordered=ordered, adjoint=self.adjoint, spec=self._spec,
-                  args=self._args)
+                  args=self._args, adj=self._adj)
         if self._spec.writes and not self.adjoint:
             tape.bump_written(self._spec, self.kernel, self._args)
 

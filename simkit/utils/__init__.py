@@ -6,6 +6,7 @@ Argument order, accepted dtypes and error messages follow Warp 1.19 (docs/utils.
 """
 from .cast import array_cast
 from . import deterministic_gpu  # noqa: F401  (deterministic GPU launches in parallel: registers itself)
+from . import deterministic_grad  # noqa: F401  (and their backward launches)
 from .coloring import (ColoringAlgorithm, GraphColoringAlgorithm, graph_coloring_assign, graph_coloring_balance,
                        graph_coloring_get_groups)
 from .reduce import array_inner, array_sum

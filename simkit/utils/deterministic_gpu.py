@@ -27,8 +27,8 @@ deterministic.record_plan (float32/float64 atomic_add/atomic_sub in the kernel's
 reads nowhere else, old values unused); at launch, the targets must also be contiguous,
 overlap no other array argument (a view of the same memory would be read there), and the slots be fewer
 than 2**31. Others keep the launch on one GPU thread (and its warning).
-Backward launches (gradients of array reads accumulate inside native code) keep it too; ``record_cmd`` launches
-are recorded as ``launch`` is.
+Backward launches are recorded by utils/deterministic_grad.py (their gradient accumulations happen inside native
+code); ``record_cmd`` launches are recorded as ``launch`` is.
 """
 from __future__ import annotations
 
@@ -82,6 +82,24 @@ def _apply(keys: array(dtype=T.int64), sorted_values: array(dtype=T.float64), en
     for q in range(p, ends[key]):
         acc = acc + dest.dtype(sorted_values[q])
     dest[off] = acc
+
+
+@kernel(enable_backward=False)
+def _total(counts: array(dtype=T.int64), offsets: array(dtype=T.int64), last: int, fail: array(dtype=T.int32),
+           out: array(dtype=T.int64)):
+    out[0] = offsets[last] + counts[last]
+    out[1] = T.int64(fail[0])
+
+
+def slot_count(counts, offsets, fail=None) -> tuple:
+    """(slots, failed) of a counted launch: the exclusive prefix sum ``offsets`` of its ``counts`` per launch index
+    ends at its total; ``fail``: a one-element int32 flag the launch may have set (one read back for both)."""
+    device = counts.device
+    out = empty(2, dtype=T.int64, device=device)
+    launch(_total, 1, inputs=[counts, offsets, counts.shape[0] - 1, fail if fail is not None else zeros(1, dtype=T.int32,
+           device=device), out], device=device, record_tape=False)
+    n, failed = out.numpy()
+    return int(n), bool(failed)
 
 
 def _length(dtype) -> int:
@@ -150,7 +168,7 @@ def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block
             return err
         offsets = empty(size, dtype=T.int64, device=device)
         array_scan(counts, offsets, inclusive=False)
-        n = int(offsets[size - 1:].numpy()[0] + counts[size - 1:].numpy()[0])
+        n = slot_count(counts, offsets)[0]
         if n == 0:
             return False
         counts.zero_()

@@ -39,6 +39,17 @@ SK_INLINE bool has_grad(const array_t<T>& a) { return a.grad != nullptr; }
 // what came after, so its gradient is zero (a copy into the array does the same, runtime/tape.py).
 #define SK_ARRAY_RETAIN_GRAD 1
 
+// The counting launch of a backward kernel's recording variant (det_grad.h) changes nothing: it consumes no
+// gradient and makes no plain adds.
+#if SK_CUDA && SK_DET_GRAD
+SK_INLINE bool det_counting();
+#else
+SK_INLINE constexpr bool det_counting() { return false; }
+#endif
+// Does the adjoint of a store zero the gradient it takes?
+template <typename T>
+SK_INLINE bool grad_consumed(const array_t<T>& a) { return !(a.flags & SK_ARRAY_RETAIN_GRAD) && !det_counting(); }
+
 // A negative index counts from the end of its axis, as in Warp (a[-1] is the last element): indices in
 // [-n, n) are valid (debug mode checks them).
 SK_INLINE int64 wrap_index(int64 i, int32 n) { return i < 0 ? i + n : i; }
@@ -200,7 +211,7 @@ SK_INLINE void store_checked(int line, const array_t<T>& a, I0 i, I1 j, I2 k, I3
 template <typename T>
 SK_INLINE void take_grad(const array_t<T>& a, T* g, T& adj_v) {
     adj_v += *g;
-    if (!(a.flags & SK_ARRAY_RETAIN_GRAD)) *g = zero<T>();
+    if (grad_consumed(a)) *g = zero<T>();
 }
 template <bool C, typename T, typename I0>
 SK_INLINE void adj_store(const array_t<T>& a, I0 i, const T&, array_t<T>&, I0&, T& adj_v) {
@@ -239,7 +250,7 @@ SK_INLINE void adj_store_component_at(const array_t<T>& a, K comp, S& adj_v, I..
     if (a.grad) {
         auto& g = flat(*grad_address<C>(a, idx...))[comp];
         adj_v += g;
-        if (!(a.flags & SK_ARRAY_RETAIN_GRAD)) g = zero<S>();
+        if (grad_consumed(a)) g = zero<S>();
     }
 }
 
@@ -296,9 +307,9 @@ SK_INLINE void adj_store_component(const array_t<T>& a, I0 i, I1 j, I2 k, I3 l, 
 // `unique` is false when the launch's shape does not match the indices, e.g. i = tid() in 2D).
 template <typename T>
 SK_INLINE void accumulate_grad(bool unique, T* g, const T& v) {
-    if (unique)
-        *g += v;
-    else
+    if (unique) {
+        if (!det_counting()) *g += v;
+    } else
         atomic_accumulate(g, v);
 }
 template <bool C, typename T, typename I0>

@@ -177,7 +177,12 @@ template <unsigned R, unsigned C, typename T> struct atomic_elem<mat_t<R, C, T>>
 template <typename T> struct atomic_elem<quat_t<T>> : atomic_value<quat_t<T>> {};
 template <typename T> struct atomic_elem<transform_t<T>> : atomic_value<transform_t<T>> {};
 
+#if SK_CUDA && SK_DET_GRAD  // the recording variant of a backward kernel (det_grad.h)
+template <typename T> SK_INLINE void det_grad_put(T* p, const T& v);
+template <typename T> SK_INLINE void atomic_accumulate(T* p, const T& v) { det_grad_put(p, v); }
+#else
 template <typename T> SK_INLINE void atomic_accumulate(T* p, const T& v) { atomic_elem<T>::add(p, v); }
+#endif
 template <> SK_INLINE void atomic_accumulate<bool_t>(bool_t*, const bool_t&) {}  // bools carry no gradient
 
 template <typename T> SK_INLINE T neg_value(const T& v) {

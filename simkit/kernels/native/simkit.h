@@ -16,5 +16,6 @@
 #include "utility.h"
 #include "stack.h"
 #include "det_record.h"
+#include "det_grad.h"
 #include "bfloat16.h"
 #include "warp_names.h"  // (namespace wp: Warp's names for snippets written for Warp)

@@ -45,7 +45,7 @@ template <int OFF, int N1, int N2, typename T, typename V>
 SK_INLINE void adj_store_slot_at(const array_t<T>& a, T* g_elem, int k1, int k2, V& adj_v) {
     V& g = *slot_at<OFF, N1, N2, V>(g_elem, k1, k2);
     adj_v += g;
-    if (!(a.flags & SK_ARRAY_RETAIN_GRAD)) g = zero<V>();
+    if (grad_consumed(a)) g = zero<V>();
 }
 template <int OP, int OFF, int N1, int N2, typename T, typename V>
 SK_INLINE void adj_atomic_slot_at(const T* g_elem, int k1, int k2, V& adj_v) {

@@ -43,6 +43,9 @@ _DET_VALS = b"_ZN2sk11sk_det_valsE"
 _DET_SPAN = b"_ZN2sk11sk_det_spanE"
 _DET_COUNTS = b"_ZN2sk13sk_det_countsE"
 _DET_OFFSETS = b"_ZN2sk14sk_det_offsetsE"
+_DET_TABLE = b"_ZN2sk12sk_det_tableE"  # a backward recording variant's gradient arrays (native/det_grad.h)
+_DET_NTABLE = b"_ZN2sk13sk_det_ntableE"
+_DET_FAIL = b"_ZN2sk11sk_det_failE"
 _ERROR = _struct.Struct("<iiqqq")  # code, line, a, b, c (32 bytes)
 _ARGV = ctypes.c_void_p * 2  # kernelParams: the packed arguments, the launch bounds
 
@@ -216,18 +219,24 @@ class Unit:
                 base, cap = _global(mod, _STACK_BASE), _global(mod, _STACK_CAP)
                 stack = (base, cap) if base and cap else None
             det = None
-            if "sk::det_record_" in self.source:
-                det = tuple(_global(mod, g) for g in (_DET_KEYS, _DET_VALS, _DET_SPAN, _DET_COUNTS, _DET_OFFSETS))
+            if "sk::det_record_" in self.source or "#define SK_DET_GRAD 1" in self.source:
+                det = tuple(_global(mod, g) for g in (_DET_KEYS, _DET_VALS, _DET_SPAN, _DET_COUNTS, _DET_OFFSETS,
+                                                      _DET_TABLE, _DET_NTABLE, _DET_FAIL))
             rec = self._loaded[ordinal] = _Loaded(mod, err_ptr, stack, det)
         return rec
 
-    def set_record_slots(self, device, keys: int, vals: int, span: int, counts: int = 0, offsets: int = 0) -> None:
+    def set_record_slots(self, device, keys: int, vals: int, span: int, counts: int = 0, offsets: int = 0,
+                         table: int = 0, ntable: int = 0, fail: int = 0) -> None:
         """Point a recording variant's ``sk_det_keys``/``sk_det_vals`` (and, for counted plans,
-        ``sk_det_counts``/``sk_det_offsets``) at these device buffers and set its key ``sk_det_span`` for its next
-        launch on the device's current stream (memsets ordered on it, so graph capture records them too)."""
+        ``sk_det_counts``/``sk_det_offsets``; for a backward kernel's, its gradient arrays' ``sk_det_table`` of
+        ``sk_det_ntable`` rows and its ``sk_det_fail`` flag) at these device buffers and set its key ``sk_det_span``
+        for its next launch on the device's current stream (memsets ordered on it, so graph capture records them
+        too). Variables the variant does not have are skipped."""
         s = driver.state(device.ordinal).stream()
-        for addr, value in zip(self._load(device.ordinal).det, (keys, vals, span, counts, offsets)):
-            _set_global64(addr, value, s)
+        values = (keys, vals, span, counts, offsets, table, ntable, fail)
+        for addr, value in zip(self._load(device.ordinal).det, values):
+            if addr:
+                _set_global64(addr, value, s)
 
     def _function(self, ordinal: int, name: str) -> _Function:
         rec = self._load(ordinal)
