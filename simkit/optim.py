@@ -22,13 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import config
 from .kernels import lang as sk
 from .kernels import types as T
 from .kernels.decorators import kernel
 from .kernels.types import Any
 from .runtime.array import array, zeros
-from .runtime.launch import launch
+from .runtime.launch import launch, probing_capture
 from .runtime.tape import Tape
 from .kernels.backends.cuda.stream import ScopedCapture, capture_launch
 
@@ -272,9 +271,9 @@ def minimize(forward, optimizer, iters: int, *, tol: float | None = None, progre
     one CUDA graph (and the zeroing of the gradients as another), as Warp's examples do. ``forward()``
     must then issue the same launches on the same arrays each time and read nothing back to the host:
     it returns its metric as a function, called after the graph has run. None (default): a graph
-    when the loss is on a CUDA device and the metric is a function, except in deterministic mode (a
-    captured backward launch runs on one GPU thread; outside a capture it runs on the whole GPU,
-    utils/deterministic_grad.py); False: never.
+    when the loss is on a CUDA device and the metric is a function, unless the capture would put a
+    launch on one GPU thread that runs on the whole GPU outside it (deterministic mode: a backward
+    launch, utils/deterministic_grad.py); the iterations then run directly. False: never.
 
     Example::
 
@@ -306,6 +305,7 @@ def minimize(forward, optimizer, iters: int, *, tol: float | None = None, progre
             tape.zero()
             if graph and it + 1 < iters:
                 captured = _capture_iteration(forward, loss.device)
+                graph = captured is not None
         else:
             optimizer.step()
             capture_launch(zero)
@@ -333,8 +333,8 @@ def _use_graph(graph, loss, metric) -> bool:
     """Does ``minimize`` capture (see its ``graph``)? Raises where ``graph=True`` cannot be honoured."""
     if graph is False:
         return False
-    if graph is None:  # (deterministic mode: backward launches are recorded in parallel outside captures only)
-        return loss.device.is_cuda and callable(metric) and not config.deterministic
+    if graph is None:
+        return loss.device.is_cuda and callable(metric)
     if not loss.device.is_cuda:
         raise ValueError(f"minimize(graph=True): CUDA graphs need a CUDA device; the loss is on {loss.device.alias}")
     if not callable(metric):
@@ -345,12 +345,16 @@ def _use_graph(graph, loss, metric) -> bool:
 
 def _capture_iteration(forward, device) -> tuple:
     """forward() and its backward pass captured into one graph, and the zeroing of the gradients its
-    tape records into another."""
-    with ScopedCapture(device) as cap:
-        tape = Tape()
-        with tape:
-            loss, metric = forward()
-        tape.backward(loss)
+    tape records into another; None when the capture would run a launch on one GPU thread that runs on
+    the whole GPU outside it (runtime/launch.py, probing_capture: nothing captured has run)."""
+    with probing_capture() as serial:
+        with ScopedCapture(device) as cap:
+            tape = Tape()
+            with tape:
+                loss, metric = forward()
+            tape.backward(loss)
+    if serial[0]:
+        return None
     with ScopedCapture(device) as zero:
         tape.zero()
     return cap.graph, zero.graph, tape, metric

@@ -337,3 +337,31 @@ def test_a_recorded_command_is_recorded_too(cuda_device, deterministic):
         cmd.set_param_by_name("out", other)
         cmd.launch()
     np.testing.assert_array_equal(other.numpy(), ref)
+
+
+@pytest.mark.parametrize("kernel", ["scatter", "in_a_loop"])
+def test_a_captured_step_keeps_its_graph_unless_a_capture_would_serialise_a_launch(cuda_device, deterministic, kernel):
+    """CapturedStep in deterministic mode: a frame whose atomics are recorded inside a capture too (fixed slots)
+    is replayed as a graph; one whose looped atomics are recorded only outside (counted, the count read back) runs
+    directly from the second frame on, on the whole GPU, with no DeterminismWarning."""
+    d, idx, dd, di = _scatter_inputs(cuda_device, 3000, 29)
+    out = sk.zeros(7, device=cuda_device)
+    k = {"scatter": scatter, "in_a_loop": in_a_loop}[kernel]
+    step = sk.CapturedStep(lambda: sk.launch(k, 3000, inputs=[dd, di, out], device=cuda_device), cuda_device)
+    ref = np.zeros(7, np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeterminismWarning)
+        for _ in range(3):
+            step()
+            if kernel == "scatter":
+                np.add.at(ref, idx, d)
+    assert (step.graph is not None) == (kernel == "scatter")
+    if kernel == "scatter":
+        np.testing.assert_array_equal(out.numpy(), ref)
+    else:
+        seq = np.zeros(7, np.float32)
+        for _ in range(3):
+            for i in range(3000):
+                for j in range(idx[i] % 3):
+                    seq[(idx[i] + j) % 7] += d[i] * np.float32(j + 1)
+        np.testing.assert_array_equal(out.numpy(), seq)

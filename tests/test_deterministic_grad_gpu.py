@@ -244,3 +244,49 @@ def test_the_recording_variants_compile_for_the_gpu(arch):
         recording = nvrtc.resource_usage(kernel.module.spec_source(spec, adjoint=True, det_plan=True), arch)[entry]
         plain = nvrtc.resource_usage(kernel.module.spec_source(spec, adjoint=True), arch)[entry]
         assert recording["smem"] == plain["smem"] + 8 * 1024, (kernel.key, recording, plain)
+
+
+@sk.kernel
+def sum_of_squares(y: sk.array(dtype=float), loss: sk.array(dtype=float)):
+    i = sk.tid()
+    sk.atomic_add(loss, 0, y[i] * y[i])
+
+
+def test_minimize_runs_directly_where_a_capture_would_put_the_backward_on_one_thread(cuda_device, deterministic):
+    """sk.optim.minimize's default graph: in deterministic mode the capture of the backward pass is discarded (its
+    launches would run on one GPU thread inside it) and the iterations run directly, recorded on the whole GPU;
+    the parameters come out bit for bit as with graph=False, and as with every launch on one GPU thread (the
+    optimizer's update may round differently on the CPU: contracted multiply-adds)."""
+    rng = np.random.default_rng(10)
+    n = 2000
+    x0, w0 = _values(rng, 7) * np.float32(1e-2), _values(rng, (5, 3)) * np.float32(1e-2)
+    idx = rng.integers(0, 7, n).astype(np.int32)
+    results = {}
+    for device, graph in (("one thread", False), (cuda_device, False), (cuda_device, None)):
+        recorder = device != "one thread"
+        device = cuda_device
+        x = sk.array(x0, device=device, requires_grad=True)
+        di, w = sk.array(idx, device=device), sk.array(w0, dtype=sk.vec3, device=device)
+
+        def forward():
+            y = sk.zeros(n, device=device, requires_grad=True)
+            loss = sk.zeros(1, device=device, requires_grad=True)
+            sk.launch(gather, n, inputs=[x, di, w], outputs=[y], device=device)
+            sk.launch(sum_of_squares, n, inputs=[y], outputs=[loss], device=device)
+            return loss, lambda: float(loss.numpy()[0])
+
+        gather.__dict__.pop("_ordered_warned", None)
+        saved = _launch.recorded_backward
+        _launch.recorded_backward = saved if recorder else None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error" if recorder else "ignore", DeterminismWarning)
+                metrics = sk.optim.minimize(forward, sk.optim.SGD([x], lr=1e-4), iters=4, graph=graph)
+        finally:
+            _launch.recorded_backward = saved
+        results[recorder, graph] = np.array(metrics, np.float64), x.numpy()
+    ref_metrics, ref_x = results[False, False]
+    assert not np.array_equal(ref_x, x0)
+    for metrics, x in results.values():
+        np.testing.assert_array_equal(x.view(np.uint32), ref_x.view(np.uint32))
+        np.testing.assert_array_equal(metrics, ref_metrics)

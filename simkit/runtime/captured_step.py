@@ -18,7 +18,10 @@ they read back once per model (a capture cannot read back). The second call capt
 every call is ``simulate()``. On the CPU a graph is not always faster (a solver may take a path
 with more work inside a capture: XPBD's padded contact colours), so by default the second call
 runs directly, timed; the third captures, and it and the fourth replay the graph, timed; the
-graph is kept only if its replays were faster.
+graph is kept only if its replays were faster. In deterministic mode, a capture that would put a launch
+on one GPU thread that runs on the whole GPU outside a capture (atomics in a loop, backward launches:
+utils/deterministic_gpu.py, deterministic_grad.py) is discarded before it runs: every call is then
+``simulate()``.
 
 A graph replays the same work on the same arrays, with the values its launches were given at
 capture time. So ``simulate()`` must end where it started: alternating two states through an even
@@ -33,6 +36,7 @@ from typing import Callable
 
 from ..kernels.backends.cuda.stream import ScopedCapture, capture_launch
 from .device import get_device
+from .launch import probing_capture
 
 
 class CapturedStep:
@@ -66,8 +70,12 @@ class CapturedStep:
             self._times["direct"].append(time.perf_counter() - t0)
             return
         if self.graph is None:
-            with ScopedCapture(self.device) as capture:
+            with probing_capture() as serial, ScopedCapture(self.device) as capture:
                 self.fn()
+            if serial[0]:  # (deterministic mode: a launch that runs on the whole GPU only outside a capture)
+                self.enabled = False
+                self.fn()
+                return
             self.graph = capture.graph
         if not self._trial:
             capture_launch(self.graph)

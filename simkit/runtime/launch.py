@@ -9,6 +9,8 @@ Every argument is checked against the kernel signature; a mismatch raises a
 """
 from __future__ import annotations
 
+import contextlib
+
 import os
 import struct as _struct
 import time
@@ -505,6 +507,24 @@ def _call(kernel, entry, unit, device, packed, contiguous, bounds, size, block_d
 recorded_launch = None
 #: the same for backward launches: their shared gradient accumulations (utils/deterministic_grad.py)
 recorded_backward = None
+#: how a recorder's reason begins when it would record the launch outside a graph capture
+IN_CAPTURE = "inside a graph capture"
+#: while a caller probes a capture (probing_capture): [launches put on one GPU thread only because captured]
+_capture_probe = None
+
+
+@contextlib.contextmanager
+def probing_capture():
+    """Count, instead of warning about, the launches a graph capture inside puts on one GPU thread that would
+    run on the whole GPU outside it (deterministic mode: utils/deterministic_gpu.py and deterministic_grad.py).
+    Yields ``[count]``: a caller finding it non-zero (CapturedStep, optim.minimize) discards the capture, whose
+    launches have not run, and runs them directly."""
+    global _capture_probe
+    old, _capture_probe = _capture_probe, [0]
+    try:
+        yield _capture_probe
+    finally:
+        _capture_probe = old
 
 
 def _ordered_gpu(kernel, spec, entry, unit, device, args, packed, bounds, size, block_dim, stream, max_blocks,
@@ -520,7 +540,11 @@ def _ordered_gpu(kernel, spec, entry, unit, device, args, packed, bounds, size, 
             why = recorded_launch(kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
         if why.__class__ is not str:
             return why or None  # (recorded: its error, or False)
-    block_dim, max_blocks = _one_gpu_thread(kernel, adjoint, why)
+    if _capture_probe is not None and why is not None and why.startswith(IN_CAPTURE):
+        _capture_probe[0] += 1  # (the prober discards this capture)
+        block_dim, max_blocks = 1, 1
+    else:
+        block_dim, max_blocks = _one_gpu_thread(kernel, adjoint, why)
     return unit.launch(entry, packed, bounds, size, block_dim, stream, device=device, max_blocks=max_blocks)
 
 

@@ -37,6 +37,7 @@ from ..kernels import lang as sk
 from ..kernels import types as T
 from ..kernels.deterministic import record_plan
 from ..runtime import array, empty, is_capturing, launch, zeros
+from ..runtime.launch import IN_CAPTURE
 from .scan import array_scan
 from .sort import radix_sort_pairs
 
@@ -155,7 +156,7 @@ def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block
         if sum(a_lo < hi and lo < a_hi for a_lo, a_hi in spans) > 1:
             return f"another argument's memory overlaps '{names[k]}', which its atomics add to"
     if plan.counted and is_capturing(device):
-        return "its atomics run in a loop, whose records are counted and the count read back: not in a capture"
+        return IN_CAPTURE + ": its atomics run in a loop, whose records are counted and the count read back"
     span = max(t.size * _length(t.dtype) for t in targets)
     empty_key = len(targets) * span
     entry, unit = kernel.module.load_recording(spec, device, plan)

@@ -30,6 +30,7 @@ import numpy as np
 from ..kernels import types as T
 from ..kernels.deterministic import grad_record_refusal
 from ..runtime import array, empty, is_capturing, launch, zeros
+from ..runtime.launch import IN_CAPTURE
 from ..runtime.tape import spec_access
 from .deterministic_gpu import MAX_SLOTS, _apply, _fill_slots, _gather_runs, _span, slot_count
 from .scan import array_scan
@@ -109,7 +110,7 @@ def recorded_backward(kernel, spec, device, args, adj, packed, bounds, size: int
     if stream is not None:
         return "launched on an explicit stream"
     if is_capturing(device):
-        return "its gradient accumulations are counted and the count read back: not in a graph capture"
+        return IN_CAPTURE + ": its gradient accumulations are counted and the count read back in between"
     rows, flats = _table(kernel, spec, args, adj)
     span = max([(hi - lo) // s for lo, hi, s in rows if s] or [1])
     empty_key = max(1, len(rows)) * span
