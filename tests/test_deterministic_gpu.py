@@ -265,7 +265,7 @@ def test_gradients_through_a_recorded_launch(cuda_device, deterministic):
     w = rng.standard_normal(7).astype(np.float32)
     tape = sk.Tape()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeterminismWarning)  # (the backward pass runs on one GPU thread)
+        warnings.simplefilter("error", DeterminismWarning)  # (the backward pass is recorded too: deterministic_grad.py)
         with tape:
             sk.launch(scatter, 300, inputs=[dd, sk.array(idx, device=cuda_device), out], device=cuda_device)
         tape.backward(grads={out: sk.array(w, device=cuda_device)})

@@ -290,3 +290,25 @@ def test_minimize_runs_directly_where_a_capture_would_put_the_backward_on_one_th
     for metrics, x in results.values():
         np.testing.assert_array_equal(x.view(np.uint32), ref_x.view(np.uint32))
         np.testing.assert_array_equal(metrics, ref_metrics)
+
+
+def test_the_ball_optimization_ends_on_the_one_thread_bits(cuda_device, deterministic):
+    """A scene's gradient descent (scenes/ball_trajectory.py: a rollout of particle steps with ground contact, its
+    backward pass and the optimizer's updates): every backward launch is recorded, and the velocities and distances
+    are bit for bit those of the run with every backward launch on one GPU thread."""
+    from scenes import ball_trajectory
+
+    runs = {}
+    for recorder in (True, False):
+        saved = _launch.recorded_backward
+        _launch.recorded_backward = saved if recorder else None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("error" if recorder else "ignore", DeterminismWarning)
+                r = ball_trajectory.optimize(iters=2, device=cuda_device)
+        finally:
+            _launch.recorded_backward = saved
+        runs[recorder] = np.asarray(r.velocity, np.float32), np.asarray(r.distances, np.float64)
+    assert runs[True][1][1] != runs[True][1][0]  # (a step was taken)
+    for a, b in zip(runs[True], runs[False]):
+        np.testing.assert_array_equal(a, b)

@@ -161,6 +161,9 @@ def record_plan(fn: ir.Function, why: list | None = None) -> RecordPlan | None:
                                      "atomic_sub of float32/float64 values are recorded)")
                 if s.out is not None and s.out.name in used:
                     return refuse(s, f"the old value {s.builtin.key} returns is used")
+                if any(a.is_const and a.type is T.Any for a in s.args) or \
+                        T.type_name(s.args[-1].type) != T.type_name(target.type.dtype):
+                    return refuse(s, "it adds to a part of an element (a component or a row)")
                 if target.name not in params or type(target.type) is not T.ArrayType:
                     return refuse(s, "its array is not a plain array parameter of the kernel")
                 looped = looped or in_loop
