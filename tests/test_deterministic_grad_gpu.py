@@ -10,8 +10,8 @@ import pytest
 
 import simkit as sk
 from simkit.kernels.deterministic import DeterminismWarning, grad_record_refusal
+from test_deterministic_gpu import _values, deterministic  # noqa: F401  (a fixture)
 
-RUN_TO_RUN = sk.DeterministicMode.RUN_TO_RUN
 _launch = importlib.import_module("simkit.runtime.launch")
 
 
@@ -47,18 +47,6 @@ def twice(x: sk.array(dtype=float), i: int) -> float: ...
 def calls_native(x: sk.array(dtype=float), idx: sk.array(dtype=int), y: sk.array(dtype=float)):
     i = sk.tid()
     y[i] = twice(x, idx[i])
-
-
-@pytest.fixture
-def deterministic():
-    old = sk.config.deterministic
-    sk.config.deterministic = RUN_TO_RUN
-    yield
-    sk.config.deterministic = old
-
-
-def _values(rng, shape, dtype=np.float32):
-    return (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)).astype(dtype)  # rounding-sensitive
 
 
 def _backward(kernel, inputs, outputs, out_grads, device, recorder=True):

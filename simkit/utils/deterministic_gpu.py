@@ -185,16 +185,25 @@ def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block
     err = unit.launch(entry, packed, bounds, size, block_dim, None, device, max_blocks)
     if err is not None:
         return err
+    flats = [array(ptr=t.ptr, dtype=T.scalar_of(t.dtype), shape=(t.size * _length(t.dtype),), device=device, _owner=t)
+             for t in targets]
+    apply_in_order(keys, slots, values, n, empty_key, span, flats)
+    return False
+
+
+def apply_in_order(keys, slots, values, n: int, empty_key: int, span: int, flats: list) -> None:
+    """Sort the ``n`` recorded slots stably by key and add each scalar's contributions, in slot order, to its value
+    in ``flats[k]`` (the flat scalars of target ``k``, whose keys start at ``k * span``; None: a target that takes
+    none). ``keys``/``slots`` hold 2n entries: the upper half is scratch."""
+    device = keys.device
     radix_sort_pairs(keys, slots, n, 0, max(1, empty_key.bit_length()))
     ends = empty(empty_key, dtype=T.int32, device=device)
     launch(_gather_runs, n, inputs=[keys, slots, values, n, T.int64(empty_key), keys[n:].view(T.float64), ends],
            device=device, record_tape=False)
-    for k, t in enumerate(targets):
-        scalar = T.scalar_of(t.dtype)
-        flat = array(ptr=t.ptr, dtype=scalar, shape=(t.size * _length(t.dtype),), device=device, _owner=t)
-        launch(_apply, n, inputs=[keys, keys[n:].view(T.float64), ends, T.int64(k * span), flat], device=device,
-               record_tape=False)
-    return False
+    for k, flat in enumerate(flats):
+        if flat is not None:
+            launch(_apply, n, inputs=[keys, keys[n:].view(T.float64), ends, T.int64(k * span), flat], device=device,
+                   record_tape=False)
 
 
 def _register() -> None:

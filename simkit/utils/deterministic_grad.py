@@ -32,9 +32,8 @@ from ..kernels.deterministic import grad_record_refusal
 from ..runtime import array, empty, is_capturing, launch, zeros
 from ..runtime.launch import IN_CAPTURE
 from ..runtime.tape import spec_access
-from .deterministic_gpu import MAX_SLOTS, _apply, _fill_slots, _gather_runs, _span, slot_count
+from .deterministic_gpu import MAX_SLOTS, _fill_slots, _span, apply_in_order, slot_count
 from .scan import array_scan
-from .sort import radix_sort_pairs
 
 _RECORDED = (T.float32, T.float64)
 
@@ -141,14 +140,7 @@ def recorded_backward(kernel, spec, device, args, adj, packed, bounds, size: int
     err = unit.launch(entry, packed, bounds, size, block_dim, None, device, max_blocks)
     if err is not None or not n:
         return err or False
-    radix_sort_pairs(keys, slots, n, 0, max(1, empty_key.bit_length()))
-    ends = empty(empty_key, dtype=T.int32, device=device)
-    launch(_gather_runs, n, inputs=[keys, slots, values, n, T.int64(empty_key), keys[n:].view(T.float64), ends],
-           device=device, record_tape=False)
-    for k, flat in enumerate(flats):
-        if flat is not None:
-            launch(_apply, n, inputs=[keys, keys[n:].view(T.float64), ends, T.int64(k * span), flat], device=device,
-                   record_tape=False)
+    apply_in_order(keys, slots, values, n, empty_key, span, flats)
     return False
 
 
