@@ -9,8 +9,11 @@ Forward: ``out[idx[i]] += d[i]`` over ``N`` float32 values into 4 bins (contende
 Backward: the adjoint launch of ``y[i] = x[idx[i]]`` over ``N`` reads of 4 or 65536 elements, whose gradients
 ``x.grad[idx[i]] += y.grad[i]`` are the same sums. Each deterministic result is checked bit for bit against
 numpy's ``add.at`` (the sequential loop), the one-thread one timed on ``N_SERIAL`` values (it is a thousand times
-slower). Each row: milliseconds per launch (median), and the time of atomics in any order over it. Without a GPU
-it prints a notice and exits 0.
+slower). Each row: milliseconds per launch (median), and the time of atomics in any order over it.
+A scene: ``SCENE_ITERS`` iterations of the ball's trajectory optimization (scenes/ball_trajectory.py: a particle
+rollout with ground contact, its backward pass, the optimizer's steps) by default (a CUDA graph per iteration),
+deterministic (recorded, run directly) and deterministic with every backward launch on one GPU thread; the two
+deterministic runs must end on the same bits. Without a GPU it prints a notice and exits 0.
 """
 from __future__ import annotations
 
@@ -33,6 +36,7 @@ from simkit.kernels.deterministic import DeterminismWarning  # noqa: E402
 
 N = 1 << 22
 N_SERIAL = 1 << 14
+SCENE_ITERS = 5
 BINS = (4, 65536)
 _launch = importlib.import_module("simkit.runtime.launch")
 
@@ -157,7 +161,12 @@ def warp_row(n: int, bins: int, rounds: int, backward: bool = False) -> float | 
 
 def report(device, quick: bool) -> list:
     rounds = 3 if quick else 9
-    lines = []
+    common.progress(f"simkit on {device.name}: the ball's optimization")
+    rows = scene_rows(device)
+    base = next(iter(rows.values()))
+    lines = ["", "the ball's trajectory optimization (scenes/ball_trajectory.py), per iteration", "",
+             "| run | ms | vs default |", "|---|---|---|"]
+    lines += [f"| {name} | {sec * 1e3:.1f} | {sec / base:.1f}x |" for name, sec in rows.items()]
     for backward in (False, True):
         for bins in BINS:
             title = (f"gradients of {N} reads of {bins} float32 elements (backward launch)" if backward else
@@ -171,6 +180,31 @@ def report(device, quick: bool) -> list:
             lines += ["", title, "", "| launch | ms | vs atomics in any order |", "|---|---|---|"]
             lines += [f"| {name} | {sec * 1e3:.3f} | {sec / base:.1f}x |" for name, sec in rows.items()]
     return lines
+
+
+def scene_rows(device) -> dict:
+    """Seconds per iteration of the ball's optimization, three ways (see the module's text)."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    from scenes import ball_trajectory
+
+    rows, ends = {}, {}
+    det = sk.DeterministicMode.RUN_TO_RUN
+    for name, mode, recorded in (("default (atomics in any order, a CUDA graph per iteration)",
+                                  sk.DeterministicMode.NOT_GUARANTEED, True),
+                                 ("deterministic, recorded (whole GPU)", det, True),
+                                 ("deterministic, backward launches on one GPU thread", det, False)):
+        with _mode(mode, recorded):
+            ball_trajectory.optimize(iters=1, device=device)  # (compiles, loads)
+            sk.synchronize_device(device)
+            t0 = time.perf_counter()
+            r = ball_trajectory.optimize(iters=SCENE_ITERS, device=device, tol=0.0)
+            sk.synchronize_device(device)
+            rows[name] = (time.perf_counter() - t0) / SCENE_ITERS
+        ends[recorded, mode] = np.asarray(r.velocity, np.float32), np.asarray(r.distances, np.float64)
+    for a, b in zip(ends[True, det], ends[False, det]):
+        if not np.array_equal(a, b):
+            raise AssertionError("the recorded deterministic optimization differs from the one-thread one")
+    return rows
 
 
 def main(argv=None):

@@ -60,12 +60,16 @@ def test_gpu_conditional_benchmark_solves_three_ways(tmp_path, monkeypatch):
 
 
 def test_gpu_deterministic_benchmark_checks_each_way(tmp_path, monkeypatch):
-    text, fake = _run_on_emulated_gpu("gpu_deterministic", tmp_path, monkeypatch, N=4096, N_SERIAL=512)
+    text, fake = _run_on_emulated_gpu("gpu_deterministic", tmp_path, monkeypatch, N=4096, N_SERIAL=512, SCENE_ITERS=1)
     rows = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines()
-            if line.startswith("| ") and not line.startswith("| launch")]
+            if line.startswith("| ") and not line.startswith(("| launch", "| run"))]
     names = [r[0] for r in rows]
-    assert names == ["atomics in any order (default)", "deterministic, recorded (whole GPU)",
-                     "deterministic, one GPU thread (per 4096 values, timed on 512)"] * 4  # (forward, backward)
+    assert names == [  # (the scene first: its two deterministic runs' bits agree)
+        "default (atomics in any order, a CUDA graph per iteration)", "deterministic, recorded (whole GPU)",
+        "deterministic, backward launches on one GPU thread"] + ["atomics in any order (default)",
+                                                                 "deterministic, recorded (whole GPU)",
+                                                                 "deterministic, one GPU thread (per 4096 values, "
+                                                                 "timed on 512)"] * 4  # (forward, backward)
     assert all(math.isfinite(float(r[1])) and float(r[1]) > 0 for r in rows), rows
     for kernel, entry in (("scatter", "_cuda_fwd"), ("gather", "_cuda_bwd")):
         recorded = [g for name, g, _b, _s in fake.launches if name.startswith(kernel) and entry in name]

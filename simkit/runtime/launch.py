@@ -10,7 +10,6 @@ Every argument is checked against the kernel signature; a mismatch raises a
 from __future__ import annotations
 
 import contextlib
-
 import os
 import struct as _struct
 import time
