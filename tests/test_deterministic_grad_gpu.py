@@ -300,3 +300,62 @@ def test_the_ball_optimization_ends_on_the_one_thread_bits(cuda_device, determin
     assert runs[True][1][1] != runs[True][1][0]  # (a step was taken)
     for a, b in zip(runs[True], runs[False]):
         np.testing.assert_array_equal(a, b)
+
+
+@sk.func
+def _face_area(mesh: sk.uint64, f: int):
+    m = sk.mesh_get(mesh)
+    a = m.points[m.indices[3 * f]]
+    return 0.5 * sk.length(sk.cross(m.points[m.indices[3 * f + 1]] - a, m.points[m.indices[3 * f + 2]] - a))
+
+
+@sk.kernel
+def mesh_area(mesh: sk.uint64, out: sk.array(dtype=float)):
+    sk.atomic_add(out, 0, _face_area(mesh, sk.tid()))
+
+
+@sk.kernel
+def mesh_area_and_flatten(mesh: sk.uint64, out: sk.array(dtype=float)):
+    f = sk.tid()
+    sk.atomic_add(out, 0, _face_area(mesh, f))
+    m = sk.mesh_get(mesh)
+    if f == 0:
+        m.points[0] = m.points[0] * 0.5  # (a write through mesh_get: its gradient is read here)
+
+
+def _grid_mesh(device, n: int = 12):
+    rng = np.random.default_rng(12)
+    u, v = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
+    pts = np.stack([u, v, rng.standard_normal((n, n)) * 0.3], axis=-1).reshape(-1, 3).astype(np.float32)
+    q = (u[:-1, :-1] * n + v[:-1, :-1]).reshape(-1)
+    faces = np.concatenate([np.stack([q, q + n, q + 1], 1), np.stack([q + 1, q + n, q + n + 1], 1)])
+    points = sk.array(pts, dtype=sk.vec3, device=device, requires_grad=True)
+    return sk.Mesh(points=points, indices=sk.array(faces.reshape(-1).astype(np.int32), device=device)), len(faces)
+
+
+@pytest.mark.parametrize("kernel", ["mesh_area", "mesh_area_and_flatten"])
+def test_a_mesh_points_gradient_is_recorded_unless_the_kernel_writes_through_mesh_get(cuda_device, deterministic,
+                                                                                   kernel):
+    k = {"mesh_area": mesh_area, "mesh_area_and_flatten": mesh_area_and_flatten}[kernel]
+    grads = {}
+    for recorder in (True, False):
+        mesh, faces = _grid_mesh(cuda_device)
+        out = sk.zeros(1, device=cuda_device, requires_grad=True)
+        saved = _launch.recorded_backward
+        _launch.recorded_backward = saved if recorder else None
+        k.__dict__.pop("_ordered_warned", None)
+        try:
+            tape = sk.Tape()
+            with tape:
+                sk.launch(k, faces, inputs=[mesh.id], outputs=[out], device=cuda_device)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", DeterminismWarning)
+                tape.backward(loss=out)
+        finally:
+            _launch.recorded_backward = saved
+        warned = [str(w.message) for w in caught if issubclass(w.category, DeterminismWarning)]
+        if recorder:
+            assert (warned == []) == (kernel == "mesh_area"), warned
+        grads[recorder] = mesh.points.grad.numpy()
+    assert np.abs(grads[True]).max() > 0
+    np.testing.assert_array_equal(grads[True].view(np.uint32), grads[False].view(np.uint32))

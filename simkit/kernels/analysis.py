@@ -86,6 +86,26 @@ def analyze(fn: ir.Function) -> Access:
     return acc
 
 
+def writes_untraced(fn: ir.Function, seen: set | None = None) -> bool:
+    """Does ``fn`` (or a @func it calls) write an array that is not one of its parameters or part of one (an
+    array a builtin made: a Mesh's points through ``mesh_get``)? Its thread-local arrays do not count."""
+    from .types_local import LocalArrayType
+
+    seen = set() if seen is None else seen
+    origin = {p.name: (p.label,) for p in fn.params if _has_arrays(p.type)}
+    for s in ir.walk(fn.body):
+        if _alias(s, origin) or not isinstance(s, ir.Call):
+            continue
+        key, path = _call_path(s, origin)
+        if key in WRITE_KEYS and path is None and not isinstance(s.args[0].type, LocalArrayType):
+            return True
+        if s.kind == "func" and id(s.func) not in seen:
+            seen.add(id(s.func))
+            if writes_untraced(s.func.ir, seen):
+                return True
+    return False
+
+
 def _through_func(s: ir.Call, origin: dict, acc: Access):
     """Arrays passed to a @func: its own accesses map back to the caller's parameters."""
     inner = analyze(s.func.ir)

@@ -20,16 +20,17 @@ those bits with the whole GPU, as utils/deterministic_gpu.py does for a forward 
 A launch that cannot be recorded runs on one GPU thread, as before, with the reason in its warning: a kernel
 calling code simkit does not generate (kernels/deterministic.grad_record_refusal), a launch on an explicit stream
 or inside a graph capture (the slot count is read back between the launches), or a contribution that lands
-elsewhere (a gradient of float16 or struct values, a Mesh's points, or the gradient of an array the kernel also
-writes; found by the counting launch, which changed nothing).
+elsewhere (a gradient of float16 or struct values, or the gradient of an array the kernel also writes, a Mesh's
+points included when the kernel writes through ``mesh_get``; found by the counting launch, which changed nothing).
 """
 from __future__ import annotations
 
 import numpy as np
 
 from ..kernels import types as T
+from ..kernels.analysis import writes_untraced
 from ..kernels.deterministic import grad_record_refusal
-from ..runtime import array, empty, is_capturing, launch, zeros
+from ..runtime import array, empty, handles, is_capturing, launch, zeros
 from ..runtime.launch import IN_CAPTURE
 from ..runtime.tape import spec_access
 from .deterministic_gpu import MAX_SLOTS, _fill_slots, _span, apply_in_order, slot_count
@@ -48,13 +49,16 @@ def _refusal(spec):
 
 def _gradients(kernel, spec, args, adj):
     """(gradient array, written) for each array argument (struct-held and indexed arrays included) whose
-    gradient the launch may add to: its explicit adjoint (``adj``) or its own .grad; ``written``: the kernel
-    writes the array, so the launch reads that gradient."""
+    gradient the launch may add to: its explicit adjoint (``adj``) or its own .grad, and the points of each Mesh
+    whose handle it takes; ``written``: the kernel writes the array, so the launch reads that gradient."""
     by_name = dict(zip(kernel.param_names, args))
     written = {id(a) for a in (_resolve(p, by_name) for p in spec_access(spec).writes) if a is not None}
     for k, (t, v) in enumerate(zip(spec.types, args)):
         if v is None:
             continue
+        points = getattr(handles.lookup(v), "points", None) if t is T.uint64 else None
+        if isinstance(points, array) and points.requires_grad and points.grad is not None:
+            yield points.grad, _writes_untraced(spec)  # (mesh queries read the points; mesh_get's arrays may write)
         if isinstance(t, T.IndexedArrayType):
             v = v.data
         if isinstance(v, array):
@@ -65,6 +69,14 @@ def _gradients(kernel, spec, args, adj):
             for _name, a in type(v)._simkit_struct.arrays(v):
                 if isinstance(a, array) and a.requires_grad and a.grad is not None:
                     yield a.grad, id(a) in written
+
+
+def _writes_untraced(spec) -> bool:
+    """(cached) analysis.writes_untraced of the spec's kernel."""
+    v = spec.__dict__.get("_writes_untraced")
+    if v is None:
+        v = spec.__dict__["_writes_untraced"] = writes_untraced(spec.ir)
+    return v
 
 
 def _resolve(path, by_name):
@@ -126,8 +138,8 @@ def recorded_backward(kernel, spec, device, args, adj, packed, bounds, size: int
     array_scan(counts, offsets, inclusive=False)
     n, failed = slot_count(counts, offsets, fail)
     if failed:
-        return ("a gradient it accumulates is not one it can record (float16 or struct values, a Mesh's points, or "
-                "the gradient of an array the kernel also writes)")
+        return ("a gradient it accumulates is not one it can record (of float16 or struct values, of an array "
+                "the kernel also writes, or of memory not passed to it)")
     if n > MAX_SLOTS:
         return f"{n} records, over {MAX_SLOTS}"
     counts.zero_()
