@@ -49,16 +49,17 @@ def calls_native(x: sk.array(dtype=float), idx: sk.array(dtype=int), y: sk.array
     y[i] = twice(x, idx[i])
 
 
-def _backward(kernel, inputs, outputs, out_grads, device, recorder=True):
-    """Launch ``kernel`` on a tape, seed its outputs' gradients and run the backward pass; returns the DeterminismWarnings
-    it raised (``recorder=False``: as before this module, one GPU thread)."""
+def _backward(kernel, inputs, outputs, out_grads, device, recorder=True, dim=None):
+    """Launch ``kernel`` (over ``dim``, else one index per element of the first output gradient) on a tape, seed its
+    outputs' gradients and run the backward pass; returns the DeterminismWarnings it raised (``recorder=False``: as
+    before this module, one GPU thread)."""
     saved = _launch.recorded_backward
     _launch.recorded_backward = saved if recorder else None
     kernel.__dict__.pop("_ordered_warned", None)
     try:
         tape = sk.Tape()
         with tape:
-            sk.launch(kernel, len(out_grads[0]), inputs=inputs, outputs=outputs, device=device)
+            sk.launch(kernel, dim or len(out_grads[0]), inputs=inputs, outputs=outputs, device=device)
         for a, g in zip(outputs, out_grads):
             a.grad = sk.array(g, dtype=a.dtype, device=device)
         with warnings.catch_warnings(record=True) as caught:
@@ -341,19 +342,7 @@ def test_a_mesh_points_gradient_is_recorded_unless_the_kernel_writes_through_mes
     for recorder in (True, False):
         mesh, faces = _grid_mesh(cuda_device)
         out = sk.zeros(1, device=cuda_device, requires_grad=True)
-        saved = _launch.recorded_backward
-        _launch.recorded_backward = saved if recorder else None
-        k.__dict__.pop("_ordered_warned", None)
-        try:
-            tape = sk.Tape()
-            with tape:
-                sk.launch(k, faces, inputs=[mesh.id], outputs=[out], device=cuda_device)
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", DeterminismWarning)
-                tape.backward(loss=out)
-        finally:
-            _launch.recorded_backward = saved
-        warned = [str(w.message) for w in caught if issubclass(w.category, DeterminismWarning)]
+        warned = _backward(k, [mesh.id], [out], [np.ones(1, np.float32)], cuda_device, recorder, dim=faces)
         if recorder:
             assert (warned == []) == (kernel == "mesh_area"), warned
         grads[recorder] = mesh.points.grad.numpy()
