@@ -23,19 +23,21 @@ _WORLD = [(driver, "_api"), (driver, "_init_done"), (driver, "_init_error"), (dr
 
 
 def _take_native(arch: str) -> dict:
-    """Remove (and return) every kernel's loaded units for ``arch`` (forward and adjoint)."""
+    """Remove (and return) every kernel's loaded units for ``arch`` (forward and adjoint, and the recording variants
+    of deterministic mode: Module.load_recording)."""
     taken = {}
     for m in list(kmodule._modules.values()):
         for k in m.kernels:
             for s in k.specs.values():
-                for kind in [kd for kd in s.native if re.split(r"[:/]", kd)[0] == arch]:
-                    taken[(id(s), kind)] = (s, s.native.pop(kind))
+                for where, units in (("native", s.native), ("recording", s.__dict__.get("_recording", {}))):
+                    for kind in [kd for kd in units if re.split(r"[:/]", kd)[0] == arch]:
+                        taken[(id(s), where, kind)] = (s, units.pop(kind))
     return taken
 
 
 def _put_native(taken: dict) -> None:
-    for (_sid, kind), (spec, native) in taken.items():
-        spec.native[kind] = native
+    for (_sid, where, kind), (spec, native) in taken.items():
+        (spec.native if where == "native" else spec.__dict__.setdefault("_recording", {}))[kind] = native
 
 
 class EmulatedWorld:

@@ -348,3 +348,27 @@ def test_a_mesh_points_gradient_is_recorded_unless_the_kernel_writes_through_mes
         grads[recorder] = mesh.points.grad.numpy()
     assert np.abs(grads[True]).max() > 0
     np.testing.assert_array_equal(grads[True].view(np.uint32), grads[False].view(np.uint32))
+
+
+@sk.struct
+class Holder:
+    a: sk.array(dtype=float)
+
+
+@sk.kernel
+def through_a_struct_it_made(x: sk.array(dtype=float), y: sk.array(dtype=float), z: sk.array(dtype=float)):
+    i = sk.tid()
+    h = Holder(y)
+    h.a[i] = x[i] * 2.0  # (a write the analysis cannot trace to y)
+    z[i] = h.a[i] * 3.0  # its read's gradient goes to y.grad, which the write's adjoint then takes
+
+
+def test_a_write_it_cannot_trace_keeps_every_gradient_in_order(cuda_device, deterministic):
+    """A kernel writing through a struct it made may read, in its backward pass, any gradient it adds to (as warp-lang's
+    test_struct step_grad does): its backward launch is not recorded, and the gradients stay exact."""
+    x = sk.array(np.arange(1.0, 401.0, dtype=np.float32), device=cuda_device, requires_grad=True)
+    y = sk.zeros(400, device=cuda_device, requires_grad=True)
+    z = sk.zeros(400, device=cuda_device, requires_grad=True)
+    warned = _backward(through_a_struct_it_made, [x, y], [z], [np.ones(400, np.float32)], cuda_device)
+    assert len(warned) == 1 and "cannot be recorded: a gradient it accumulates" in warned[0], warned
+    np.testing.assert_array_equal(x.grad.numpy(), np.full(400, 6.0, np.float32))

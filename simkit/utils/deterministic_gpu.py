@@ -38,6 +38,7 @@ from ..kernels import types as T
 from ..kernels.deterministic import record_plan
 from ..runtime import array, empty, is_capturing, launch, zeros
 from ..runtime.launch import IN_CAPTURE
+from ..runtime.tape import paused
 from .scan import array_scan
 from .sort import radix_sort_pairs
 
@@ -139,7 +140,13 @@ def recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block
                     max_blocks: int):
     """Run an ordered launch of ``spec`` on CUDA ``device`` in parallel, recorded (see the module's text).
     Returns the reason when it cannot (a string: the caller then runs the threads in turn), else the launch's
-    error or False."""
+    error or False. Its own launches and copies stay off the Tape."""
+    with paused():
+        return _recorded_launch(kernel, spec, device, args, packed, bounds, size, block_dim, stream, max_blocks)
+
+
+def _recorded_launch(kernel, spec, device, args, packed, bounds, size: int, block_dim: int, stream,
+                     max_blocks: int):
     plan = _plan(spec)
     if isinstance(plan, str):
         return plan

@@ -20,8 +20,9 @@ those bits with the whole GPU, as utils/deterministic_gpu.py does for a forward 
 A launch that cannot be recorded runs on one GPU thread, as before, with the reason in its warning: a kernel
 calling code simkit does not generate (kernels/deterministic.grad_record_refusal), a launch on an explicit stream
 or inside a graph capture (the slot count is read back between the launches), or a contribution that lands
-elsewhere (a gradient of float16 or struct values, or the gradient of an array the kernel also writes, a Mesh's
-points included when the kernel writes through ``mesh_get``; found by the counting launch, which changed nothing).
+elsewhere (a gradient of float16 or struct values, or the gradient of an array the kernel also writes: any array,
+when it writes one it cannot trace to its arguments, through a struct it made or ``mesh_get``; found by the
+counting launch, which changed nothing).
 """
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ from ..kernels.analysis import writes_untraced
 from ..kernels.deterministic import grad_record_refusal
 from ..runtime import array, empty, handles, is_capturing, launch, zeros
 from ..runtime.launch import IN_CAPTURE
-from ..runtime.tape import spec_access
+from ..runtime.tape import paused, spec_access
 from .deterministic_gpu import MAX_SLOTS, _fill_slots, _span, apply_in_order, slot_count
 from .scan import array_scan
 
@@ -58,7 +59,7 @@ def _gradients(kernel, spec, args, adj):
             continue
         points = getattr(handles.lookup(v), "points", None) if t is T.uint64 else None
         if isinstance(points, array) and points.requires_grad and points.grad is not None:
-            yield points.grad, _writes_untraced(spec)  # (mesh queries read the points; mesh_get's arrays may write)
+            yield points.grad, False  # (mesh queries read the points; mesh_get's arrays may write: _table)
         if isinstance(t, T.IndexedArrayType):
             v = v.data
         if isinstance(v, array):
@@ -90,7 +91,9 @@ def _table(kernel, spec, args, adj):
     """The launch's gradient arrays: rows (first byte, end byte, bytes of a scalar: 0 where contributions must not
     land) and the flat scalar array over each row's bytes (None for a row that takes none)."""
     spans, taken = [], []
+    untraced = _writes_untraced(spec)  # (written through a struct it made or mesh_get: any gradient may be read)
     for g, written in _gradients(kernel, spec, args, adj):
+        written = written or untraced
         lo, hi = _span(g)
         if hi > lo:
             spans.append((lo, hi, g, written))
@@ -114,7 +117,14 @@ def recorded_backward(kernel, spec, device, args, adj, packed, bounds, size: int
                       max_blocks: int):
     """Run an ordered backward launch of ``spec`` on CUDA ``device`` in parallel, recorded (see the module's
     text). Returns the reason when it cannot (a string: the caller then runs the threads in turn; nothing was
-    changed), else the launch's error or False."""
+    changed), else the launch's error or False. Its own launches and copies stay off any Tape."""
+    with paused():
+        return _recorded_backward(kernel, spec, device, args, adj, packed, bounds, size, block_dim, stream,
+                                  max_blocks)
+
+
+def _recorded_backward(kernel, spec, device, args, adj, packed, bounds, size: int, block_dim: int, stream,
+                       max_blocks: int):
     why = _refusal(spec)
     if why is not None:
         return why
