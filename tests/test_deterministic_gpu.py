@@ -365,3 +365,33 @@ def test_a_captured_step_keeps_its_graph_unless_a_capture_would_serialise_a_laun
                 for j in range(idx[i] % 3):
                     seq[(idx[i] + j) % 7] += d[i] * np.float32(j + 1)
         np.testing.assert_array_equal(out.numpy(), seq)
+
+
+@sk.kernel
+def add_to_mesh_points(mesh: sk.uint64, d: sk.array(dtype=sk.vec3), idx: sk.array(dtype=int),
+                       points: sk.array(dtype=sk.vec3), seen: sk.array(dtype=sk.vec3)):
+    i = sk.tid()
+    seen[i] = sk.mesh_get(mesh).points[idx[i]]  # reads what the atomics add to, through the mesh
+    sk.atomic_add(points, idx[i], d[i])
+
+
+def test_a_target_read_through_a_mesh_is_not_recorded(cuda_device, deterministic):
+    """The points of a Mesh passed by handle are an argument's memory too: adding to them while reading them through
+    mesh_get keeps the launch on one GPU thread, where each index reads the sums of the indices before it."""
+    rng = np.random.default_rng(31)
+    pts = rng.standard_normal((3, 3)).astype(np.float32)
+    points = sk.array(pts, dtype=sk.vec3, device=cuda_device)
+    mesh = sk.Mesh(points=points, indices=sk.array(np.array([0, 1, 2], np.int32), device=cuda_device))
+    d = _values(rng, (200, 3))
+    idx = rng.integers(0, 3, 200).astype(np.int32)
+    seen = sk.zeros(200, dtype=sk.vec3, device=cuda_device)
+    with pytest.warns(DeterminismWarning, match="overlaps 'points'"):
+        sk.launch(add_to_mesh_points, 200, inputs=[mesh.id, sk.array(d, dtype=sk.vec3, device=cuda_device),
+                                                   sk.array(idx, device=cuda_device), points, seen],
+                  device=cuda_device)
+    ref, ref_seen = pts.copy(), np.zeros((200, 3), np.float32)
+    for i in range(200):
+        ref_seen[i] = ref[idx[i]]
+        ref[idx[i]] += d[i]
+    np.testing.assert_array_equal(seen.numpy(), ref_seen)
+    np.testing.assert_array_equal(points.numpy(), ref)

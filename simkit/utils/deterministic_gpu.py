@@ -36,7 +36,7 @@ from ..kernels import kernel
 from ..kernels import lang as sk
 from ..kernels import types as T
 from ..kernels.deterministic import record_plan
-from ..runtime import array, empty, is_capturing, launch, zeros
+from ..runtime import array, empty, handles, is_capturing, launch, zeros
 from ..runtime.launch import IN_CAPTURE
 from ..runtime.tape import paused
 from .scan import array_scan
@@ -110,12 +110,17 @@ def _length(dtype) -> int:
 
 
 def _arrays(args):
-    """The arrays among a launch's arguments, and those its struct arguments hold."""
+    """The arrays among a launch's arguments, those its struct arguments hold, and the points of each Mesh whose
+    handle it takes (``mesh_get`` reads them)."""
     for a in args:
         if isinstance(a, array):
             yield a
         elif hasattr(type(a), "_simkit_struct"):
             yield from (v for _name, v in type(a)._simkit_struct.arrays(a) if isinstance(v, array))
+        else:
+            points = getattr(handles.lookup(a), "points", None)
+            if isinstance(points, array):
+                yield points
 
 
 def _span(a) -> tuple:
