@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import types as T
-from ..kernels.analysis import writes_untraced
+from ..kernels.analysis import resolve, writes_untraced
 from ..kernels.deterministic import grad_record_refusal
 from ..runtime import array, empty, handles, is_capturing, launch, zeros
 from ..runtime.launch import IN_CAPTURE
@@ -53,7 +53,7 @@ def _gradients(kernel, spec, args, adj):
     gradient the launch may add to: its explicit adjoint (``adj``) or its own .grad, and the points of each Mesh
     whose handle it takes; ``written``: the kernel writes the array, so the launch reads that gradient."""
     by_name = dict(zip(kernel.param_names, args))
-    written = {id(a) for a in (_resolve(p, by_name) for p in spec_access(spec).writes) if a is not None}
+    written = {id(a) for a in (resolve(p, by_name) for p in spec_access(spec).writes) if a is not None}
     for k, (t, v) in enumerate(zip(spec.types, args)):
         if v is None:
             continue
@@ -77,13 +77,6 @@ def _writes_untraced(spec) -> bool:
     v = spec.__dict__.get("_writes_untraced")
     if v is None:
         v = spec.__dict__["_writes_untraced"] = writes_untraced(spec.ir)
-    return v
-
-
-def _resolve(path, by_name):
-    v = by_name.get(path[0])
-    for field in path[1:]:
-        v = getattr(v, field, None)
     return v
 
 
