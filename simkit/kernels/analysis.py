@@ -23,11 +23,21 @@ class Access:
     def __init__(self):
         self.reads: dict = {}  # path (tuple of names) -> first line
         self.writes: dict = {}
+        # it writes an array it cannot trace to a parameter (one a builtin made: a Mesh's points through mesh_get;
+        # one a struct it built holds); its thread-local arrays do not count
+        self.untraced = False
 
     @property
     def stores(self) -> set:
         """Paths overwritten (stores, exch/cas/min/max), as opposed to accumulated into."""
         return self._stores
+
+
+def _local(v: ir.Var) -> bool:
+    """A thread's own fixed-size array (``sk.zeros(shape=...)`` in a kernel)."""
+    from .types_local import LocalArrayType
+
+    return isinstance(v.type, LocalArrayType)
 
 
 def _call_path(s: ir.Call, origin: dict):
@@ -71,6 +81,8 @@ def analyze(fn: ir.Function) -> Access:
                     acc.writes.setdefault(path, s.line)
                     if key not in ACCUMULATE_KEYS:
                         acc._stores.add(path)
+                elif key in WRITE_KEYS and not _local(s.args[0]):
+                    acc.untraced = True
                 elif s.kind == "func":
                     _through_func(s, origin, acc)
             elif isinstance(s, ir.If):
@@ -86,33 +98,16 @@ def analyze(fn: ir.Function) -> Access:
     return acc
 
 
-def writes_untraced(fn: ir.Function, seen: set | None = None) -> bool:
-    """Does ``fn`` (or a @func it calls) write an array that is not one of its parameters or part of one (an
-    array a builtin made: a Mesh's points through ``mesh_get``)? Its thread-local arrays do not count."""
-    from .types_local import LocalArrayType
-
-    seen = set() if seen is None else seen
-    origin = {p.name: (p.label,) for p in fn.params if _has_arrays(p.type)}
-    for s in ir.walk(fn.body):
-        if _alias(s, origin) or not isinstance(s, ir.Call):
-            continue
-        key, path = _call_path(s, origin)
-        if key in WRITE_KEYS and path is None and not isinstance(s.args[0].type, LocalArrayType):
-            return True
-        if s.kind == "func" and id(s.func) not in seen:
-            seen.add(id(s.func))
-            if writes_untraced(s.func.ir, seen):
-                return True
-    return False
-
-
 def _through_func(s: ir.Call, origin: dict, acc: Access):
     """Arrays passed to a @func: its own accesses map back to the caller's parameters."""
     inner = analyze(s.func.ir)
     params = s.func.ir.params
+    acc.untraced = acc.untraced or inner.untraced
     for a, p in zip(s.args, params):
         path = origin.get(a.name) if not a.is_const else None
         if path is None:
+            if not a.is_const and not _local(a) and any(sub[0] == p.label for sub in inner.writes):
+                acc.untraced = True  # (it writes an array the caller cannot trace)
             continue
         for sub, line in inner.reads.items():
             if sub[0] == p.label:

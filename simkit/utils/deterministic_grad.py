@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import types as T
-from ..kernels.analysis import resolve, writes_untraced
+from ..kernels.analysis import resolve
 from ..kernels.deterministic import grad_record_refusal
 from ..runtime import array, empty, handles, is_capturing, launch, zeros
 from ..runtime.launch import IN_CAPTURE
@@ -72,19 +72,11 @@ def _gradients(kernel, spec, args, adj):
                     yield a.grad, id(a) in written
 
 
-def _writes_untraced(spec) -> bool:
-    """(cached) analysis.writes_untraced of the spec's kernel."""
-    v = spec.__dict__.get("_writes_untraced")
-    if v is None:
-        v = spec.__dict__["_writes_untraced"] = writes_untraced(spec.ir)
-    return v
-
-
 def _table(kernel, spec, args, adj):
     """The launch's gradient arrays: rows (first byte, end byte, bytes of a scalar: 0 where contributions must not
     land) and the flat scalar array over each row's bytes (None for a row that takes none)."""
     spans, taken = [], []
-    untraced = _writes_untraced(spec)  # (written through a struct it made or mesh_get: any gradient may be read)
+    untraced = spec_access(spec).untraced  # (written through a struct it made or mesh_get: any gradient may be read)
     for g, written in _gradients(kernel, spec, args, adj):
         written = written or untraced
         lo, hi = _span(g)
