@@ -496,7 +496,7 @@ def intersect_tri_tri(*args: Any, **kwargs: Any) -> Any:
     ...
 
 def inverse(a: Any) -> Any:
-    """Inverse of a square matrix (any size); a singular matrix gives the zero matrix and a zero gradient."""
+    """Inverse of a square matrix (any size); a singular matrix gives the zero matrix and a zero gradient. Closed forms up to 3x3; from 4x4 Gauss-Jordan elimination with partial pivoting, which leaves a smaller residual than the adjugate (float32 4x4: about a third)."""
     ...
 
 def inverse_approx(*args: Any, **kwargs: Any) -> Any:

@@ -1,7 +1,8 @@
 // simkit native matrices: forward and adjoint of every matrix builtin.
 // mat_t<R, C, T> is row-major (data[i][j]: row i, column j). Generic over the
 // shape and the scalar type (half computes in float32). determinant and
-// inverse work for any square size (closed forms up to 4x4, elimination above).
+// inverse work for any square size (determinant: closed forms up to 4x4, elimination above; inverse: closed
+// forms up to 3x3, elimination from 4x4).
 // Valid as host C++17 and as NVRTC CUDA code: no STL, no system headers.
 #pragma once
 
@@ -640,7 +641,7 @@ SK_INLINE mat_t<R, C, To> mconvert(const mat_t<R, C, From>& m) {
 // Inverse in the compute type; the zero matrix when m is singular (Warp).
 template <unsigned N, typename A> SK_INLINE mat_t<N, N, A> inv(const mat_t<N, N, A>& m) {
     mat_t<N, N, A> r;
-    if constexpr (N <= 4) {
+    if constexpr (N <= 3) {
         A d = det<N, A>(m);
         if (d == A(0)) return zero<mat_t<N, N, A>>();
         mat_t<N, N, A> c = cofactors<N, A>(m);
@@ -649,7 +650,9 @@ template <unsigned N, typename A> SK_INLINE mat_t<N, N, A> inv(const mat_t<N, N,
             for (unsigned j = 0; j < N; ++j) r.data[i][j] = c.data[j][i] * s;  // adjugate / det
         return r;
     } else {
-        // Gauss-Jordan with partial pivoting.
+        // Gauss-Jordan with partial pivoting. From 4x4 on it beats the adjugate: over 200000 random float32
+        // 4x4 matrices (products of uniform ones), max |m inv(m) - I| 1.4e-2 against 6.4e-2, mean 3.1e-6
+        // against 8.3e-6, and less sensitive to how the compiler fuses multiply-adds (tests/test_builtins_matrix.py)
         mat_t<N, N, A> a = m;
         for (unsigned i = 0; i < N; ++i)
             for (unsigned j = 0; j < N; ++j) r.data[i][j] = i == j ? A(1) : A(0);
