@@ -100,20 +100,24 @@ def rollout(model, weights, bias, steps: int = STEPS, record: list | None = None
 @dataclasses.dataclass
 class Result:
     displacement_before: float     # forward displacement of the centre of mass, initial gait [m]
-    displacement_after: float      # ... after optimization [m]
+    displacement_after: float      # ... of the best gait the optimization reached [m]
     displacements: list            # per iteration [m]
-    weights: np.ndarray
+    weights: np.ndarray            # the best gait
     bias: np.ndarray
 
     def summary(self) -> str:
+        best = int(np.argmax(self.displacements))
         return (f"forward displacement in {STEPS * DT:.1f} s: {self.displacement_before * 100:.1f} cm before, "
-                f"{self.displacement_after * 100:.1f} cm after {len(self.displacements) - 1} iterations")
+                f"{self.displacement_after * 100:.1f} cm at best (iteration {best} of {len(self.displacements) - 1})")
 
 
 def optimize(iters: int = 30, plot: str | None = None, device: str = "cpu", progress=None, *, lr: float = 0.1,
              seed: int = 0, steps: int = STEPS) -> Result:
     """Adam on the gait parameters for ``iters`` iterations; ``plot``: an image of the forward
-    displacement per iteration. Returns a ``Result`` with the displacement before and after."""
+    displacement per iteration. Returns a ``Result`` with the displacement before and the best gait's.
+
+    Contact makes the rollout chaotic: an Adam step may lose ground, so the last iterate is often not the
+    best. The best gait evaluated is kept (what ``--usd`` writes)."""
     model = build(device)
     rng = np.random.default_rng(seed)
     weights = sk.array(rng.normal(0.0, 0.3, (model.spring_count, PHASES)), dtype=float, device=device,
@@ -123,19 +127,37 @@ def optimize(iters: int = 30, plot: str | None = None, device: str = "cpu", prog
     x0 = float(model.particle_q.numpy()[:, 0].mean())
     loss = sk.zeros(1, dtype=float, device=device, requires_grad=True)
 
+    best = [-math.inf, None, None]  # displacement, weights, bias
+
+    def measure() -> float:  # (called after each evaluation, before the step: the gait just measured)
+        d = -float(loss.numpy()[0]) - x0
+        if d > best[0]:
+            best[:] = [d, weights.numpy().copy(), bias.numpy().copy()]
+        return d
+
     def forward():
         loss.zero_()
         final = rollout(model, weights, bias, steps)
         sk.launch(mean_x, model.particle_count, inputs=[final.particle_q, -1.0 / model.particle_count],
                   outputs=[loss], device=device)
-        return loss, lambda: -float(loss.numpy()[0]) - x0   # (read after the step: on a GPU, a CUDA graph)
+        return loss, measure   # (read after the step: on a GPU, a CUDA graph)
 
     # iters steps, and the last evaluation only measures
     displacements = sk.optim.minimize(forward, opt, iters, progress=progress, measure_final=True)
     if plot:
         sk.io.plot_curves({"forward displacement [m]": displacements}, plot, title="soft-body walker: Adam on the gait",
                           xlabel="iteration", ylabel="displacement [m]")
-    return Result(displacements[0], displacements[-1], displacements, weights.numpy().copy(), bias.numpy().copy())
+    return Result(displacements[0], best[0], displacements, best[1], best[2])
+
+
+def displacement(weights, bias, device: str = "cpu", steps: int = STEPS) -> float:
+    """Forward displacement of the centre of mass under a gait (no gradients) [m]."""
+    model = build(device)
+    model.requires_grad = False
+    x0 = float(model.particle_q.numpy()[:, 0].mean())
+    final = rollout(model, sk.array(weights, dtype=float, device=device), sk.array(bias, dtype=float, device=device),
+                    steps)
+    return float(final.particle_q.numpy()[:, 0].mean()) - x0
 
 
 def export_usd(path: str, weights, bias, device: str = "cpu") -> None:
