@@ -79,7 +79,7 @@ def emulated_library(source: str, ordinal: int):
         d = os.path.join(cpu_backend.cache_root(), "cuda_emu", digest[:24])
         path = os.path.join(d, "module.so")
         if not os.path.exists(path):
-            cpu_backend.build(host, path, flags)
+            cpu_backend.build(host, path, flags, precompiled=True)  # (its headers: parsed once)
         if ordinal:
             copy = os.path.join(d, f"module_dev{ordinal}.so")
             if not os.path.exists(copy):

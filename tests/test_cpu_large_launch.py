@@ -1,5 +1,5 @@
 """CPU launches of more than 2**31 - 1 threads: the thread loop runs int64 chunks of int32 loops
-(codegen.py, SK_CPU_FOR), so every thread runs, in every chunk (about 10 s: 2**31 threads)."""
+(native/cpu_launch.h, sk::cpu_run), so every thread runs, in every chunk (about 10 s: 2**31 threads)."""
 import numpy as np
 import pytest
 

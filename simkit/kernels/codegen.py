@@ -177,7 +177,7 @@ class Emitter:
         offset, target = self.det.sites[id(s)]
         seq = "_seq" if self.det.counted else ""  # (slots counted per launch index: the launch index)
         name = f"sk::det_record_{s.builtin.key[len('atomic_'):]}{seq}" + ("_checked" if self.debug else "")
-        slot = "_idx" if self.det.counted else f"_idx * {self.det.per_thread} + {offset}"
+        slot = LAUNCH_INDEX if self.det.counted else f"{LAUNCH_INDEX} * {self.det.per_thread} + {offset}"
         head = ([str(s.line)] if self.debug else []) + [slot, str(target)]
         self.w(f"{name}<SKC>({', '.join(head + [ref(a) for a in s.args])});", depth)
 
@@ -228,7 +228,7 @@ class Emitter:
             self.w(f"{s.out.name}.{s.field} = {ref(s.value)};", depth)
         elif isinstance(s, ir.Tid):
             if len(s.outs) == 1 and self.fn.uses_tid == 1:
-                self.w(f"{s.outs[0].name} = sk::tid_first(_bounds, _idx);", depth)  # Warp: the first index
+                self.w(f"{s.outs[0].name} = sk::tid_first(_bounds, _base, _local);", depth)  # Warp: the first index
             else:
                 for k, o in enumerate(s.outs):
                     self.w(f"{o.name} = _tid[{k}];", depth)
@@ -371,6 +371,14 @@ def gen_func(fn: ir.Function, options: dict, replay: bool = False) -> str:
     return "\n".join(out)
 
 
+#: A body's parameters after its arguments: the launch bounds, and its launch index as ``_base + _local``.
+#: ``_base`` is 0 in every launch of at most 2^31 - 1 threads (SK_CPU_RUN, SK_INDEX_PARTS), so a 1D launch that
+#: reads tid() (at most that many threads: launch.check_tid_extent) reads the int32 ``_local`` alone, which the
+#: CPU's range loop counts: gcc then sees addresses advance linearly, and vectorizes.
+BODY_INDEX = "const sk::launch_bounds_t& _bounds, sk::int64 _base, sk::int32 _local"
+LAUNCH_INDEX = "(_base + _local)"
+
+
 def sk_zero(ct: str) -> str:
     return f"sk::zero<{ct}>()"
 
@@ -382,13 +390,12 @@ def gen_kernel(fn: ir.Function, options: dict) -> str:
     out = [args_struct(fn)]
     out.append("template <bool SKC>")
     inline = "CUDA_CALLABLE SK_FORCEINLINE" if getattr(fn, "inline_body", False) else "SK_INLINE"
-    out.append(f"static {inline} void {name}_fwd(const {name}_args& _args, const sk::launch_bounds_t& _bounds, "
-               f"sk::int64 _idx) {{")
+    out.append(f"static {inline} void {name}_fwd(const {name}_args& _args, {BODY_INDEX}) {{")
     for p in fn.params:
         e.w(f"{ctype(p.type)} {p.name} = _args.{p.name};", 1)
     if fn.uses_tid > 1:
         e.w("sk::int32 _tid[4];", 1)
-        e.w("sk::tid_decompose(_bounds, _idx, _tid);", 1)
+        e.w(f"sk::tid_decompose(_bounds, {LAUNCH_INDEX}, _tid);", 1)
     e.declarations(1)
     e.block(fn.body, 1)
     out.extend(e.lines)
@@ -410,17 +417,28 @@ def args_struct(fn: ir.Function) -> str:
 
 def cpu_entry(name: str, which: str, strided_only: bool = False) -> str:
     """The CPU entry: the contiguous body where every array argument is contiguous, unless the kernel
-    slices arrays (``strided_only``: its views are strided whatever its arguments are)."""
+    slices arrays (``strided_only``: its views are strided whatever its arguments are).
+
+    The body is compiled into one range loop per array layout, which ``sk::cpu_run`` (native/cpu_launch.h)
+    calls for each OpenMP thread's share, for a serial launch and for each chunk of a huge one. Inlining the
+    body into each of those branches made eight copies of a kernel's code to compile, and a module's compile
+    time grows with them (docs/benchmarks.md).
+    """
     body = f"{name}_{which}"
-    contiguous = "false" if strided_only else "contiguous"
+    run = f"{name}_cpu_{which}_range"
+    pick = f"{run}<false>" if strided_only else f"contiguous ? {run}<true> : {run}<false>"
     return f"""#if !SK_CUDA
+template <bool SKC>
+static SK_RANGE_FN void {run}(const void* args, const sk::launch_bounds_t& bounds, sk::int64 base, sk::int32 begin,
+                              sk::int32 end) {{
+    const {name}_args a = *static_cast<const {name}_args*>(args);
+    const sk::launch_bounds_t b = bounds;
+    for (sk::int32 _i = begin; _i < end; ++_i) {{ SK_ASSUME(_i >= 0); {body}<SKC>(a, b, base, _i); }}
+}}
 extern "C" SK_EXPORT void {name}_cpu_{which}(const {name}_args* args, const sk::launch_bounds_t* bounds,
                                              int nthreads, int contiguous) {{
-    const {name}_args a = *args;
-    const sk::launch_bounds_t b = *bounds;
     (void)contiguous;
-    if ({contiguous}) {{ SK_CPU_FOR(nthreads, b.size, {body}<true>(a, b, _i)); }}
-    else {{ SK_CPU_FOR(nthreads, b.size, {body}<false>(a, b, _i)); }}
+    sk::cpu_run(nthreads, args, *bounds, {pick});
 }}
 #endif"""
 
@@ -431,7 +449,7 @@ def cuda_entry(name: str, which: str, enter: str = "") -> str:
 extern "C" __global__ void {name}_cuda_{which}({name}_args a, sk::launch_bounds_t b) {{
     for (sk::int64 _i = sk::int64(blockIdx.x) * blockDim.x + threadIdx.x; _i < b.size;
          _i += sk::int64(blockDim.x) * gridDim.x)
-        {"{ " + enter if enter else ""}{name}_{which}<false>(a, b, _i);{" }" if enter else ""}
+        {"{ " + enter if enter else ""}{name}_{which}<false>(a, b, SK_INDEX_PARTS(_i));{" }" if enter else ""}
 }}
 #endif"""
 
@@ -447,34 +465,6 @@ PRELUDE = """// Generated by simkit {version}. Do not edit: regenerated from Pyt
 {extra}
 #if !SK_CUDA
 #define SK_EXPORT __attribute__((visibility("default")))
-// sk::cpu_serial_thread: this thread runs a whole launch alone, so gradients accumulate without atomics
-// (array.h, grad_accumulate). int32 loop counter: tid() is int32, so gcc can prove addresses advance linearly
-// and vectorize. A launch of more than 2^31 - 1 threads runs in chunks of 2^30 (an int64 chunk start, an int32
-// counter within the chunk)
-#define SK_CPU_CHUNK (sk::int64(1) << 30)
-// (the thread's share of an OpenMP loop starts at a bound gcc cannot see: told that indices are not negative,
-// it drops their wrap from the end of an axis, array.h, and vectorizes)
-#define SK_ASSUME(c) do {{ if (!(c)) __builtin_unreachable(); }} while (0)
-#define SK_CPU_LOOP(nthreads, m, var, stmt)                                          \\
-    if ((nthreads) > 1) {{                                                            \\
-        _Pragma("omp parallel for num_threads(nthreads) schedule(static) firstprivate(a, b)") \\
-        for (sk::int32 var = 0; var < (m); ++var) {{ SK_ASSUME(var >= 0); stmt; }}    \\
-    }} else {{                                                                        \\
-        sk::cpu_serial_thread = sk::this_thread();                                   \\
-        for (sk::int32 var = 0; var < (m); ++var) {{ stmt; }}                         \\
-        sk::cpu_serial_thread = nullptr;                                             \\
-    }}
-#define SK_CPU_FOR(nthreads, n, call)                                               \\
-    if (sk::int64(n) <= sk::int64(0x7fffffff)) {{                                     \\
-        const sk::int32 _n = sk::int32(n);                                           \\
-        SK_CPU_LOOP(nthreads, _n, _i, call)                                          \\
-    }} else {{                                                                        \\
-        for (sk::int64 _base = 0; _base < sk::int64(n); _base += SK_CPU_CHUNK) {{      \\
-            const sk::int64 _left = sk::int64(n) - _base;                            \\
-            const sk::int32 _n = sk::int32(_left < SK_CPU_CHUNK ? _left : SK_CPU_CHUNK); \\
-            SK_CPU_LOOP(nthreads, _n, _j, const sk::int64 _i = _base + _j; call)      \\
-        }}                                                                            \\
-    }}
 #endif
 """
 

@@ -103,6 +103,6 @@ extern "C" __global__ void {name}_cuda_fwd({name}_args a, sk::launch_bounds_t b)
     for (; _i + {WAYS - 1} * _step < b.size; _i += {WAYS} * _step)
         {name}_fwd_x{WAYS}<false>(a, b, _i, _step);
     for (; _i < b.size; _i += _step)
-        {name}_fwd<false>(a, b, _i);
+        {name}_fwd<false>(a, b, SK_INDEX_PARTS(_i));
 }}
 #endif"""

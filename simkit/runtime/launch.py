@@ -62,7 +62,7 @@ def _dims(dim) -> tuple:
 
 
 _INT32_MAX = 2**31 - 1
-# the CPU entry's thread loop counts in int64 chunks of int32 loops (codegen.py, SK_CPU_FOR): the thread count
+# the CPU entry runs a launch in int64 chunks of int32 range loops (native/cpu_launch.h, sk::cpu_run): the thread count
 # (an int64 in the launch bounds) is the limit
 CPU_MAX_THREADS = 2**63 - 1
 

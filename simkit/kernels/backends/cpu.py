@@ -124,10 +124,12 @@ def compile_flags() -> list:
     return flags
 
 
-def build(source: str, lib_path: str, flags: list | None = None) -> None:
+def build(source: str, lib_path: str, flags: list | None = None, precompiled: bool | None = None) -> None:
     """Compile ``source`` into the shared library ``lib_path`` (atomically: temp file + rename).
 
     ``flags`` replaces :func:`compile_flags` (the tests' CUDA emulator builds with its own).
+    ``precompiled``: use a precompiled header of the source's leading includes (cpu_pch.py); by default
+    only with the default flags (generated modules, not the small helper libraries built with their own).
 
     A failed compile leaves nothing at ``lib_path``; the source and log are kept beside it
     for inspection and the error carries the compiler's log.
@@ -141,7 +143,8 @@ def build(source: str, lib_path: str, flags: list | None = None) -> None:
     os.close(fd)
     base = compile_flags() if flags is None else flags
     cmd = [cxx, *base, "-o", tmp_lib, src_path]
-    pch = cpu_pch.flags_for(source, base, cxx, identity()) if flags is None else []
+    precompiled = flags is None if precompiled is None else precompiled
+    pch = cpu_pch.flags_for(source, base, cxx, identity()) if precompiled else []
     if config.verbose or config.log_level <= 10:
         print("simkit: " + " ".join(cmd[:1] + pch + cmd[1:]))
     try:

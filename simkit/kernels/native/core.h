@@ -264,7 +264,7 @@ struct launch_bounds_t {
 
 #if !SK_CUDA
 // The thread pointer of the CPU thread that runs a whole launch alone (set by the launch loop,
-// SK_CPU_LOOP): atomics and gradient accumulation there need no locked instructions (atomic.h,
+// sk::cpu_run in cpu_launch.h): atomics and gradient accumulation there need no locked instructions (atomic.h,
 // array.h). A plain global compared with the caller's thread pointer (one register read): a
 // thread_local in a dlopen'ed library would cost a call to __tls_get_addr at every atomic.
 inline void* cpu_serial_thread = nullptr;
@@ -296,6 +296,13 @@ SK_INLINE int32 assume_index(int32 i) {
 SK_INLINE int32 tid_first(const launch_bounds_t& b, int64 index) {
     return assume_index(b.ndim == 1 ? int32(index) : int32(index / (b.size / b.shape[0])));
 }
+// The same of launch index base + local (a kernel body's parameters, codegen.BODY_INDEX): base is 0 in a
+// launch of at most 2^31 - 1 threads, the most a 1D launch reading tid() may have, so its index is local.
+SK_INLINE int32 tid_first(const launch_bounds_t& b, int64 base, int32 local) {
+    return assume_index(b.ndim == 1 ? local : int32((base + local) / (b.size / b.shape[0])));
+}
+// A launch index as those two parts (base: 0 below 2^31)
+#define SK_INDEX_PARTS(i) ((i) & ~sk::int64(0x7fffffff)), sk::int32((i) & 0x7fffffff)
 
 // Decompose a linear thread index into up to 4 launch indices (row-major).
 SK_INLINE void tid_decompose(const launch_bounds_t& b, int64 index, int32* out) {

@@ -17,5 +17,6 @@
 #include "stack.h"
 #include "det_record.h"
 #include "det_grad.h"
+#include "cpu_launch.h"
 #include "bfloat16.h"
 #include "warp_names.h"  // (namespace wp: Warp's names for snippets written for Warp)
