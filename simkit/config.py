@@ -82,6 +82,10 @@ cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")
 #: (simkit/kernels/backends/cpu_pch.py): a small module builds in 0.13 s instead of 0.32 s.
 cpu_precompiled_headers: bool = os.environ.get("SIMKIT_CPU_PCH", "1") != "0"
 
+#: C++ compilers run at once for one module: a module with large kernels compiles as several units in
+#: parallel (simkit/kernels/backends/cpu_units.py). 0: the cores this process may use (at most 8).
+cpu_compile_jobs: int = int(os.environ.get("SIMKIT_CPU_JOBS", "0"))
+
 #: GPU adjoint kernels with dynamic loops: per-thread stack bytes, and the most scratch memory per launch.
 cuda_stack_bytes: int = 16 * 1024
 cuda_stack_budget: int = 1 << 30

@@ -410,6 +410,8 @@ def gen_kernel(fn: ir.Function, options: dict) -> str:
 
 
 def args_struct(fn: ir.Function) -> str:
+    """A kernel's argument struct. Its first line (``// file.py:N: @kernel name``) starts the kernel's code in a
+    module: a module compiled as several units is split there (backends/cpu_units.py)."""
     rel = os.path.basename(fn.filename)
     fields = "\n".join(f"    {ctype(p.type)} {p.name};" for p in fn.params)
     return f"// {rel}:{fn.first_line}: @kernel {fn.name}\nstruct {fn.name}_args {{\n{fields}\n    char _sk_empty;\n}};"

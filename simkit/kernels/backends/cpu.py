@@ -17,7 +17,7 @@ import subprocess
 import tempfile
 
 from ... import config
-from . import cpu_pch
+from . import cpu_pch, cpu_units
 from ..errors import CompilerNotFoundError, NativeCompileError
 
 NATIVE_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "native")
@@ -130,6 +130,7 @@ def build(source: str, lib_path: str, flags: list | None = None, precompiled: bo
     ``flags`` replaces :func:`compile_flags` (the tests' CUDA emulator builds with its own).
     ``precompiled``: use a precompiled header of the source's leading includes (cpu_pch.py); by default
     only with the default flags (generated modules, not the small helper libraries built with their own).
+    A generated module with large kernels compiles as several units at once (cpu_units.py).
 
     A failed compile leaves nothing at ``lib_path``; the source and log are kept beside it
     for inspection and the error carries the compiler's log.
@@ -142,23 +143,68 @@ def build(source: str, lib_path: str, flags: list | None = None, precompiled: bo
     fd, tmp_lib = tempfile.mkstemp(dir=d, prefix=".tmp_", suffix=".so")
     os.close(fd)
     base = compile_flags() if flags is None else flags
-    cmd = [cxx, *base, "-o", tmp_lib, src_path]
     precompiled = flags is None if precompiled is None else precompiled
     pch = cpu_pch.flags_for(source, base, cxx, identity()) if precompiled else []
-    if config.verbose or config.log_level <= 10:
-        print("simkit: " + " ".join(cmd[:1] + pch + cmd[1:]))
+    units = cpu_units.split(source) if flags is None else [source]
+    temps = [tmp_lib]
     try:
-        proc = subprocess.run(cmd[:1] + pch + cmd[1:], capture_output=True, text=True)
-        if proc.returncode != 0 and pch:  # (a precompiled header never decides a build: retry without)
-            proc = subprocess.run(cmd, capture_output=True, text=True)
-        if proc.returncode != 0:
-            log = (proc.stderr or proc.stdout)[-20000:]
-            _atomic_write(os.path.join(d, "error.log"), log.encode())
-            raise NativeCompileError(f"C++ compilation failed for {src_path}:\n{log}")
+        if len(units) == 1:
+            _run([cxx, *pch, *base, "-o", tmp_lib, src_path], pch, d, src_path)
+        else:
+            objs = _compile_units(cxx, units, base, pch, d, temps)
+            _run([cxx, "-shared", "-fopenmp", "-o", tmp_lib, *objs], [], d, src_path)
         os.replace(tmp_lib, lib_path)
     finally:
-        if os.path.exists(tmp_lib):
-            os.unlink(tmp_lib)
+        for t in temps:
+            if os.path.exists(t):
+                os.unlink(t)
+
+
+def _run(cmd: list, pch: list, d: str, src_path: str) -> None:
+    """Run a compiler command; without the precompiled header if it fails with one (a precompiled header
+    never decides a build); raise NativeCompileError with the log, also written to ``d/error.log``."""
+    if config.verbose or config.log_level <= 10:
+        print("simkit: " + " ".join(cmd))
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0 and pch:
+        proc = subprocess.run([c for c in cmd if c not in pch], capture_output=True, text=True)
+    if proc.returncode != 0:
+        _fail(proc.stderr or proc.stdout, d, src_path)
+
+
+def _fail(log: str, d: str, src_path: str):
+    log = log[-20000:]
+    _atomic_write(os.path.join(d, "error.log"), log.encode())
+    raise NativeCompileError(f"C++ compilation failed for {src_path}:\n{log}")
+
+
+def _compile_units(cxx: str, units: list, base: list, pch: list, d: str, temps: list) -> list:
+    """Compile the units to objects, ``cpu_units.jobs()`` at a time; their paths."""
+    flags = [f for f in base if f != "-shared"] + ["-c"]
+    paths, objs = [], []
+    for i, text in enumerate(units):
+        path = os.path.join(d, f"unit{i}.cpp")
+        _atomic_write(path, text.encode())
+        fd, obj = tempfile.mkstemp(dir=d, prefix=".tmp_", suffix=".o")
+        os.close(fd)
+        temps.append(obj)
+        paths.append(path)
+        objs.append(obj)
+    cmds = [[cxx, *pch, *flags, "-o", obj, path] for path, obj in zip(paths, objs)]
+    running, failed, pending = [], [], list(range(len(cmds)))
+    while pending or running:
+        while pending and len(running) < cpu_units.jobs():
+            k = pending.pop(0)
+            if config.verbose or config.log_level <= 10:
+                print("simkit: " + " ".join(cmds[k]))
+            running.append((k, subprocess.Popen(cmds[k], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+        k, proc = running.pop(0)
+        proc.communicate()
+        if proc.returncode != 0:
+            failed.append(k)
+    for k in failed:  # (again one by one, without the precompiled header if there was one: the log)
+        _run(cmds[k], pch, d, paths[k])
+    return objs
 
 
 class Library:

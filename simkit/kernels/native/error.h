@@ -48,8 +48,9 @@ SK_INLINE void report_error(int32 code, int32 line, int64 a, int64 b, int64 c) {
 }  // namespace sk
 
 #if !SK_CUDA
-// Host entry points read and clear the module's error state.
-extern "C" __attribute__((visibility("default"))) int sk_get_error(sk::int64* out) {
+// Host entry points read and clear the module's error state. (weak: a module compiled as several units,
+// backends/cpu_units.py, defines it in each; the library keeps one)
+extern "C" __attribute__((visibility("default"), weak)) int sk_get_error(sk::int64* out) {
     sk::error_state_t* s = sk::error_state();
     out[0] = s->line;
     out[1] = s->a;
