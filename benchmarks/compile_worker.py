@@ -1,6 +1,6 @@
 """Compile-time measurements, run in a fresh Python process per measurement.
 
-    python benchmarks/compile_worker.py {simkit|warp|warp-nobwd} MODULE_DIR MODULE_NAME CACHE_DIR
+    python benchmarks/compile_worker.py {simkit|warp|warp-nobwd} MODULE_DIR MODULE_NAME CACHE_DIR [COPIES]
 
 Imports the generated module ``MODULE_NAME`` from ``MODULE_DIR`` (the kernel cache
 at ``CACHE_DIR``), launches its first kernel once on the CPU (this compiles, or
@@ -23,11 +23,13 @@ import time
 
 NUM_KERNELS = 7
 
-MODULE_TEMPLATE = '''"""Generated compile benchmark module (token {token})."""
+MODULE_HEAD = '''"""Generated compile benchmark module (token {token})."""
 import {framework} as K
 
 TOKEN = K.constant({token_float})
+'''
 
+MODULE_TEMPLATE = '''
 
 @K.kernel
 def k0_scale_{token}(a: float, x: K.array(dtype=float), y: K.array(dtype=float)):
@@ -80,14 +82,18 @@ def k6_branch_{token}(x: K.array(dtype=float), out: K.array(dtype=float)):
 '''
 
 
-def write_module(directory: str, framework: str, token: str) -> str:
+def write_module(directory: str, framework: str, token: str, copies: int = 1) -> str:
     """Write ``<directory>/<name>.py`` for ``framework`` ("simkit", "warp" or "warp-nobwd"); returns the
-    module name. ``token`` (hex) makes the module unique: use a fresh one for every cold measurement."""
+    module name. ``token`` (hex) makes the module unique: use a fresh one for every cold measurement.
+    ``copies``: the 7 kernels that many times (renamed), for a large module."""
     name = f"bench_compile_{framework.replace('-', '_')}_{token}"
     # a distinct constant per token: the generated C++ differs, so no cache can ever serve it
     token_float = f"0.{int(token, 16) % 10**8 + 1:08d}"
+    text = MODULE_HEAD.format(framework=framework.split("-")[0], token=token, token_float=token_float)
+    for c in range(copies):
+        text += MODULE_TEMPLATE.format(token=token if c == 0 else f"{token}x{c}")
     with open(os.path.join(directory, name + ".py"), "w") as f:
-        f.write(MODULE_TEMPLATE.format(framework=framework.split("-")[0], token=token, token_float=token_float))
+        f.write(text)
     return name
 
 
@@ -106,7 +112,8 @@ def _count_files(root: str) -> int:
 
 
 def main(argv):
-    framework, mod_dir, mod_name, cache_dir = argv
+    framework, mod_dir, mod_name, cache_dir = argv[:4]
+    copies = int(argv[4]) if len(argv) > 4 else 1
     token = mod_name.rsplit("_", 1)[1]
     t0 = time.perf_counter()
     if framework == "simkit":
@@ -128,14 +135,14 @@ def main(argv):
     mod = importlib.import_module(mod_name)
     t2 = time.perf_counter()
     kernels = [v for v in vars(mod).values() if isinstance(v, K.Kernel)]
-    assert len(kernels) == NUM_KERNELS, len(kernels)
+    assert len(kernels) == NUM_KERNELS * copies, len(kernels)
     before = _count_files(cache_dir)
     first, check = _first_launch(K, mod, framework, token)
     built = _count_files(cache_dir) != before
     if framework == "simkit":  # every kernel of the module was built by that one launch
         compiled = sum(1 for k in kernels if all("cpu" in s.native for s in k.specs.values()))
     else:  # warp builds one library per module: all of its kernels or none
-        compiled = NUM_KERNELS
+        compiled = len(kernels)
     print(json.dumps({"import_lib_s": t1 - t0, "import_module_s": t2 - t1, "first_launch_s": first,
                       "compiled": compiled, "built": built, "check": check}))
 

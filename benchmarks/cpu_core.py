@@ -11,6 +11,8 @@ Sections (see docs/benchmarks.md for results and targets):
    first launch = frontend + codegen + C++ compile + load, vs warp-lang.
 5. cached load: a new process imports the already-compiled module; time of the first launch
    (frontend + hash + dlopen).
+6. cold compile of a large module (the 7 kernels 16 times over): simkit as one C++ unit and as
+   several compiled at once (kernels/backends/cpu_units.py), vs warp-lang.
 
 Hand-written C is built at benchmark time with the flags simkit uses for its own CPU modules
 (``gcc -O3 -march=native -fopenmp -fno-math-errno``) and runs with simkit's thread count;
@@ -50,6 +52,8 @@ except Exception:  # warp-lang is optional
 SAXPY_N = 4 * 1024 * 1024
 NBODY_N = 8192
 NBODY_EPS = 0.01
+
+LARGE_COPIES = 16  # the large-module compile: the 7 kernels 16 times over
 
 TARGETS = {
     "saxpy": 1.3,  # simkit/C time ratio
@@ -401,18 +405,52 @@ class Bench:
         code = "import simkit, simkit.kernels.backends.cpu\ntry:\n    import warp\nexcept Exception:\n    pass\n"
         subprocess.run([sys.executable, "-c", code], capture_output=True, env=self._worker_env())
 
-    def _worker(self, framework, mod_dir, mod_name, cache_dir) -> dict:
+    def _worker(self, framework, mod_dir, mod_name, cache_dir, copies: int = 1, jobs: int | None = None) -> dict:
+        """One measurement in a new process; ``jobs``: simkit's SIMKIT_CPU_JOBS there (default: its own)."""
         cmd = [sys.executable, os.path.join(common.HERE, "compile_worker.py"), framework, mod_dir, mod_name,
-               cache_dir]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=self._worker_env())
+               cache_dir, str(copies)]
+        env = self._worker_env()
+        if jobs is not None:
+            env["SIMKIT_CPU_JOBS"] = str(jobs)
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
         if proc.returncode != 0 or not lines:
             raise RuntimeError(f"compile worker failed ({' '.join(cmd)}):\n{proc.stdout}\n{proc.stderr}")
         res = json.loads(lines[-1])
-        if res["compiled"] != compile_worker.NUM_KERNELS:
+        if res["compiled"] != compile_worker.NUM_KERNELS * copies:
             raise AssertionError(f"{framework}: first launch compiled {res['compiled']} of "
-                                 f"{compile_worker.NUM_KERNELS} kernels")
+                                 f"{compile_worker.NUM_KERNELS * copies} kernels")
         return res
+
+    def large_module(self):
+        """Cold compile of the 7 kernels 16 times over (112 kernels, about 450 KB of C++): simkit as one unit and
+        as several compiled at once (kernels/backends/cpu_units.py), and warp-lang."""
+        copies, reps = LARGE_COPIES, 1 if self.quick else 2
+        mod_dir = os.path.join(self.tmp, "modules")
+        os.makedirs(mod_dir, exist_ok=True)
+        ways = [("simkit", 1, "simkit, one unit (SIMKIT_CPU_JOBS=1)"),
+                ("simkit", None, f"simkit, units compiled at once (jobs: {os.cpu_count()} cores, at most 8)")]
+        if self.warp_ok:
+            ways += [("warp", None, "warp-lang (default: forward + adjoint)"),
+                     ("warp-nobwd", None, "warp-lang, enable_backward=False (forward only)")]
+        times = {label: [] for _, _, label in ways}
+        for r in range(reps):
+            for f, jobs, label in ways:  # interleaved
+                common.progress(f"large module {r + 1}/{reps}: {label}")
+                token = secrets.token_hex(4)
+                name = compile_worker.write_module(mod_dir, f, token, copies)
+                cache = os.path.join(self.tmp, f"large_{f}_{token}")
+                times[label].append(self._worker(f, mod_dir, name, cache, copies, jobs)["first_launch_s"])
+        n = compile_worker.NUM_KERNELS * copies
+        t = common.Table(f"Cold compile, {n}-kernel module (new process, empty cache)",
+                         ["implementation", "first launch (median)", "min", "runs", "time / one unit"],
+                         note=f"The {compile_worker.NUM_KERNELS} kernels above, {copies} times over.")
+        base = common.Timing(times[ways[0][2]]).median
+        for _, _, label in ways:
+            tm = common.Timing(times[label])
+            t.add(label, common.fmt_time(tm.median), common.fmt_time(tm.min), tm.n, f"{tm.median / base:.2f}x")
+        self.tables.append(t)
+        self.results["large_module_s"] = {label: common.Timing(v).median for label, v in times.items()}
 
     def compile_times(self):
         frameworks = ["simkit"] + (["warp", "warp-nobwd"] if self.warp_ok else [])
@@ -517,8 +555,8 @@ def main(argv=None):
     p.add_argument("--markdown", metavar="FILE", help="also write the results as markdown")
     p.add_argument("--json", metavar="FILE", help="also write the raw results as JSON")
     p.add_argument("--no-warp", action="store_true", help="skip warp-lang even when it is installed")
-    p.add_argument("--only", default="saxpy,nbody,launch,compile",
-                   help="comma-separated sections to run (saxpy,nbody,launch,compile)")
+    p.add_argument("--only", default="saxpy,nbody,launch,compile,large",
+                   help="comma-separated sections to run (saxpy,nbody,launch,compile,large)")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (builds, caches)")
     args = p.parse_args(argv)
 
@@ -527,7 +565,8 @@ def main(argv=None):
     print(common.kv_text(machine))
     print(f"{'C flags'.ljust(15)} : {common.c_flags_text()}")
     print(flush=True)
-    sections = {"saxpy": b.saxpy, "nbody": b.nbody, "launch": b.launch_overhead, "compile": b.compile_times}
+    sections = {"saxpy": b.saxpy, "nbody": b.nbody, "launch": b.launch_overhead, "compile": b.compile_times,
+                "large": b.large_module}
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     start = time.perf_counter()
     try:
