@@ -18,7 +18,9 @@ from .kernels.types import (Float, Int, Scalar, float_types, int_types, matrix, 
 # the numeric scalar types (Warp's: bool is not one of them)
 scalar_types = int_types + float_types
 # numpy scalar types and dtypes -> simkit scalar types (bool included), as Warp's table of the same name
-np_dtype_to_warp_type = {**{t._np.type: t for t in _T.scalar_types}, **{t._np: t for t in _T.scalar_types}}
+# (which has no bfloat16: numpy has none; reading its dtype would also import ml_dtypes, types_bf16.host)
+np_dtype_to_warp_type = {**{t._np.type: t for t in _T.scalar_types if t is not _T.bfloat16},
+                         **{t._np: t for t in _T.scalar_types if t is not _T.bfloat16}}
 vector_types = tuple(getattr(_T, n) for n in sorted(dir(_T)) if n[:3] in ("vec", "mat", "qua", "tra", "spa")
                      and n[-1] in "bshilfd" and _T.is_value(getattr(_T, n)))
 

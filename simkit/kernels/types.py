@@ -26,6 +26,7 @@ import typing
 import numpy as np
 
 from . import types_bf16 as _BF16
+from . import types_scalar as _types_scalar
 from . import types_value as _TV
 from .types_scalar import ScalarMeta, numpy_attributes, value_numpy_attributes
 
@@ -119,19 +120,51 @@ uint64 = _scalar("uint64", np.uint64, ctypes.c_uint64, "u")
 float16 = _scalar("float16", np.float16, ctypes.c_uint16, "f")
 float32 = _scalar("float32", np.float32, ctypes.c_float, "f")
 float64 = _scalar("float64", np.float64, ctypes.c_double, "f")
-# bfloat16: host dtype ml_dtypes.bfloat16, or raw uint16 bits without ml_dtypes (types_bf16.py)
-bfloat16 = _scalar("bfloat16", _BF16.NP_DTYPE, ctypes.c_uint16, "f")
+# bfloat16: host dtype ml_dtypes.bfloat16, or raw uint16 bits without ml_dtypes (types_bf16.py). Made with
+# uint16's attributes, replaced on first use (ml_dtypes is imported then: types_bf16.host)
+bfloat16 = _scalar("bfloat16", np.uint16, ctypes.c_uint16, "f")
 bfloat16.__new__ = staticmethod(lambda cls, value=0: _BF16.scalar(value))
-if not _BF16.HAS_ML_DTYPES:  # pragma: no cover - (np.dtype(sk.bfloat16) is then object, as in Warp)
-    for _attr in ("__numpy_dtype__", "_numpy_instances", "dtype"):
-        if _attr in bfloat16.__dict__:
-            delattr(bfloat16, _attr)
+
+
+class _NpScalars(dict):
+    """numpy dtype -> scalar type; a miss first resolves the lazy dtypes (bfloat16's)."""
+
+    def __missing__(self, key):
+        if not _types_scalar._lazy:
+            raise KeyError(key)
+        _types_scalar.resolve_lazy()
+        return dict.__getitem__(self, key)
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key) -> _py.bool:
+        return self.get(key) is not None
+
+
+def _resolve_bfloat16() -> None:
+    has, dt = _BF16.host()
+    bfloat16._np = dt
+    if has:
+        for name, value in numpy_attributes(dt).items():
+            setattr(bfloat16, name, value)
+        _np_to_scalar[dt] = bfloat16
+        scalar_base._numpy_instances = tuple(_np_to_scalar)
+    else:  # pragma: no cover - (np.dtype(sk.bfloat16) is then object, as in Warp)
+        for name in ("__numpy_dtype__", "_numpy_instances", "dtype"):
+            if name in bfloat16.__dict__:
+                delattr(bfloat16, name)
+
 
 float_types = (float16, bfloat16, float32, float64)
 int_types = (int8, uint8, int16, uint16, int32, uint32, int64, uint64)
 scalar_types = (bool,) + int_types + float_types
-_np_to_scalar = {t._np: t for t in scalar_types if t is not bfloat16 or _BF16.HAS_ML_DTYPES}
+_np_to_scalar = _NpScalars({t._np: t for t in scalar_types if t is not bfloat16})
 scalar_base._numpy_instances = tuple(_np_to_scalar)
+_types_scalar.lazy_dtype(bfloat16, _resolve_bfloat16)
 handle = uint64  # (Warp's name for the uint64 ids of meshes, BVHs and hash grids)
 
 

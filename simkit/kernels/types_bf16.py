@@ -25,14 +25,30 @@ from __future__ import annotations
 
 import numpy as np
 
-try:  # (optional: JAX depends on it)
-    import ml_dtypes as _ml_dtypes
+_host: tuple | None = None  # (has ml_dtypes, the host dtype), once asked for
 
-    HAS_ML_DTYPES = True
-    NP_DTYPE = np.dtype(_ml_dtypes.bfloat16)
-except ImportError:  # pragma: no cover - exercised by tests/test_bfloat16.py in a subprocess
-    HAS_ML_DTYPES = False
-    NP_DTYPE = np.dtype(np.uint16)
+
+def host() -> tuple:
+    """``(HAS_ML_DTYPES, NP_DTYPE)``. ``ml_dtypes`` is imported on first use, not with simkit: its import took
+    0.59 s, 60% of ``import simkit`` (2026-12-07, 2-core CI machine). Also ``types_bf16.HAS_ML_DTYPES`` and
+    ``types_bf16.NP_DTYPE``."""
+    global _host
+    if _host is None:
+        try:  # (optional: JAX depends on it)
+            import ml_dtypes
+
+            _host = (True, np.dtype(ml_dtypes.bfloat16))
+        except ImportError:  # pragma: no cover - exercised by tests/test_bfloat16.py in a subprocess
+            _host = (False, np.dtype(np.uint16))
+    return _host
+
+
+def __getattr__(name):
+    if name == "HAS_ML_DTYPES":
+        return host()[0]
+    if name == "NP_DTYPE":
+        return host()[1]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 # the typestr of bfloat16 data in array interfaces (numpy's for ml_dtypes.bfloat16 is an anonymous '<V2')
 TYPESTR = "<u2"
@@ -55,6 +71,7 @@ def bits_to_float32(bits) -> np.ndarray:
 def as_bits(a: np.ndarray) -> np.ndarray:
     """The bit patterns (np.uint16 view) of host bfloat16 data (``ml_dtypes.bfloat16`` or already uint16)."""
     a = np.asarray(a)
+    NP_DTYPE = host()[1]
     if a.dtype == NP_DTYPE or a.dtype == np.uint16:
         return a.view(np.uint16)
     raise TypeError(f"expected bfloat16 data (dtype {NP_DTYPE} or uint16 bit patterns), got dtype {a.dtype}")
@@ -63,6 +80,7 @@ def as_bits(a: np.ndarray) -> np.ndarray:
 def host_data(data) -> np.ndarray:
     """``data`` as a numpy array of the bfloat16 host dtype: uint16 arrays are bit patterns (kept), arrays of
     the host dtype are kept, anything else is converted to float32, then rounded to bfloat16."""
+    NP_DTYPE = host()[1]
     if isinstance(data, np.ndarray) and data.dtype in (NP_DTYPE, np.dtype(np.uint16)):
         return data if data.dtype == NP_DTYPE else data.view(NP_DTYPE)
     if isinstance(data, np.ndarray) and data.dtype.kind == "V" and data.dtype.itemsize == 2:  # other bf16 dtypes
@@ -74,16 +92,18 @@ def scalar(value=0):
     """``sk.bfloat16(value)``: an ``ml_dtypes.bfloat16`` scalar; without ml_dtypes, a np.float32 holding the
     rounded value (the host has no bfloat16 scalar then)."""
     rounded = float32_to_bits(np.float32(value))
+    HAS_ML_DTYPES, NP_DTYPE = host()
     return rounded.view(NP_DTYPE)[()] if HAS_ML_DTYPES else bits_to_float32(rounded)[()]
 
 
 def to_bytes(value) -> bytes:
     """The 2 bytes of ``value`` as a bfloat16 (a kernel argument, a struct field)."""
-    if isinstance(value, np.generic) and value.dtype == NP_DTYPE and HAS_ML_DTYPES:
+    if isinstance(value, np.generic) and value.dtype == host()[1] and host()[0]:
         return value.tobytes()
     return float32_to_bits(np.float32(value)).tobytes()
 
 
 def is_bf16_dtype(dt) -> bool:
     """Is numpy dtype ``dt`` the bfloat16 host dtype (``ml_dtypes.bfloat16``; never uint16)?"""
+    HAS_ML_DTYPES, NP_DTYPE = host()
     return HAS_ML_DTYPES and np.dtype(dt) == NP_DTYPE

@@ -33,8 +33,48 @@ class ScalarMeta(type):
     def __instancecheck__(cls, obj) -> bool:
         if type.__instancecheck__(cls, obj):
             return True
+        if not isinstance(obj, np.generic):
+            return False
+        if obj.dtype.kind == "V":  # (a scalar of a dtype from outside numpy: bfloat16 may still be lazy)
+            resolve_lazy()
         dtypes = cls.__dict__.get("_numpy_instances")
-        return dtypes is not None and isinstance(obj, np.generic) and obj.dtype in dtypes
+        if isinstance(dtypes, LazyDtypeAttr):  # (its numpy instances can only be of an outside dtype)
+            if obj.dtype.kind != "V":
+                return False
+            resolve_lazy()
+            dtypes = cls.__dict__.get("_numpy_instances")
+        return dtypes is not None and obj.dtype in dtypes
+
+
+#: scalar types whose numpy dtype comes from another package, imported on first use (types_bf16.py):
+#: functions that give each its dtype attributes
+_lazy: list = []
+
+
+class LazyDtypeAttr:
+    """A class attribute of such a type (``_np``, ``__numpy_dtype__``, ...): reading it first gives the type
+    its dtype attributes, which replace these."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, obj, cls):
+        resolve_lazy()
+        return getattr(cls, self.name)
+
+
+def lazy_dtype(cls, resolve) -> None:
+    """Make ``cls``'s dtype attributes lazy: ``resolve()`` sets them, when one is first read (or a numpy
+    scalar of an outside dtype meets ``isinstance``, or a dtype lookup misses: types.py)."""
+    for name in ("_np", "__numpy_dtype__", "_numpy_instances", "dtype"):
+        if name in cls.__dict__ or name == "_np":
+            setattr(cls, name, LazyDtypeAttr(name))
+    _lazy.append(resolve)
+
+
+def resolve_lazy() -> None:
+    while _lazy:
+        _lazy.pop()()
 
 
 def numpy_attributes(dt: np.dtype) -> dict:
