@@ -372,7 +372,7 @@ def gen_func(fn: ir.Function, options: dict, replay: bool = False) -> str:
 
 
 #: A body's parameters after its arguments: the launch bounds, and its launch index as ``_base + _local``.
-#: ``_base`` is 0 in every launch of at most 2^31 - 1 threads (SK_CPU_RUN, SK_INDEX_PARTS), so a 1D launch that
+#: ``_base`` is 0 in every launch of at most 2^31 - 1 threads (sk::cpu_run, SK_INDEX_PARTS), so a 1D launch that
 #: reads tid() (at most that many threads: launch.check_tid_extent) reads the int32 ``_local`` alone, which the
 #: CPU's range loop counts: gcc then sees addresses advance linearly, and vectorizes.
 BODY_INDEX = "const sk::launch_bounds_t& _bounds, sk::int64 _base, sk::int32 _local"

@@ -19,6 +19,8 @@ A scalar constructor returns a numpy scalar (``sk.float32(1.5)`` is ``np.float32
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 # numpy 2.4 added the ``__numpy_dtype__`` protocol (and deprecates reading a ``dtype`` attribute)
@@ -38,11 +40,8 @@ class ScalarMeta(type):
         if obj.dtype.kind == "V":  # (a scalar of a dtype from outside numpy: bfloat16 may still be lazy)
             resolve_lazy()
         dtypes = cls.__dict__.get("_numpy_instances")
-        if isinstance(dtypes, LazyDtypeAttr):  # (its numpy instances can only be of an outside dtype)
-            if obj.dtype.kind != "V":
-                return False
-            resolve_lazy()
-            dtypes = cls.__dict__.get("_numpy_instances")
+        if isinstance(dtypes, LazyDtypeAttr):  # (still lazy: only a scalar of an outside dtype could be one)
+            return False
         return dtypes is not None and obj.dtype in dtypes
 
 
@@ -72,9 +71,13 @@ def lazy_dtype(cls, resolve) -> None:
     _lazy.append(resolve)
 
 
+_lazy_lock = threading.Lock()  # (a thread that meets a type being resolved waits for its attributes)
+
+
 def resolve_lazy() -> None:
-    while _lazy:
-        _lazy.pop()()
+    with _lazy_lock:
+        while _lazy:
+            _lazy.pop()()
 
 
 def numpy_attributes(dt: np.dtype) -> dict:

@@ -169,13 +169,9 @@ def _run(cmd: list, pch: list, d: str, src_path: str) -> None:
     if proc.returncode != 0 and pch:
         proc = subprocess.run([c for c in cmd if c not in pch], capture_output=True, text=True)
     if proc.returncode != 0:
-        _fail(proc.stderr or proc.stdout, d, src_path)
-
-
-def _fail(log: str, d: str, src_path: str):
-    log = log[-20000:]
-    _atomic_write(os.path.join(d, "error.log"), log.encode())
-    raise NativeCompileError(f"C++ compilation failed for {src_path}:\n{log}")
+        log = (proc.stderr or proc.stdout)[-20000:]
+        _atomic_write(os.path.join(d, "error.log"), log.encode())
+        raise NativeCompileError(f"C++ compilation failed for {src_path}:\n{log}")
 
 
 def _compile_units(cxx: str, units: list, base: list, pch: list, d: str, temps: list) -> list:
