@@ -150,23 +150,25 @@ def optimize(iters: int = 30, plot: str | None = None, device: str = "cpu", prog
     return Result(displacements[0], best[0], displacements, best[1], best[2])
 
 
-def displacement(weights, bias, device: str = "cpu", steps: int = STEPS) -> float:
-    """Forward displacement of the centre of mass under a gait (no gradients) [m]."""
+def _walk(weights, bias, device: str, steps: int = STEPS, record: list | None = None):
+    """(model, final state) of a rollout under a gait given as host arrays, without gradients."""
     model = build(device)
     model.requires_grad = False
-    x0 = float(model.particle_q.numpy()[:, 0].mean())
     final = rollout(model, sk.array(weights, dtype=float, device=device), sk.array(bias, dtype=float, device=device),
-                    steps)
-    return float(final.particle_q.numpy()[:, 0].mean()) - x0
+                    steps, record=record)
+    return model, final
+
+
+def displacement(weights, bias, device: str = "cpu", steps: int = STEPS) -> float:
+    """Forward displacement of the centre of mass under a gait (no gradients) [m]."""
+    model, final = _walk(weights, bias, device, steps)
+    return float(final.particle_q.numpy()[:, 0].mean()) - float(model.particle_q.numpy()[:, 0].mean())
 
 
 def export_usd(path: str, weights, bias, device: str = "cpu") -> None:
     """The walk under the given gait, one frame every 10 steps."""
-    model = build(device)
-    model.requires_grad = False
     frames: list = []
-    rollout(model, sk.array(weights, dtype=float, device=device), sk.array(bias, dtype=float, device=device),
-            record=frames)
+    _walk(weights, bias, device, record=frames)
     with sk.io.UsdExporter(path, fps=1.0 / (10 * DT)) as usd:
         for q in frames:
             usd.begin_frame()

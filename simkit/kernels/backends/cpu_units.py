@@ -39,7 +39,7 @@ def jobs() -> int:
 
 def split(source: str, units: int | None = None) -> list[str]:
     """``source`` as the sources of its units (``[source]`` when it is not worth splitting). ``units``:
-    how many (default: by the kernels' size, at most :func:`jobs`)."""
+    how many (default: one per ``UNIT_BYTES`` of source, at most :func:`jobs`)."""
     marks = [m.start() for m in _KERNEL.finditer(source)]
     if len(marks) < 2:
         return [source]
