@@ -1,6 +1,7 @@
 """Compile-time measurements, run in a fresh Python process per measurement.
 
     python benchmarks/compile_worker.py {simkit|warp|warp-nobwd} MODULE_DIR MODULE_NAME CACHE_DIR [COPIES]
+    python benchmarks/compile_worker.py {simkit|warp} MODULE_DIR NAME1,NAME2,... CACHE_DIR load:WORKERS
 
 Imports the generated module ``MODULE_NAME`` from ``MODULE_DIR`` (the kernel cache
 at ``CACHE_DIR``), launches its first kernel once on the CPU (this compiles, or
@@ -9,6 +10,8 @@ loads from the cache, all kernels of the module) and prints one JSON line:
 stdout; warp may print its banner before it). ``warp-nobwd`` is warp with
 ``config.enable_backward = False`` (no adjoint kernels, like simkit without a tape).
 ``built`` is true when the launch wrote new files into the cache (a compile, i.e. a cache miss).
+With ``load:WORKERS`` the modules named are imported and loaded by one ``force_load(device="cpu",
+modules=..., max_workers=WORKERS)``, whose time is ``first_launch_s``; each module's first kernel then runs.
 
 ``write_module`` generates the 7-kernel module; the same source runs under
 simkit and warp (``K`` is the imported framework).
@@ -113,7 +116,8 @@ def _count_files(root: str) -> int:
 
 def main(argv):
     framework, mod_dir, mod_name, cache_dir = argv[:4]
-    copies = int(argv[4]) if len(argv) > 4 else 1
+    load = argv[4][5:] if len(argv) > 4 and argv[4].startswith("load:") else None
+    copies = int(argv[4]) if len(argv) > 4 and load is None else 1
     token = mod_name.rsplit("_", 1)[1]
     t0 = time.perf_counter()
     if framework == "simkit":
@@ -132,6 +136,8 @@ def main(argv):
         raise SystemExit(f"unknown framework {framework!r}")
     t1 = time.perf_counter()
     sys.path.insert(0, mod_dir)
+    if load is not None:
+        return _force_load(K, mod_name.split(","), int(load), cache_dir, t1 - t0)
     mod = importlib.import_module(mod_name)
     t2 = time.perf_counter()
     kernels = [v for v in vars(mod).values() if isinstance(v, K.Kernel)]
@@ -144,6 +150,26 @@ def main(argv):
     else:  # warp builds one library per module: all of its kernels or none
         compiled = len(kernels)
     print(json.dumps({"import_lib_s": t1 - t0, "import_module_s": t2 - t1, "first_launch_s": first,
+                      "compiled": compiled, "built": built, "check": check}))
+
+
+def _force_load(K, names: list, workers: int, cache_dir: str, import_lib_s: float):
+    t1 = time.perf_counter()
+    mods = [importlib.import_module(n) for n in names]
+    t2 = time.perf_counter()
+    before = _count_files(cache_dir)
+    K.force_load(device="cpu", modules=[K.get_module(n) for n in names], max_workers=workers)
+    t3 = time.perf_counter()
+    built = _count_files(cache_dir) != before
+    if hasattr(K.Module, "pending"):  # (simkit: every kernel was loaded by force_load, before any launch)
+        compiled = sum(1 for m in mods for k in vars(m).values() if isinstance(k, K.Kernel)
+                       and all("cpu" in s.native for s in k.specs.values()))
+    else:  # (warp builds one library per module: all of its kernels or none)
+        compiled = NUM_KERNELS * len(mods)
+    check = 0.0
+    for n, mod in zip(names, mods):
+        check += _first_launch(K, mod, "", n.rsplit("_", 1)[1])[1]
+    print(json.dumps({"import_lib_s": import_lib_s, "import_module_s": t2 - t1, "first_launch_s": t3 - t2,
                       "compiled": compiled, "built": built, "check": check}))
 
 

@@ -13,6 +13,8 @@ Sections (see docs/benchmarks.md for results and targets):
    (frontend + hash + dlopen).
 6. cold compile of a large module (the 7 kernels 16 times over): simkit as one C++ unit and as
    several compiled at once (kernels/backends/cpu_units.py), vs warp-lang.
+7. cold ``force_load`` of 6 separate 7-kernel modules: one after another and several at once
+   (runtime/loading.py), vs warp-lang's ``force_load`` both ways.
 
 Hand-written C is built at benchmark time with the flags simkit uses for its own CPU modules
 (``gcc -O3 -march=native -fopenmp -fno-math-errno``) and runs with simkit's thread count;
@@ -54,6 +56,7 @@ NBODY_N = 8192
 NBODY_EPS = 0.01
 
 LARGE_COPIES = 16  # the large-module compile: the 7 kernels 16 times over
+LOAD_MODULES = 6  # force_load: this many separate 7-kernel modules
 
 TARGETS = {
     "saxpy": 1.3,  # simkit/C time ratio
@@ -405,10 +408,12 @@ class Bench:
         code = "import simkit, simkit.kernels.backends.cpu\ntry:\n    import warp\nexcept Exception:\n    pass\n"
         subprocess.run([sys.executable, "-c", code], capture_output=True, env=self._worker_env())
 
-    def _worker(self, framework, mod_dir, mod_name, cache_dir, copies: int = 1, jobs: int | None = None) -> dict:
-        """One measurement in a new process; ``jobs``: simkit's SIMKIT_CPU_JOBS there (default: its own)."""
+    def _worker(self, framework, mod_dir, mod_name, cache_dir, copies: int = 1, jobs: int | None = None,
+                load: int | None = None) -> dict:
+        """One measurement in a new process; ``jobs``: simkit's SIMKIT_CPU_JOBS there (default: its own);
+        ``load``: ``force_load`` the ``copies`` modules named (comma-separated) that many at a time."""
         cmd = [sys.executable, os.path.join(common.HERE, "compile_worker.py"), framework, mod_dir, mod_name,
-               cache_dir, str(copies)]
+               cache_dir, str(copies) if load is None else f"load:{load}"]
         env = self._worker_env()
         if jobs is not None:
             env["SIMKIT_CPU_JOBS"] = str(jobs)
@@ -451,6 +456,38 @@ class Bench:
             t.add(label, common.fmt_time(tm.median), common.fmt_time(tm.min), tm.n, f"{tm.median / base:.2f}x")
         self.tables.append(t)
         self.results["large_module_s"] = {label: common.Timing(v).median for label, v in times.items()}
+
+    def force_load(self):
+        """Cold ``force_load`` of several 7-kernel modules: one after another and several at once
+        (runtime/loading.py), simkit and warp-lang."""
+        n_mods, reps = LOAD_MODULES, 1 if self.quick else 2
+        mod_dir = os.path.join(self.tmp, "modules")
+        os.makedirs(mod_dir, exist_ok=True)
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        ways = [("simkit", 0, "simkit, max_workers=0 (one after another)"),
+                ("simkit", min(cores, 8), f"simkit, max_workers={min(cores, 8)} (its default: the cores)")]
+        if self.warp_ok:
+            ways += [("warp", 0, "warp-lang, max_workers=0 (its default)"),
+                     ("warp", min(cores, 8), f"warp-lang, max_workers={min(cores, 8)}")]
+        times = {label: [] for _, _, label in ways}
+        for r in range(reps):
+            for f, workers, label in ways:  # interleaved
+                common.progress(f"force_load {r + 1}/{reps}: {label}")
+                token = secrets.token_hex(4)
+                names = [compile_worker.write_module(mod_dir, f, f"{token}{m:x}") for m in range(n_mods)]
+                cache = os.path.join(self.tmp, f"load_{f}_{token}")
+                times[label].append(self._worker(f, mod_dir, ",".join(names), cache, n_mods, load=workers)
+                                    ["first_launch_s"])
+        t = common.Table(f"Cold `force_load` of {n_mods} modules of {compile_worker.NUM_KERNELS} kernels (new "
+                         "process, empty cache)", ["implementation", "force_load (median)", "min", "runs",
+                                                   "time / simkit one after another"],
+                         note="warp-lang compiles forward and adjoint kernels (its default).")
+        base = common.Timing(times[ways[0][2]]).median
+        for _, _, label in ways:
+            tm = common.Timing(times[label])
+            t.add(label, common.fmt_time(tm.median), common.fmt_time(tm.min), tm.n, f"{tm.median / base:.2f}x")
+        self.tables.append(t)
+        self.results["force_load_s"] = {label: common.Timing(v).median for label, v in times.items()}
 
     def compile_times(self):
         frameworks = ["simkit"] + (["warp", "warp-nobwd"] if self.warp_ok else [])
@@ -555,8 +592,8 @@ def main(argv=None):
     p.add_argument("--markdown", metavar="FILE", help="also write the results as markdown")
     p.add_argument("--json", metavar="FILE", help="also write the raw results as JSON")
     p.add_argument("--no-warp", action="store_true", help="skip warp-lang even when it is installed")
-    p.add_argument("--only", default="saxpy,nbody,launch,compile,large",
-                   help="comma-separated sections to run (saxpy,nbody,launch,compile,large)")
+    p.add_argument("--only", default="saxpy,nbody,launch,compile,large,load",
+                   help="comma-separated sections to run (saxpy,nbody,launch,compile,large,load)")
     p.add_argument("--keep", action="store_true", help="keep the temporary directory (builds, caches)")
     args = p.parse_args(argv)
 
@@ -566,7 +603,7 @@ def main(argv=None):
     print(f"{'C flags'.ljust(15)} : {common.c_flags_text()}")
     print(flush=True)
     sections = {"saxpy": b.saxpy, "nbody": b.nbody, "launch": b.launch_overhead, "compile": b.compile_times,
-                "large": b.large_module}
+                "large": b.large_module, "load": b.force_load}
     only = [s.strip() for s in args.only.split(",") if s.strip()]
     start = time.perf_counter()
     try:

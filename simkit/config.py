@@ -86,6 +86,11 @@ cpu_precompiled_headers: bool = os.environ.get("SIMKIT_CPU_PCH", "1") != "0"
 #: parallel (simkit/kernels/backends/cpu_units.py). 0: the cores this process may use (at most 8).
 cpu_compile_jobs: int = int(os.environ.get("SIMKIT_CPU_JOBS", "0"))
 
+#: Modules that ``force_load`` / ``load_module`` compile at once (threads running the C++ compiler or NVRTC;
+#: simkit/runtime/loading.py): None, the cores this process may use (at most 8); 0 or 1, one after another.
+#: Warp's name; a call's ``max_workers`` overrides it.
+load_module_max_workers: int | None = None
+
 #: GPU adjoint kernels with dynamic loops: per-thread stack bytes, and the most scratch memory per launch.
 cuda_stack_bytes: int = 16 * 1024
 cuda_stack_budget: int = 1 << 30

@@ -81,3 +81,20 @@ def test_module_load_and_unload(device):
     a = sk.zeros(3, dtype=int, device=device)
     sk.launch(fill7, 3, inputs=[a], device=device)
     np.testing.assert_array_equal(a.numpy(), [7, 7, 7])
+
+
+def test_a_kernel_made_in_a_function_joins_the_module_object_given():
+    # (a kernel made in a function with module=<sk.Module> raised AttributeError: Module has no __name__)
+    def make(module):
+        @sk.kernel(module=module)
+        def triple(a: sk.array(dtype=float)):
+            a[sk.tid()] = a[sk.tid()] * 3.0
+
+        return triple
+
+    one, two = sk.Module("test_module_objects.one"), sk.Module("test_module_objects.two")
+    k1, k1_again, k2 = make(one), make(one), make(two)
+    assert k1.module is one and k2.module is two and k1_again is k1 and k2 is not k1
+    a = sk.array([1.0, 2.0], dtype=float, device="cpu")
+    sk.launch(k2, 2, inputs=[a], device="cpu")
+    np.testing.assert_array_equal(a.numpy(), [3.0, 6.0])

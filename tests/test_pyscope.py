@@ -86,6 +86,27 @@ def test_setters_change_their_first_argument_from_python():
     np.testing.assert_allclose(sk.transform_get_translation(t), [1, 2, 3])
 
 
+def test_transform_parts_p_and_q_from_python():
+    # (as Warp's t.p / t.q: warp-lang's geometry/example_swept_volume.py reads them in Python)
+    t = sk.transformd(sk.vec3d(1.0, 2.0, 3.0), sk.quatd(0.0, 0.0, 0.6, 0.8))
+    p, q = t.p, t.q
+    assert type(p) is sk.vec3d and type(q) is sk.quatd
+    np.testing.assert_array_equal(p, [1, 2, 3])
+    np.testing.assert_array_equal(q, [0, 0, 0.6, 0.8])
+    p[0] = 9.0                                          # a copy: t is unchanged
+    assert t[0] == 1.0
+    t.p = (4.0, 5.0, 6.0)
+    t.q = sk.quatd(0.6, 0.0, 0.0, 0.8)
+    np.testing.assert_array_equal(t, [4, 5, 6, 0.6, 0, 0, 0.8])
+    np.testing.assert_allclose(sk.transform_point(t, sk.vec3d(0.0, 0.0, 0.0)), [4, 5, 6])
+    with pytest.raises(AttributeError, match="'vec3' object has no attribute 'p'"):
+        sk.vec3(1.0, 2.0, 3.0).p
+    with pytest.raises(AttributeError, match="'quat' object has no attribute 'q'"):
+        sk.quat_identity().q = sk.quat_identity()
+    with pytest.raises(ValueError):
+        t.p = (1.0, 2.0)
+
+
 def test_matrix_rows_and_columns_from_python():
     a = np.arange(6, dtype=np.float64).reshape(2, 3)
     m = sk.types.matrix((2, 3), sk.float64)(*a.reshape(-1))

@@ -342,7 +342,8 @@ def _make_kernel(f, opts: dict, hints: dict) -> Kernel:
     key = None
     if opts["module"] == "unique" or "<locals>" in f.__qualname__ or (f.__module__, f.__qualname__) in _instances:
         module = opts["module"]
-        module = module if module is None or isinstance(module, str) else module.__name__
+        if module is not None and not isinstance(module, str):  # a Python module, or an sk.Module (this one)
+            module = module.__name__ if hasattr(module, "__name__") else ("Module", module.name, id(module))
         options = {**opts, "module": module, "module_options": tuple(sorted((opts["module_options"] or {}).items()))}
         from .module import compile_options  # (the global options its translation reads: max_unroll ...)
 

@@ -290,6 +290,17 @@ class Module:
         if kind in spec.native:
             return
         options = self.compile_options()
+        specs = self._unit_specs(spec, kind, options)
+        try:
+            self._build(specs, device, kind, options, adjoint)
+        except NativeCompileError:
+            if len(specs) == 1:
+                raise
+            self._build([spec], device, kind, options, adjoint)  # isolate: another kernel may break the unit
+
+    def _unit_specs(self, spec, kind: str, options: dict) -> list:
+        """The kernels one unit compiles with ``spec``: every pending kernel of this module whose IR builds (a
+        broken one reports its error when it is launched; ``spec`` broken raises here)."""
         specs = []
         for s in self.pending(kind):
             try:
@@ -298,38 +309,57 @@ class Module:
             except CompileError:
                 if s is spec:
                     raise  # the kernel being launched is the broken one
-                # another kernel of this module is broken: it reports its error when launched
         if spec not in specs:  # pragma: no cover - defensive
             spec.build_ir(options)
             specs.append(spec)
+        return specs
+
+    def _unit_source(self, specs, options: dict, adjoint: bool) -> str:
+        funcs, structs = collect(specs)
+        return codegen.gen_module(self.name, [s.ir for s in specs], funcs, structs, options, __version__,
+                                  adjoint=adjoint)
+
+    def prebuild(self, device):
+        """A function compiling what :meth:`load` would compile for ``device`` into the disk cache, and nothing
+        else: it runs the compiler only (C++ or NVRTC), so threads can run several at once (``force_load``);
+        ``load`` then finds the library cached. None when nothing is pending or the pending kernels do not
+        translate (``load`` raises their error)."""
+        kind = native_key(device, False)
+        pending = self.pending(kind)
+        if not pending:
+            return None
+        options = self.compile_options()
         try:
-            self._build(specs, device, kind, options, adjoint)
-        except NativeCompileError:
-            if len(specs) == 1:
-                raise
-            self._build([spec], device, kind, options, adjoint)  # isolate: another kernel may break the unit
+            source = self._unit_source(self._unit_specs(pending[0], kind, options), options, False)
+        except CompileError:
+            return None
+        name = self.name
+        if device.is_cpu:
+            from .backends import cpu
+
+            return lambda: cpu.precompile(source, _cpu_key(source, options), _unit_name(name))
+        from .backends.cuda import module as cuda_module
+
+        target = cuda_module.device_target(device)
+        return lambda: cuda_module.precompile(source, name, target)
 
     def _build(self, specs, device, kind, options, adjoint):
-        funcs, structs = collect(specs)
-        kernels = [s.ir for s in specs]
-        source = codegen.gen_module(self.name, kernels, funcs, structs, options, __version__, adjoint=adjoint)
+        source = self._unit_source(specs, options, adjoint)
         which = "bwd" if adjoint else "fwd"
         name = self.name + (".adj" if adjoint else "")
         if device.is_cpu:
             from .backends import cpu
 
-            key = hashlib.sha256("\0".join([source, repr(sorted(options.items())), __version__,
-                                            generator_hash(), cpu.identity()]).encode()).hexdigest()
+            key = _cpu_key(source, options)
             lib = cpu.load_or_build(source, key, _unit_name(name))
             unit = Unit(key, lib, specs, kind)
             for s in specs:
                 s.native[kind] = (lib.entry(f"{s.cname}_cpu_{which}"), unit)
             if config.verify_cuda and not adjoint:
                 verify_cuda(source, self.name)
-                differentiable = [s.ir for s in specs if s.kernel.enable_backward is not False]
+                differentiable = [s for s in specs if s.kernel.enable_backward is not False]
                 if differentiable:  # kernels declared enable_backward=False never get an adjoint
-                    verify_cuda(codegen.gen_module(self.name, differentiable, funcs, structs, options, __version__,
-                                                   adjoint=True), self.name + ".adj")
+                    verify_cuda(self._unit_source(differentiable, options, True), self.name + ".adj")
         else:
             from .backends.cuda import module as cuda_module
 
@@ -337,6 +367,15 @@ class Module:
             for s in specs:
                 s.native[kind] = (unit.entry(s.cname, which), unit)
         return unit
+
+
+def _cpu_key(source: str, options: dict) -> str:
+    """The cache key of a CPU unit: its source, options, simkit's version and code generator, the compiler and
+    CPU."""
+    from .backends import cpu
+
+    return hashlib.sha256("\0".join([source, repr(sorted(options.items())), __version__, generator_hash(),
+                                      cpu.identity()]).encode()).hexdigest()
 
 
 def _refresh_closure(src) -> None:

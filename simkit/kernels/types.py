@@ -402,6 +402,9 @@ class value_base(np.ndarray):
 
     # component names (an AttributeError past the end: a vec2 has no .z), and no assigning swizzles (v.xy = ...)
     x, y, z, w = (_TV.component(i, c) for i, c in enumerate("xyzw"))
+    # a transform's translation and rotation (copies), as Warp's t.p and t.q
+    p = _TV.transform_part("p", 0, 3, lambda dt: vector(3, dt))
+    q = _TV.transform_part("q", 3, 7, lambda dt: quaternion(dt))
 
     def __setattr__(self, name, value):
         _TV.check_attribute(self, name)

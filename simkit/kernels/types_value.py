@@ -215,6 +215,25 @@ def component(i: int, letter: str) -> property:
     return property(get, set, doc=f"Component {i} (``v[{i}]``).")
 
 
+def transform_part(name: str, start: int, stop: int, make) -> property:
+    """The property ``t.p`` (``name``, components ``start:stop``) of a transform, a copy of type ``make(dtype)``
+    (Warp's ``transform.p`` / ``.q``); an AttributeError on values of other kinds."""
+
+    def check(v):
+        if v._kind != "transformation":
+            raise AttributeError(f"'{_name(v)}' object has no attribute '{name}'")
+
+    def get(v):
+        check(v)
+        return make(v._dtype)(v[start:stop])
+
+    def set(v, item):  # noqa: A001
+        check(v)
+        v[start:stop] = make(v._dtype)(item)
+
+    return property(get, set, doc=f"A transform's components {start}:{stop} (a copy; assigning sets them).")
+
+
 def check_attribute(v, name: str) -> None:
     """Refuse to set a swizzle (``v.xy = ...``): a name of several component letters is no attribute."""
     if len(name) > 1 and not name.strip("xyzw"):

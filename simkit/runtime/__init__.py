@@ -14,6 +14,7 @@ from .launch_cmd import Launch
 from .captured_step import CapturedStep
 from .timer import ScopedTimer
 from .warp_api import *  # noqa: F401,F403
+from .loading import force_load, load_module
 from .warp_api import __all__ as _warp_api_all
 from ..kernels.backends.cpu_graph import CpuGraph
 from .capture_conditional import capture_if, capture_while, is_conditional_graph_supported
@@ -65,5 +66,6 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
            "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",
            "dtype_from_torch", "dtype_to_torch",
-           "device_to_jax", "jax_kernel", "print_diagnostics"] + list(_warp_api_all) + list(_memory_pools_all)
+           "device_to_jax", "jax_kernel", "print_diagnostics", "force_load", "load_module"] + list(_warp_api_all) + \
+    list(_memory_pools_all)
 __all__ += [n for n in _jax_all if n not in __all__]  # (JAX interop: interop_jax.py)

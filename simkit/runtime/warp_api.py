@@ -83,26 +83,6 @@ def dtype_to_numpy(simkit_dtype) -> np.dtype:
     return np.dtype(t._np)
 
 
-def load_module(module=None, device=None, recursive: bool = False, block_dim=None) -> None:
-    """Compile (or fetch from the cache) the kernels of ``module`` (a module or its name; default: the
-    calling module) for ``device`` now, as Warp's ``load_module`` does, instead of at their first launch:
-    its non-generic kernels and the specialisations made so far. ``recursive`` and ``block_dim`` are
-    accepted for Warp compatibility and change nothing."""
-    import sys
-
-    from ..kernels.module import Module, get_module
-
-    if module is None:
-        name = sys._getframe(1).f_globals.get("__name__", "__main__")
-    else:
-        name = module if isinstance(module, str) else module.name if isinstance(module, Module) else module.__name__
-    dev = get_device(device)
-    m = module if isinstance(module, Module) else get_module(name)
-    if not m.kernels and not isinstance(module, Module):
-        _check_imported(name)
-    m.load(dev)
-
-
 LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40  # Warp's log levels (``config.log_level``)
 
 
@@ -115,15 +95,6 @@ def transform_expand(t):
     return T.transform(tuple(t[0:3]), tuple(t[3:7]))
 
 
-def _check_imported(name: str) -> None:
-    """A module named in ``load_module`` must at least be imported (a misspelt name raises)."""
-    import sys
-
-    if name not in sys.modules:
-        raise RuntimeError(f"load_module: module '{name}' does not contain any kernels, functions or structs (no "
-                           f"module of that name is imported); pass an imported module, or its name")
-
-
-__all__ = ["clear_kernel_cache", "load_module", "is_cpu_available", "is_device_available", "get_cuda_devices",
+__all__ = ["clear_kernel_cache", "is_cpu_available", "is_device_available", "get_cuda_devices",
            "get_cuda_device", "get_cuda_supported_archs", "get_preferred_device", "dtype_from_numpy", "dtype_to_numpy",
            "transform_expand", "LOG_DEBUG", "LOG_INFO", "LOG_WARNING", "LOG_ERROR"]

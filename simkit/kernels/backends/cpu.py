@@ -233,9 +233,24 @@ class Library:
         return (code, *list(self._err))
 
 
+def library_path(key: str, unit_name: str) -> str:
+    """Where the cache keeps the library of a unit."""
+    return os.path.join(cache_root(), "cpu", f"{unit_name[:60]}_{key[:20]}", "module.so")
+
+
+def precompile(source: str, key: str, unit_name: str) -> None:
+    """Build the unit's library into the cache unless it is there (without loading it: any thread may run it;
+    a failed build leaves nothing, so loading it builds again and raises its error)."""
+    lib_path = library_path(key, unit_name)
+    if not os.path.exists(lib_path):
+        try:
+            build(source, lib_path)
+        except NativeCompileError:
+            pass
+
+
 def load_or_build(source: str, key: str, unit_name: str) -> Library:
-    d = os.path.join(cache_root(), "cpu", f"{unit_name[:60]}_{key[:20]}")
-    lib_path = os.path.join(d, "module.so")
+    lib_path = library_path(key, unit_name)
     if not os.path.exists(lib_path):
         build(source, lib_path)
     elif config.verbose or config.log_level <= 10:

@@ -17,10 +17,12 @@ import hashlib
 import os
 import subprocess
 import tempfile
+import threading
 
 from ... import config
 
 _failed: set = set()  # keys whose PCH did not build: compile those without one
+_lock = threading.Lock()  # one thread builds a PCH; the others (force_load's) wait for it
 
 
 def leading_includes(source: str) -> list[str]:
@@ -44,9 +46,15 @@ def flags_for(source: str, flags: list, cxx: str, identity: str) -> list[str]:
     if not includes:
         return []
     from ..module import generator_hash
-    from .cpu import _atomic_write, cache_root
 
     key = hashlib.sha256("\n".join(includes + flags + [identity, generator_hash()]).encode()).hexdigest()[:24]
+    with _lock:
+        return _ensure(key, includes, flags, cxx)
+
+
+def _ensure(key: str, includes: list, flags: list, cxx: str) -> list[str]:
+    from .cpu import _atomic_write, cache_root
+
     if key in _failed:
         return []
     d = os.path.join(cache_root(), "pch", key)

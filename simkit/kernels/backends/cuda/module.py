@@ -96,6 +96,20 @@ def _image_for(source: str, target: str, name: str) -> bytes:
     return data
 
 
+def device_target(device) -> str:
+    """The NVRTC target (``sm_90``...) that loads run on ``device`` compile for."""
+    return target_arch(driver.enumerate_devices()[driver.state(device).ordinal][2])
+
+
+def precompile(source: str, name: str, target: str) -> None:
+    """Compile ``source`` for ``target`` into the disk cache, without loading it (any thread may run it: NVRTC
+    releases the GIL; a failed compile is left for the load to raise)."""
+    try:
+        _image_for(source, target, name)
+    except Exception:  # noqa: BLE001 - (the load compiles it again and raises the error where it is expected)
+        pass
+
+
 def load_module(device, source: str, name: str, ptx: bool = False):
     """Compile ``source`` for ``device`` (a Device or ordinal) and load it into its context; returns a CUmodule.
     ``ptx``: as PTX, which the driver compiles at load (and links against its device runtime)."""
