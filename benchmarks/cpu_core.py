@@ -6,7 +6,8 @@ Sections (see docs/benchmarks.md for results and targets):
 
 1. saxpy, 4M float32 (y = a*x + y): time per call, GB/s (12 bytes moved per element), ratio to C.
 2. O(N^2) softened-gravity n-body, 8192 vec3 bodies: time per step, ratio to C.
-3. launch overhead: a dim=1 kernel with two arguments, median of many launches (us/launch).
+3. launch overhead: a dim=1 kernel with two arguments, median of many launches (us/launch); also 9
+   arguments (3 arrays, 3 floats, 3 vec3) and one struct of those 9 fields.
 4. cold compile of a generated 7-kernel module (fresh token, fresh cache dir, new process),
    first launch = frontend + codegen + C++ compile + load, vs warp-lang.
 5. cached load: a new process imports the already-compiled module; time of the first launch
@@ -97,6 +98,30 @@ def sk_tiny_any(a: Any, x: sk.array(dtype=Any)):    # generic: specialised by th
     x[0] = a
 
 
+@sk.struct
+class SkArgs9:  # warp-lang's benchmark_launches.py "Sz": 3 arrays, 3 floats, 3 vec3
+    a: sk.array(dtype=float)
+    b: sk.array(dtype=float)
+    c: sk.array(dtype=float)
+    x: float
+    y: float
+    z: float
+    u: sk.vec3
+    v: sk.vec3
+    w: sk.vec3
+
+
+@sk.kernel
+def sk_tiny_struct(s: SkArgs9):
+    s.a[0] = s.x
+
+
+@sk.kernel
+def sk_tiny_9(a: sk.array(dtype=float), b: sk.array(dtype=float), c: sk.array(dtype=float), x: float, y: float,
+              z: float, u: sk.vec3, v: sk.vec3, w: sk.vec3):
+    a[0] = x
+
+
 @sk.kernel(module="cpu_core_ctypes_entries")  # a module of its own, loaded with config.native_calls = False
 def sk_tiny_ctypes(a: float, x: sk.array(dtype=float)):
     x[0] = a
@@ -127,6 +152,38 @@ if wp is not None:
     @wp.kernel
     def wp_tiny_any(a: Any, x: wp.array(dtype=Any)):
         x[0] = x.dtype(a)
+
+    @wp.struct
+    class WpArgs9:
+        a: wp.array(dtype=float)
+        b: wp.array(dtype=float)
+        c: wp.array(dtype=float)
+        x: float
+        y: float
+        z: float
+        u: wp.vec3
+        v: wp.vec3
+        w: wp.vec3
+
+    @wp.kernel
+    def wp_tiny_struct(s: WpArgs9):
+        s.a[0] = s.x
+
+    @wp.kernel
+    def wp_tiny_9(a: wp.array(dtype=float), b: wp.array(dtype=float), c: wp.array(dtype=float), x: float,
+                  y: float, z: float, u: wp.vec3, v: wp.vec3, w: wp.vec3):
+        a[0] = x
+
+
+def nine_args(K, struct_cls) -> tuple:
+    """(the 9 arguments of *_tiny_9, a struct holding the same) of framework ``K``."""
+    arrays = [K.zeros(1, dtype=float, device="cpu") for _ in range(3)]
+    vecs = [K.vec3(1.0, 2.0, 3.0), K.vec3(10.0, 20.0, 30.0), K.vec3(100.0, 200.0, 300.0)]
+    args = [*arrays, 17.0, 42.0, 99.0, *vecs]
+    s = struct_cls()
+    for name, value in zip("abcxyzuvw", args):
+        setattr(s, name, value)
+    return args, s
 
 
 def numpy_nbody(pos: np.ndarray, eps: float, chunk: int = 256) -> np.ndarray:
@@ -336,6 +393,12 @@ class Bench:
                                                   repeat=launches, warmup=200)
         rows["simkit `sk.launch`, generic kernel (`Any`)"] = common.bench(
             lambda: sk.launch(sk_tiny_any, 1, inputs=[1.0, x], device="cpu"), repeat=launches, warmup=200)
+        args9, s9 = nine_args(sk, SkArgs9)
+        for kernel, args, label in ((sk_tiny_9, args9, "9 arguments: 3 arrays, 3 floats, 3 vec3"),
+                                    (sk_tiny_struct, [s9], "one struct of those 9 fields")):
+            sk.launch(kernel, 1, inputs=args, device="cpu")
+            rows[f"simkit `sk.launch`, {label}"] = common.bench(
+                lambda k=kernel, a=args: sk.launch(k, 1, inputs=a, device="cpu"), repeat=launches, warmup=200)
         cmd = sk.launch(sk_tiny, 1, inputs=[1.0, x], device="cpu", record_cmd=True)
         rows["simkit `Launch.launch()` (`record_cmd=True`)"] = common.bench(cmd.launch, repeat=launches, warmup=200)
         if self.warp_ok:
@@ -346,6 +409,12 @@ class Bench:
                 lambda: wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu"), repeat=launches, warmup=200)
             rows["warp-lang `wp.launch`, generic kernel (`Any`)"] = common.bench(
                 lambda: wp.launch(wp_tiny_any, 1, inputs=[1.0, wx], device="cpu"), repeat=launches, warmup=200)
+            wargs9, ws9 = nine_args(wp, WpArgs9)
+            for kernel, args, label in ((wp_tiny_9, wargs9, "9 arguments: 3 arrays, 3 floats, 3 vec3"),
+                                        (wp_tiny_struct, [ws9], "one struct of those 9 fields")):
+                wp.launch(kernel, 1, inputs=args, device="cpu")
+                rows[f"warp-lang `wp.launch`, {label}"] = common.bench(
+                    lambda k=kernel, a=args: wp.launch(k, 1, inputs=a, device="cpu"), repeat=launches, warmup=200)
             wcmd = wp.launch(wp_tiny, 1, inputs=[1.0, wx], device="cpu", record_cmd=True)
             rows["warp-lang `Launch.launch()` (`record_cmd=True`)"] = common.bench(
                 wcmd.launch, repeat=launches, warmup=200)
