@@ -183,13 +183,17 @@ def k_vec_atomics(vals: sk.array(dtype=sk.vec3), acc: sk.array(dtype=sk.vec3), o
     old[i] = sk.atomic_add(acc, 5 + i, v)
 
 
-def test_vec3_atomics(device):
+@pytest.mark.parametrize("threads", [None, 1])
+def test_vec3_atomics(device, threads, monkeypatch):
+    # threads=1: the CPU's serial path, which updates a whole value at once (atomic.h, atomic_value::serial)
+    monkeypatch.setattr(sk.config, "cpu_threads", threads)
     n = 30000
     rng = np.random.default_rng(4)
     vals = (rng.integers(-400, 400, size=(n, 3)) / 8.0).astype(np.float32)
     init = np.zeros((5 + n, 3), np.float32)
     init[2] = np.finfo(np.float32).max
     init[3] = -np.finfo(np.float32).max
+    init[2, 1] = init[3, 2] = np.nan           # (min and max take a NaN in the array as missing)
     init[5:] = rng.normal(size=(n, 3)).astype(np.float32)
     acc = sk.array(init, dtype=sk.vec3, device=device)
     old = sk.zeros(n, dtype=sk.vec3, device=device)

@@ -156,20 +156,50 @@ template <typename T> struct atomic_elem {
     static SK_INLINE T max(T* p, const T& v) { return atomic_update(p, max_op<T>{v}); }
     static SK_INLINE T exch(T* p, const T& v) { return atomic_update(p, exch_op<T>{v}); }
 };
+// A CPU thread that runs the launch alone asks once, not per component (core.h, cpu_serial), and updates the whole
+// value with plain loads and stores: gcc then keeps it in registers (a per-component test made it spill the value
+// to the stack and reload it piecewise, a store-forwarding stall: a spring force's two vec3 adds cost more than the
+// rest of the spring).
 template <typename V> struct atomic_value {
     typedef typename value_traits<V>::scalar S;
     static const unsigned N = value_traits<V>::length;
+    template <template <typename> class Op>
+    static SK_INLINE bool serial(V* p, const V& v, V& old) {
+#if !SK_CUDA
+        if (cpu_serial()) {
+            old = *p;
+            V r = old;
+            for (unsigned i = 0; i < N; ++i) flat(r)[i] = Op<S>{flat(v)[i]}(flat(old)[i]);
+            *p = r;
+            return true;
+        }
+#endif
+        (void)p; (void)v; (void)old;
+        return false;
+    }
     static SK_INLINE V add(V* p, const V& v) {
-        V old; for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::add(flat(*p) + i, flat(v)[i]); return old;
+        V old;
+        if (serial<add_op>(p, v, old)) return old;
+        for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::add(flat(*p) + i, flat(v)[i]);
+        return old;
     }
     static SK_INLINE V min(V* p, const V& v) {
-        V old; for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::min(flat(*p) + i, flat(v)[i]); return old;
+        V old;
+        if (serial<min_op>(p, v, old)) return old;
+        for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::min(flat(*p) + i, flat(v)[i]);
+        return old;
     }
     static SK_INLINE V max(V* p, const V& v) {
-        V old; for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::max(flat(*p) + i, flat(v)[i]); return old;
+        V old;
+        if (serial<max_op>(p, v, old)) return old;
+        for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::max(flat(*p) + i, flat(v)[i]);
+        return old;
     }
     static SK_INLINE V exch(V* p, const V& v) {
-        V old; for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::exch(flat(*p) + i, flat(v)[i]); return old;
+        V old;
+        if (serial<exch_op>(p, v, old)) return old;
+        for (unsigned i = 0; i < N; ++i) flat(old)[i] = atomic_elem<S>::exch(flat(*p) + i, flat(v)[i]);
+        return old;
     }
 };
 template <unsigned N, typename T> struct atomic_elem<vec_t<N, T>> : atomic_value<vec_t<N, T>> {};
