@@ -231,3 +231,16 @@ def test_gpu_registers_compares_the_same_kernels(tmp_path, monkeypatch):
         if key == "weighted_sum":
             usage = sk.get_kernel_resource_usage(kernels[key], adjoint=which == "bwd")
             assert int(ours.split(",")[0]) == usage["registers"]
+
+
+def test_warp_cloth_benchmark_matches_warp_lang_positions(tmp_path, monkeypatch):
+    # warp-lang's own cloth benchmark file under simkit: the script asserts its positions agree with warp-lang's
+    pytest.importorskip("warp")
+    mod = _load("warp_cloth")
+    if mod._bench_dir() is None:
+        pytest.skip("warp-lang's examples are not installed")
+    monkeypatch.setattr(mod, "DIMS", (12,))
+    out = tmp_path / "cloth.md"
+    assert mod.main(["--quick", "--markdown", str(out)]) == 0
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| 144 |")]
+    assert len(rows) == 1 and rows[0].endswith("x |"), out.read_text()
