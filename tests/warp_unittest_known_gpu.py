@@ -15,7 +15,8 @@ import os
 CORE_FILES = {"cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture", "cuda.test_conditional_captures",
               "cuda.test_capture_mode", "test_graph", "cuda.test_mempool", "cuda.test_peer", "test_copy", "test_tape",
               "test_launch", "test_utils", "test_struct", "test_snippet", "test_devices", "test_diagnostics",
-              "test_reload", "test_indexedarray", "geometry.test_bvh", "geometry.test_mesh", "test_grad_customs"}
+              "test_reload", "test_indexedarray", "geometry.test_bvh", "geometry.test_mesh", "test_grad_customs",
+              "test_allocator"}
 
 GPU_FILES = sorted([
     "cuda.test_streams", "cuda.test_pinned", "cuda.test_array_fill_capture", "cuda.test_conditional_captures",
@@ -26,7 +27,7 @@ GPU_FILES = sorted([
     "test_diagnostics", "test_indexedarray", "test_grad_customs", "test_array_reduce", "test_reload", "test_rand",
     "test_runlength_encode", "geometry.test_bvh", "geometry.test_mesh", "geometry.test_hash_grid",
     "geometry.test_grouped_bvh", "geometry.test_marching_cubes", "deterministic.test_deterministic_scatter",
-    "deterministic.test_deterministic_counter", "interop.test_dlpack",
+    "deterministic.test_deterministic_counter", "interop.test_dlpack", "test_allocator",
 ])
 
 EMULATOR_SERIAL = ("the emulator runs each stream's work at once, one thread after another: no work is ever pending, "
@@ -50,6 +51,13 @@ APIC = "Warp's saveable (apic) graph capture"
 INTERNALS = "tests Warp's internals (its runtime.core, Kernel.adj, tape records, ctypes structs)"
 
 KNOWN_GPU = {
+    "test_allocator": {
+        "protocol_conformance_cuda": "CUDA managed memory (wp.CudaManagedAllocator, MemoryKind) is not in simkit",
+        "managed_allocator_allocates_on_selected_device": "CUDA managed memory (Device.is_managed_memory_supported, "
+                                                          "wp.CudaManagedAllocator, array.memory_kind)",
+        "deallocate_uses_current_device_context_guard": INTERNALS + " (Device.context_guard; simkit makes the "
+                                                                    "context current itself: tests/test_allocators.py)",
+    },
     "cuda.test_streams": {
         "stream_event_is_complete": EMULATOR_SERIAL, "stream_priority_timings": EMULATOR_SERIAL,
     },

@@ -15,6 +15,8 @@ from .captured_step import CapturedStep
 from .timer import ScopedTimer
 from .warp_api import *  # noqa: F401,F403
 from .loading import force_load, load_module
+from .allocators import (Allocator, HostAllocator, ScopedAllocator, get_device_allocator, set_cuda_allocator,
+                         set_device_allocator)
 from .warp_api import __all__ as _warp_api_all
 from ..kernels.backends.cpu_graph import CpuGraph
 from .capture_conditional import capture_if, capture_while, is_conditional_graph_supported
@@ -66,6 +68,7 @@ __all__ = ["array", "array1d", "array2d", "array3d", "array4d", "clone", "copy",
            "from_dlpack", "to_dlpack", "from_torch", "to_torch", "device_from_torch", "device_to_torch",
            "stream_from_torch", "stream_to_torch", "torch_function", "from_jax", "to_jax", "device_from_jax",
            "dtype_from_torch", "dtype_to_torch",
-           "device_to_jax", "jax_kernel", "print_diagnostics", "force_load", "load_module"] + list(_warp_api_all) + \
+           "device_to_jax", "jax_kernel", "print_diagnostics", "force_load", "load_module", "Allocator", "HostAllocator", "ScopedAllocator",
+           "get_device_allocator", "set_cuda_allocator", "set_device_allocator"] + list(_warp_api_all) + \
     list(_memory_pools_all)
 __all__ += [n for n in _jax_all if n not in __all__]  # (JAX interop: interop_jax.py)

@@ -61,6 +61,33 @@ class Device:
     is_capturing = property(lambda self: _info().is_capturing(self), doc="A graph capture is active.")
 
     @property
+    def default_allocator(self):
+        """A GPU's plain ``cuMemAlloc`` allocator, the CPU's ``HostAllocator`` (runtime/allocators.py)."""
+        from . import allocators
+
+        if self.is_cpu:
+            return allocators.get_device_allocator(self)
+        from ..kernels.backends.cuda.allocators import builtin
+
+        return builtin(self.ordinal, pooled=False)
+
+    @property
+    def mempool_allocator(self):
+        """A GPU's allocator from its stream-ordered memory pool (``cuMemAllocAsync``; RuntimeError for the CPU
+        and for a GPU without pools)."""
+        if not self.is_mempool_supported:
+            raise RuntimeError(f"device {self.alias} has no stream-ordered memory pool")
+        from ..kernels.backends.cuda.allocators import builtin
+
+        return builtin(self.ordinal, pooled=True)
+
+    def get_allocator(self):
+        """The allocator this device's arrays use now (``sk.get_device_allocator``)."""
+        from .allocators import get_device_allocator
+
+        return get_device_allocator(self)
+
+    @property
     def has_context(self) -> bool:
         return self.is_cuda
 

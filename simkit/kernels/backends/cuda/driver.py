@@ -258,6 +258,7 @@ class _DeviceState:
         self.scratch: dict = {}  # stream handle -> DeviceAllocation (adjoint loop stacks)
         self.launcher = False  # native_launch.Launcher once looked up (None: launches through cuda-python)
         self.lock = threading.RLock()
+        self.allocator = None  # a user's allocator of this device's memory (allocators.py), None: built-in
 
     def make_current(self):
         check(self.api.cuCtxSetCurrent(self.ctx), "cuCtxSetCurrent")
@@ -381,6 +382,15 @@ def alloc(device, nbytes: int, stream: int | None = None):
     api = cu()
     with st.lock:
         st.make_current()
+        if st.allocator is not None:  # a user's allocator (allocators.py), outside any capture
+            from .allocators import allocate
+
+            if not st.capturing:
+                return allocate(st, st.allocator, nbytes)
+            with _capture_mode_relaxed():
+                ptr, owner = allocate(st, st.allocator, nbytes)
+            st.capture_keep.append(owner)
+            return ptr, owner
         if st.capturing:
             # Outside the graph: a non-captured stream, synchronized so the memory is valid everywhere.
             with _capture_mode_relaxed():
@@ -425,10 +435,14 @@ def _free(st: _DeviceState, ptr: int, pooled: bool) -> None:
         _free_now(st, ptr, pooled)
 
 
-def _free_now(st: _DeviceState, ptr: int, pooled: bool) -> None:
+def _free_now(st: _DeviceState, ptr: int, pooled) -> None:
+    """Free ``ptr``: ``pooled`` says how (True: to the pool; False: cuMemFree; a function: it frees, a user's
+    allocator's deallocate: allocators.py)."""
     api = st.api
     with st.pushed():  # called from destructors: leave the thread's current context as it was
-        if pooled:
+        if callable(pooled):
+            pooled()
+        elif pooled:
             # legacy NULL stream (0): ordered after all work on the context's blocking streams
             check(api.cuMemFreeAsync(ptr, 0), "cuMemFreeAsync")
         else:
