@@ -21,6 +21,7 @@ import inspect
 import sys
 
 from . import types as T
+from .compile_lock import compile_lock
 from .fixed_arrays import param_type
 from .frontend import SourceInfo, build
 from .frontend.builder import Py, TupleValue
@@ -154,6 +155,12 @@ class KernelSpec:
         self.writes = True  # writes arrays (refined once the IR is built)
 
     def build_ir(self, options: dict):
+        if self.ir is None:
+            with compile_lock:  # (kernels/compile_lock.py)
+                return self._build_ir(options)
+        return self.ir
+
+    def _build_ir(self, options: dict):
         if self.ir is None:
             if "max_unroll" in self.kernel.options:
                 options = {**options, "max_unroll": self.kernel.options["max_unroll"]}

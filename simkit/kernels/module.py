@@ -19,6 +19,7 @@ from .. import config
 from ..version import __version__
 from . import codegen, registry
 from .deterministic import DeterministicMode, check_mode
+from .compile_lock import compile_lock
 from .errors import CompileError, NativeCompileError
 
 _modules: dict = {}
@@ -249,24 +250,29 @@ class Module:
         module's other pending kernels; each kernel's code is the same). ``det_plan``: the recording variant of
         the forward kernel (deterministic.record_plan), one launch index per CUDA thread (not interleaved); with
         ``adjoint``, any true value: the recording variant of its backward kernel (native/det_grad.h)."""
-        options = self.compile_options()
-        spec.build_ir(options)
-        funcs, structs = collect([spec])
-        fn = spec.ir
-        if det_plan is not None and adjoint:
-            options = {**options, "det_grad": True}
-        elif det_plan is not None:
-            import copy
+        with compile_lock:
+            options = self.compile_options()
+            spec.build_ir(options)
+            funcs, structs = collect([spec])
+            fn = spec.ir
+            if det_plan is not None and adjoint:
+                options = {**options, "det_grad": True}
+            elif det_plan is not None:
+                import copy
 
-            fn = copy.copy(spec.ir)
-            fn.ordered = True  # (kernels/interleave.py)
-            options = {**options, "det_plan": det_plan}
-        return codegen.gen_module(self.name, [fn], funcs, structs, options, __version__, adjoint=adjoint)
+                fn = copy.copy(spec.ir)
+                fn.ordered = True  # (kernels/interleave.py)
+                options = {**options, "det_plan": det_plan}
+            return codegen.gen_module(self.name, [fn], funcs, structs, options, __version__, adjoint=adjoint)
 
     def load_recording(self, spec, device, plan, adjoint: bool = False) -> tuple:
         """(entry, unit) of the recording variant of ``spec`` on CUDA ``device``: its order-dependent atomics (the
         backward kernel's, ``adjoint``: its shared gradient accumulations) write their contributions into slots
         (deterministic.record_plan, native/det_record.h and det_grad.h). Built once per device."""
+        with compile_lock:
+            return self._load_recording(spec, device, plan, adjoint)
+
+    def _load_recording(self, spec, device, plan, adjoint: bool) -> tuple:
         recordings = spec.__dict__.setdefault("_recording", {})
         key = native_key(device, adjoint)
         if key not in recordings:
@@ -289,14 +295,17 @@ class Module:
         kind = native_key(device, adjoint)
         if kind in spec.native:
             return
-        options = self.compile_options()
-        specs = self._unit_specs(spec, kind, options)
-        try:
-            self._build(specs, device, kind, options, adjoint)
-        except NativeCompileError:
-            if len(specs) == 1:
-                raise
-            self._build([spec], device, kind, options, adjoint)  # isolate: another kernel may break the unit
+        with compile_lock:  # (kernels/compile_lock.py)
+            if kind in spec.native:  # (another thread loaded it meanwhile)
+                return
+            options = self.compile_options()
+            specs = self._unit_specs(spec, kind, options)
+            try:
+                self._build(specs, device, kind, options, adjoint)
+            except NativeCompileError:
+                if len(specs) == 1:
+                    raise
+                self._build([spec], device, kind, options, adjoint)  # isolate: another kernel may break the unit
 
     def _unit_specs(self, spec, kind: str, options: dict) -> list:
         """The kernels one unit compiles with ``spec``: every pending kernel of this module whose IR builds (a
@@ -325,14 +334,15 @@ class Module:
         ``load`` then finds the library cached. None when nothing is pending or the pending kernels do not
         translate (``load`` raises their error)."""
         kind = native_key(device, False)
-        pending = self.pending(kind)
-        if not pending:
-            return None
-        options = self.compile_options()
-        try:
-            source = self._unit_source(self._unit_specs(pending[0], kind, options), options, False)
-        except CompileError:
-            return None
+        with compile_lock:
+            pending = self.pending(kind)
+            if not pending:
+                return None
+            options = self.compile_options()
+            try:
+                source = self._unit_source(self._unit_specs(pending[0], kind, options), options, False)
+            except CompileError:
+                return None
         name = self.name
         if device.is_cpu:
             from .backends import cpu
