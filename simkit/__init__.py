@@ -12,6 +12,7 @@
 """
 from . import autograd, collision, config, io, model, optim, solvers, types
 from . import geometry  # Warp's warp.geometry: IsoSurfaceMarchingCubes, IsoSurfaceBase
+from . import render  # Warp's warp.render: UsdRenderer
 from . import utils  # Warp's wp.utils: array_sum, array_scan, radix_sort_pairs, ...
 from .collision import (Bvh, BvhQuery, HashGrid, HashGridQuery, MarchingCubes, Mesh, MeshQuery, MeshQueryAABB,
                         MeshQueryPoint, MeshQueryRay, is_cubql_available)
@@ -55,7 +56,8 @@ def synchronize():
         driver.synchronize_all()
 
 
-__all__ = (["autograd", "collision", "config", "geometry", "io", "model", "optim", "solvers", "types", "utils",
+__all__ = (["autograd", "collision", "config", "geometry", "io", "model", "optim", "render", "solvers", "types",
+            "utils",
             "Control",
             "Model", "ModelBuilder", "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver",
             "Bvh", "BvhQuery", "MeshQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid",

@@ -32,8 +32,9 @@ def load(name: str, backend: str):
     with open(path) as f:
         src = f.read()
     if backend == "simkit":
-        # (the renderer is only built for a stage; an emptied line keeps the line numbers)
-        src = src.replace("import warp.render\n", "\n").replace("import warp as wp\n", "import simkit as wp\n")
+        # (Warp's USD renderer: simkit.render's; the line numbers are kept)
+        src = src.replace("import warp.render\n", "import simkit.render\n").replace("import warp as wp\n",
+                                                                                   "import simkit as wp\n")
         # (the optimizers: simkit's; warp.examples stays warp-lang's, for its asset directory)
         src = src.replace("import warp.optim\n", "import simkit.optim\n").replace("warp.optim.", "simkit.optim.")
         src = src.replace("from warp.optim import", "from simkit.optim import")

@@ -83,6 +83,7 @@ class UsdExporter:
         self.times: list = []          # time code of every frame so far
         self._time = None              # time code of the open frame, None outside a frame
         self._last: dict = {}          # (prim path, attribute) -> last written value, to skip repeats
+        self.start_time_code = None    # the stage's startTimeCode when set (else the first frame's)
         self._closed = False
         if backend == "pxr":
             from pxr import Usd, UsdGeom
@@ -256,6 +257,8 @@ class UsdExporter:
             return write_points_stage(self.path, prims, fps=self.fps, up_axis=self.up_axis,
                                       times=self.times or [0])
         start, end = (self.times[0], self.times[-1]) if self.times else (0, 0)
+        if self.start_time_code is not None:
+            start = min(start, self.start_time_code)
         self._stage.SetStartTimeCode(start)
         self._stage.SetEndTimeCode(end)
         d, base = os.path.split(os.path.abspath(self.path))
