@@ -116,3 +116,16 @@ def test_missing_compiler_error_says_how_to_get_one(monkeypatch):
     with pytest.raises(sk.CompilerNotFoundError, match="apt-get install g\\+\\+"):
         cpu.find_compiler()
     monkeypatch.setattr(cpu, "_compiler", None)
+
+
+def test_optimisation_flags_changed_at_run_time_change_the_cache_key(monkeypatch):
+    # (the compiler identity was computed once with the flags of the time: a library built with other flags
+    # was then filed under the first flags' key, and found by processes using them)
+    import simkit as sk
+    from simkit.kernels.backends import cpu
+    from simkit.kernels.module import _cpu_key
+
+    before = (cpu.identity(), _cpu_key("int x;", {}))
+    monkeypatch.setattr(sk.config, "cpu_opt", "-O1")
+    after = (cpu.identity(), _cpu_key("int x;", {}))
+    assert after[0].endswith("|-O1") and before[0] != after[0] and before[1] != after[1]

@@ -67,10 +67,11 @@ def _cpu_model() -> str:
 
 
 def identity() -> str:
-    """Compiler version + host CPU: a compile for another target never hits this cache entry."""
+    """Compiler version + host CPU + ``config.cpu_opt``: a compile for another target or with other optimisation
+    flags never hits this cache entry."""
     global _identity
     if _identity is not None:
-        return _identity
+        return f"{_identity}|{config.cpu_opt}"  # (read at each call: config.cpu_opt may change)
     cxx = find_compiler()
     st = os.stat(cxx)
     key = f"{cxx}|{st.st_mtime_ns}|{st.st_size}"
@@ -90,8 +91,8 @@ def identity() -> str:
             version = "unknown"
         known[key] = version
         _atomic_write(memo, json.dumps(known).encode())
-    _identity = f"{version}|{platform.machine()}|{_cpu_model()}|{config.cpu_opt}"
-    return _identity
+    _identity = f"{version}|{platform.machine()}|{_cpu_model()}"
+    return f"{_identity}|{config.cpu_opt}"
 
 
 def cache_root() -> str:
