@@ -1,12 +1,11 @@
 """Kernels launched for the first time from several threads at once (kernels/compile_lock.py): each thread's
 kernel translates and runs. Their @funcs are shared, so unguarded translations interleaved and failed ("@func
 'helper1' calls itself"), in most runs of this test before the lock."""
-import importlib.util
-import sys
 import threading
 import uuid
 
 import numpy as np
+from module_files import import_source
 
 import simkit as sk
 
@@ -28,13 +27,7 @@ def k{i}(a: sk.array(dtype=float), out: sk.array(dtype=float)):
     t = sk.tid()
     out[t] = helper{i}(a[t]) + helper{(i + 1) % N}(a[t])
 '''
-    path = tmp_path / f"{name}.py"
-    path.write_text(src)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return import_source(tmp_path, name, src)
 
 
 def test_first_launches_from_several_threads_at_once(tmp_path):

@@ -1,12 +1,11 @@
 """A module with large kernels compiles as several units at once and links into one library
 (simkit/kernels/backends/cpu_units.py): its kernels, their adjoints and its error state work as in one unit."""
 import glob
-import importlib.util
 import os
-import sys
 
 import numpy as np
 import pytest
+from module_files import import_source
 
 import simkit as sk
 from simkit.kernels.backends import cpu as cpu_backend
@@ -42,13 +41,7 @@ def read_past(x: sk.array(dtype=float), y: sk.array(dtype=float)):
 
 
 def _fresh_module(tmp_path, name):
-    path = tmp_path / f"{name}.py"
-    path.write_text(SOURCE)
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return import_source(tmp_path, name, SOURCE)
 
 
 @pytest.fixture

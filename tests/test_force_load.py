@@ -1,17 +1,22 @@
 """``force_load`` and ``load_module`` (simkit/runtime/loading.py): modules compiled before their first launch,
 several at once, and loaded; errors raised as a launch raises them, after the other modules have loaded."""
-import importlib.util
+import os
+import subprocess
 import sys
+import textwrap
 import threading
 import time
 import uuid
 
 import numpy as np
 import pytest
+from module_files import import_source
 
 import simkit as sk
 from simkit.kernels.backends import cpu
 from simkit.runtime import loading
+
+TESTS = os.path.dirname(os.path.abspath(__file__))
 
 SOURCE = '''
 import simkit as sk
@@ -38,13 +43,8 @@ def _modules(tmp_path, n: int, body: str = SOURCE) -> list:
     mods = []
     for k in range(n):
         name = f"fl_{uuid.uuid4().hex[:10]}"
-        path = tmp_path / f"{name}.py"
-        path.write_text(body.format(scale=float(k + 1) + (uuid.uuid4().int % 1000) / 1e6))
-        spec = importlib.util.spec_from_file_location(name, path)
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-        mods.append(mod)
+        source = body.format(scale=float(k + 1) + (uuid.uuid4().int % 1000) / 1e6)
+        mods.append(import_source(tmp_path, name, source))
     return mods
 
 
@@ -97,9 +97,24 @@ def test_serial_force_load_and_modules_given_as_python_modules_or_names(tmp_path
 
 
 def test_force_load_without_modules_loads_every_module_with_kernels(tmp_path):
-    mods = _modules(tmp_path, 2)
-    sk.force_load(device="cpu")
-    assert all(_loaded(m) for m in mods)
+    # (in a new process: this one holds every test module's kernels, some broken on purpose)
+    script = tmp_path / "main.py"
+    script.write_text(textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(TESTS)!r})
+        from module_files import import_source
+        import pathlib
+        import simkit as sk
+        src = {SOURCE!r}
+        mods = [import_source(pathlib.Path({str(tmp_path)!r}), f"fl_main_{{k}}", src.format(scale=k + 1.0))
+                for k in range(2)]
+        sk.force_load(device="cpu")
+        print(sorted(k.key for m in mods for k in (m.poly, m.outer) if "cpu" in k.specs[None].native))
+    """))
+    r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, SIMKIT_VERIFY_CUDA="0"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.split("\n")[-2] == "['outer', 'outer', 'poly', 'poly']"
 
 
 def test_force_load_on_the_gpu(tmp_path, cuda_device):

@@ -21,50 +21,13 @@ class Mismatch(Exception):
 
 
 def make_packer(spec):
-    """A packing function specialised (generated Python source) for one kernel signature."""
+    """A packing function specialised (generated Python source) for one kernel signature:
+    ``pack(args, device) -> (bytes, contiguous)``."""
     offsets, size = spec.layout
-    env = {"array": array, "Mismatch": Mismatch, "struct_error": (struct.error, TypeError, OverflowError),
-           "pack_value": T.pack_value}
     n = len(spec.types)
-    lines = ["def pack(args, device):"]
-    lines.append(f"    ({', '.join(f'a{i}' for i in range(n))}{',' if n == 1 else ''}) = args" if n else
-                 "    pass")
-    lines.append("    contiguous = True")
-    parts, pos = [], 0
-    for i, (t, off) in enumerate(zip(spec.types, offsets)):
-        if off > pos:
-            env[f"PAD{i}"] = bytes(off - pos)
-            parts.append(f"PAD{i}")
-        if isinstance(t, T.IndexedArrayType):
-            lines += ["    raise Mismatch"]  # indexed arrays take the checked path
-        elif isinstance(t, T.ArrayType):
-            env[f"T{i}"] = t.dtype
-            lines += [f"    if a{i}.__class__ is not array or a{i}.dtype is not T{i} or a{i}.ndim != {t.ndim} "
-                      f"or a{i}.device is not device:",
-                      "        raise Mismatch",
-                      f"    d{i} = a{i}._desc or a{i}._descriptor()",
-                      f"    if not a{i}._contig:",   # (set by _descriptor(), which has run once _desc is set)
-                      "        contiguous = False"]
-        elif t in _FMT:
-            env[f"P{i}"] = struct.Struct("<" + _FMT[t]).pack
-            if _FMT[t] not in "fd":
-                lines += [f"    if a{i}.__class__ is float:", "        raise Mismatch"]
-            lines += ["    try:", f"        d{i} = P{i}(a{i})", "    except struct_error:", "        raise Mismatch"]
-        elif T.is_struct(t):
-            env[f"S{i}"] = struct_packer(t)
-            lines += [f"    d{i}, c{i} = S{i}(a{i}, device)", f"    if not c{i}:", "        contiguous = False"]
-        else:
-            env[f"T{i}"] = t
-            lines += [f"    if a{i}.__class__ is T{i}:", f"        d{i} = a{i}.tobytes()", "    else:",
-                      "        try:", f"            d{i} = pack_value(T{i}, a{i})",
-                      "        except (TypeError, ValueError):", "            raise Mismatch"]
-        parts.append(f"d{i}")
-        pos = off + T.sizeof(t)
-    env["TAIL"] = bytes(size - pos)
-    parts.append("TAIL")
-    lines.append(f"    return b''.join(({', '.join(parts)},)), contiguous")
-    exec(compile("\n".join(lines), f"<simkit packer {spec.cname}>", "exec"), env)  # noqa: S102
-    return env["pack"]
+    head = [f"    ({', '.join(f'a{i}' for i in range(n))}{',' if n == 1 else ''}) = args" if n else "    pass"]
+    items = [(f"a{i}", t, off) for i, (t, off) in enumerate(zip(spec.types, offsets))]
+    return _generate(f"<simkit packer {spec.cname}>", "args", head, items, size)
 
 
 def struct_packer(t):
@@ -72,46 +35,64 @@ def struct_packer(t):
     on its StructInfo): scalar fields packed by ``struct`` formats, vector and matrix fields of their exact type
     as their bytes, array fields as their cached descriptors (on ``device``), nested structs by their own
     packers. Anything else (another class, an array elsewhere, a value that does not fit) raises Mismatch: the
-    checked path packs it, or raises the error naming the field."""
+    checked path packs it, or raises the error naming the field. Nothing is cached between launches: a field
+    changed in place is packed as it is."""
     info = t._simkit_struct
     packer = info.__dict__.get("packer")
-    if packer is not None:
-        return packer
+    if packer is None:
+        head = ["    if s.__class__ is not CLS:", "        raise Mismatch"]
+        items = [(f"s.{name}", ft, info.offsets[name]) for name, ft in info.fields.items()]
+        info.packer = packer = _generate(f"<simkit struct packer {info.cname}>", "s", head, items, info.size,
+                                         {"CLS": info.cls})
+    return packer
+
+
+def _generate(filename: str, arg: str, head: list, items: list, size: int, env: dict | None = None):
+    """``pack(<arg>, device)``: ``head`` lines, then each item ``(expression, type, offset)`` packed as
+    :func:`_item_lines` says, with padding between; the bytes joined and whether every array was contiguous."""
     env = {"array": array, "Mismatch": Mismatch, "struct_error": (struct.error, TypeError, OverflowError),
-           "pack_value": T.pack_value, "CLS": info.cls}
-    lines = ["def pack(s, device):", "    if s.__class__ is not CLS:", "        raise Mismatch",
-             "    contiguous = True"]
+           "pack_value": T.pack_value, **(env or {})}
+    lines = [f"def pack({arg}, device):", *head, "    contiguous = True"]
     parts, pos = [], 0
-    for i, (name, ft) in enumerate(info.fields.items()):
-        off = info.offsets[name]
+    for i, (expr, t, off) in enumerate(items):
         if off > pos:
             env[f"PAD{i}"] = bytes(off - pos)
             parts.append(f"PAD{i}")
-        lines.append(f"    f{i} = s.{name}")
-        if isinstance(ft, T.IndexedArrayType):
-            lines += ["    raise Mismatch"]
-        elif isinstance(ft, T.ArrayType):
-            env[f"NULL{i}"] = bytes(T.sizeof(ft))
-            lines += [f"    if f{i} is None:", f"        d{i} = NULL{i}",
-                      f"    elif f{i}.__class__ is not array or f{i}.device is not device:", "        raise Mismatch",
-                      "    else:", f"        d{i} = f{i}._desc or f{i}._descriptor()",
-                      f"        if not f{i}._contig:", "            contiguous = False"]
-        elif ft in _FMT:
-            env[f"P{i}"] = struct.Struct("<" + _FMT[ft]).pack
-            lines += ["    try:", f"        d{i} = P{i}(f{i})", "    except struct_error:", "        raise Mismatch"]
-        elif T.is_struct(ft):
-            env[f"S{i}"] = struct_packer(ft)
-            lines += [f"    d{i}, c{i} = S{i}(f{i}, device)", f"    if not c{i}:", "        contiguous = False"]
-        else:
-            env[f"T{i}"] = ft
-            lines += [f"    if f{i}.__class__ is T{i}:", f"        d{i} = f{i}.tobytes()", "    else:",
-                      "        try:", f"            d{i} = pack_value(T{i}, f{i})",
-                      "        except (TypeError, ValueError):", "            raise Mismatch"]
+        lines += _item_lines(i, expr, t, env)
         parts.append(f"d{i}")
-        pos = off + T.sizeof(ft)
-    env["TAIL"] = bytes(info.size - pos)
+        pos = off + T.sizeof(t)
+    env["TAIL"] = bytes(size - pos)
     parts.append("TAIL")
     lines.append(f"    return b''.join(({', '.join(parts)},)), contiguous")
-    exec(compile("\n".join(lines), f"<simkit struct packer {info.cname}>", "exec"), env)  # noqa: S102
-    info.packer = env["pack"]
-    return info.packer
+    exec(compile("\n".join(lines), filename, "exec"), env)  # noqa: S102
+    return env["pack"]
+
+
+def _item_lines(i: int, expr: str, t, env: dict) -> list:
+    """Lines setting ``d<i>`` to the bytes of ``expr`` as type ``t`` (and ``contiguous`` False for a strided array),
+    or raising Mismatch where the checked path must decide."""
+    lines = [f"    v{i} = {expr}"]
+    if isinstance(t, T.IndexedArrayType):
+        return lines + ["    raise Mismatch"]  # indexed arrays take the checked path
+    if isinstance(t, T.ArrayType):
+        env[f"T{i}"], env[f"NULL{i}"] = t.dtype, bytes(T.sizeof(t))
+        return lines + [f"    if v{i} is None:", f"        d{i} = NULL{i}",
+                        f"    elif v{i}.__class__ is not array or v{i}.dtype is not T{i} or v{i}.ndim != {t.ndim} "
+                        f"or v{i}.device is not device:",
+                        "        raise Mismatch",
+                        "    else:",
+                        f"        d{i} = v{i}._desc or v{i}._descriptor()",
+                        f"        if not v{i}._contig:",  # (set by _descriptor(), which has run once _desc is set)
+                        "            contiguous = False"]
+    if t in _FMT:
+        env[f"P{i}"] = struct.Struct("<" + _FMT[t]).pack
+        if _FMT[t] not in "fd":  # (a float for an integer: the checked path refuses it, or converts a field's)
+            lines += [f"    if v{i}.__class__ is float:", "        raise Mismatch"]
+        return lines + ["    try:", f"        d{i} = P{i}(v{i})", "    except struct_error:", "        raise Mismatch"]
+    if T.is_struct(t):
+        env[f"S{i}"] = struct_packer(t)
+        return lines + [f"    d{i}, c{i} = S{i}(v{i}, device)", f"    if not c{i}:", "        contiguous = False"]
+    env[f"T{i}"] = t
+    return lines + [f"    if v{i}.__class__ is T{i}:", f"        d{i} = v{i}.tobytes()", "    else:",
+                    "        try:", f"            d{i} = pack_value(T{i}, v{i})",
+                    "        except (TypeError, ValueError):", "            raise Mismatch"]
