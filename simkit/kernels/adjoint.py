@@ -621,7 +621,7 @@ def gen_adj_func(fn: ir.Function, options: dict, used: tuple | None = None, vari
 def gen_adj_kernel(fn: ir.Function, options: dict, variants: dict | None = None) -> str:
     """The adjoint kernel body and its CPU/CUDA entries (``<name>_cpu_bwd`` / ``<name>_cuda_bwd``)."""
     from .analysis import uses_array_slices
-    from .codegen import BODY_INDEX, LAUNCH_INDEX, cpu_entry, cuda_entry
+    from .codegen import body_params, cpu_entry, cuda_entry
 
     name = fn.name
     e = AdjointEmitter(fn, options, variants=variants)
@@ -631,20 +631,19 @@ def gen_adj_kernel(fn: ir.Function, options: dict, variants: dict | None = None)
     body.w("// reverse", 1)
     body.rev(fn.body, 1)
     out = ["template <bool SKC>",
-           f"static SK_INLINE void {name}_bwd(const {name}_args& _args, {BODY_INDEX}) {{"]
+           f"static SK_INLINE void {name}_bwd(const {name}_args& _args, {body_params(fn)}) {{"]
     for p in fn.params:
         e.w(f"{ctype(p.type)} {p.name} = _args.{p.name};", 1)
         e.w(f"{ctype(p.type)} {adj(p)}{{}};", 1)
-    if fn.uses_tid > 1:
-        e.w("sk::int32 _tid[4];", 1)
-        e.w(f"sk::tid_decompose(_bounds, {LAUNCH_INDEX}, _tid);", 1)
     e.w("sk::stack_reset();", 1)
     if body.loop_ids:
         e.w("auto&& _stk = sk::tape_stack();", 1)
     e.declarations(1)
     e.adj_declarations(1)
     enter = "sk::det_enter(_i); " if options.get("det_grad") else ""  # (native/det_grad.h)
-    out += e.lines + body.lines + ["}", cpu_entry(name, "bwd", uses_array_slices(fn)), cuda_entry(name, "bwd", enter)]
+    tids = fn.uses_tid > 1
+    out += e.lines + body.lines + ["}", cpu_entry(name, "bwd", uses_array_slices(fn), tids=tids),
+                                   cuda_entry(name, "bwd", enter, tids=tids)]
     return "\n".join(out)
 
 

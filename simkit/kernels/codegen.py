@@ -379,6 +379,13 @@ BODY_INDEX = "const sk::launch_bounds_t& _bounds, sk::int64 _base, sk::int32 _lo
 LAUNCH_INDEX = "(_base + _local)"
 
 
+def body_params(fn: ir.Function) -> str:
+    """A kernel body's index parameters: :data:`BODY_INDEX`, and for a kernel that reads tid() as several
+    indices, those indices (``_tid``), which its callers compute: the CPU range loop counts them
+    (``sk::tid_counter``), a CUDA entry decomposes its index."""
+    return BODY_INDEX + (", const sk::int32* _tid" if fn.uses_tid > 1 else "")
+
+
 def sk_zero(ct: str) -> str:
     return f"sk::zero<{ct}>()"
 
@@ -390,22 +397,19 @@ def gen_kernel(fn: ir.Function, options: dict) -> str:
     out = [args_struct(fn)]
     out.append("template <bool SKC>")
     inline = "CUDA_CALLABLE SK_FORCEINLINE" if getattr(fn, "inline_body", False) else "SK_INLINE"
-    out.append(f"static {inline} void {name}_fwd(const {name}_args& _args, {BODY_INDEX}) {{")
+    out.append(f"static {inline} void {name}_fwd(const {name}_args& _args, {body_params(fn)}) {{")
     for p in fn.params:
         e.w(f"{ctype(p.type)} {p.name} = _args.{p.name};", 1)
-    if fn.uses_tid > 1:
-        e.w("sk::int32 _tid[4];", 1)
-        e.w(f"sk::tid_decompose(_bounds, {LAUNCH_INDEX}, _tid);", 1)
     e.declarations(1)
     e.block(fn.body, 1)
     out.extend(e.lines)
     out.append("}")
-    out.append(cpu_entry(name, "fwd", analysis.uses_array_slices(fn)))
+    out.append(cpu_entry(name, "fwd", analysis.uses_array_slices(fn), tids=fn.uses_tid > 1))
     if interleave.eligible(fn):  # several launch indices per CUDA thread, statement by statement
         out.extend(interleave.gen_interleaved(fn, Emitter(fn, options)))
         out.append(interleave.cuda_entry(name))
     else:
-        out.append(cuda_entry(name, "fwd"))
+        out.append(cuda_entry(name, "fwd", tids=fn.uses_tid > 1))
     return "\n".join(out)
 
 
@@ -417,9 +421,10 @@ def args_struct(fn: ir.Function) -> str:
     return f"// {rel}:{fn.first_line}: @kernel {fn.name}\nstruct {fn.name}_args {{\n{fields}\n    char _sk_empty;\n}};"
 
 
-def cpu_entry(name: str, which: str, strided_only: bool = False) -> str:
+def cpu_entry(name: str, which: str, strided_only: bool = False, tids: bool = False) -> str:
     """The CPU entry: the contiguous body where every array argument is contiguous, unless the kernel
-    slices arrays (``strided_only``: its views are strided whatever its arguments are).
+    slices arrays (``strided_only``: its views are strided whatever its arguments are). ``tids``: the body
+    takes the launch indices (:func:`body_params`), which the range loop counts.
 
     The body is compiled into one range loop per array layout, which ``sk::cpu_run`` (native/cpu_launch.h)
     calls for each OpenMP thread's share, for a serial launch and for each chunk of a huge one. Inlining the
@@ -429,13 +434,19 @@ def cpu_entry(name: str, which: str, strided_only: bool = False) -> str:
     body = f"{name}_{which}"
     run = f"{name}_cpu_{which}_range"
     pick = f"{run}<false>" if strided_only else f"contiguous ? {run}<true> : {run}<false>"
+    if tids:
+        loop = f"""
+    sk::tid_counter _t(b, base + begin);
+    for (sk::int32 _i = begin; _i < end; ++_i, _t.next(b)) {{ SK_ASSUME(_i >= 0); {body}<SKC>(a, b, base, _i, _t.idx); }}"""
+    else:
+        loop = f"""
+    for (sk::int32 _i = begin; _i < end; ++_i) {{ SK_ASSUME(_i >= 0); {body}<SKC>(a, b, base, _i); }}"""
     return f"""#if !SK_CUDA
 template <bool SKC>
 static SK_RANGE_FN void {run}(const void* args, const sk::launch_bounds_t& bounds, sk::int64 base, sk::int32 begin,
                               sk::int32 end) {{
     const {name}_args a = *static_cast<const {name}_args*>(args);
-    const sk::launch_bounds_t b = bounds;
-    for (sk::int32 _i = begin; _i < end; ++_i) {{ SK_ASSUME(_i >= 0); {body}<SKC>(a, b, base, _i); }}
+    const sk::launch_bounds_t b = bounds;{loop}
 }}
 extern "C" SK_EXPORT void {name}_cpu_{which}(const {name}_args* args, const sk::launch_bounds_t* bounds,
                                              int nthreads, int contiguous) {{
@@ -445,13 +456,17 @@ extern "C" SK_EXPORT void {name}_cpu_{which}(const {name}_args* args, const sk::
 #endif"""
 
 
-def cuda_entry(name: str, which: str, enter: str = "") -> str:
-    """The CUDA entry: a grid-stride loop over the launch indices (``enter``: a statement run first at each)."""
+def cuda_entry(name: str, which: str, enter: str = "", tids: bool = False) -> str:
+    """The CUDA entry: a grid-stride loop over the launch indices (``enter``: a statement run first at each;
+    ``tids``: the body takes the launch indices, :func:`body_params`)."""
+    if tids:
+        enter += "sk::int32 _t[4]; sk::tid_decompose(b, _i, _t); "
+    call = f"{name}_{which}<false>(a, b, SK_INDEX_PARTS(_i){', _t' if tids else ''});"
     return f"""#if SK_CUDA
 extern "C" __global__ void {name}_cuda_{which}({name}_args a, sk::launch_bounds_t b) {{
     for (sk::int64 _i = sk::int64(blockIdx.x) * blockDim.x + threadIdx.x; _i < b.size;
          _i += sk::int64(blockDim.x) * gridDim.x)
-        {"{ " + enter if enter else ""}{name}_{which}<false>(a, b, SK_INDEX_PARTS(_i));{" }" if enter else ""}
+        {"{ " + enter if enter else ""}{call}{" }" if enter else ""}
 }}
 #endif"""
 
