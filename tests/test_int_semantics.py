@@ -385,3 +385,23 @@ def test_bitwise_operators_of_integer_vectors_and_matrices(device):
         np.testing.assert_array_equal(o[:, k], want)
     np.testing.assert_array_equal(mout.numpy()[:, 0], (mn & nn) | (~mn ^ nn))
     np.testing.assert_array_equal(mout.numpy()[:, 1], mn << nn)
+
+
+@sk.kernel
+def k_minus_one_div(a: sk.array(dtype=int), b: sk.array(dtype=int), out: sk.array(dtype=int, ndim=2)):
+    i = sk.tid()
+    out[i, 0] = a[i] / b[i]
+    out[i, 1] = a[i] // b[i]
+    out[i, 2] = a[i] % b[i]
+
+
+def test_division_by_minus_one_and_zero_never_traps(device):
+    # (the divisor is made safe by a select: INT_MIN / -1 would trap in hardware; native/scalar.h)
+    a = np.array([-2147483648, 7, -7, 0, 2147483647, -2147483648, 9], np.int32)
+    b = np.array([-1, -1, -1, -1, 0, 0, 4], np.int32)
+    out = sk.zeros((len(a), 3), dtype=int, device=device)
+    sk.launch(k_minus_one_div, dim=len(a), inputs=[sk.array(a, device=device), sk.array(b, device=device), out],
+              device=device)
+    want = [[wrap32(-x), wrap32(-x), 0] if y == -1 else [0, 0, 0] if y == 0 else
+            [trunc_div(x, y), floor_div(x, y), c_mod(x, y)] for x, y in zip(a.tolist(), b.tolist())]
+    assert out.numpy().tolist() == want

@@ -641,9 +641,8 @@ def gen_adj_kernel(fn: ir.Function, options: dict, variants: dict | None = None)
     e.declarations(1)
     e.adj_declarations(1)
     enter = "sk::det_enter(_i); " if options.get("det_grad") else ""  # (native/det_grad.h)
-    tids = fn.uses_tid > 1
-    out += e.lines + body.lines + ["}", cpu_entry(name, "bwd", uses_array_slices(fn), tids=tids),
-                                   cuda_entry(name, "bwd", enter, tids=tids)]
+    out += e.lines + body.lines + ["}", cpu_entry(name, "bwd", uses_array_slices(fn), tids=fn.uses_tid),
+                                   cuda_entry(name, "bwd", enter, tids=fn.uses_tid > 1)]
     return "\n".join(out)
 
 

@@ -230,8 +230,8 @@ class Emitter:
             if len(s.outs) == 1 and self.fn.uses_tid == 1:
                 self.w(f"{s.outs[0].name} = sk::tid_first(_bounds, _base, _local);", depth)  # Warp: the first index
             else:
-                for k, o in enumerate(s.outs):
-                    self.w(f"{o.name} = _tid[{k}];", depth)
+                for k, o in enumerate(s.outs):  # (never negative, said to gcc: array.h then skips the wrap of
+                    self.w(f"{o.name} = sk::assume_index(_tid[{k}]);", depth)  # negative indices)
         elif isinstance(s, ir.If):
             self.w(f"if ({ref(s.cond)}) {{", depth)
             self.block(s.body, depth + 1)
@@ -381,8 +381,8 @@ LAUNCH_INDEX = "(_base + _local)"
 
 def body_params(fn: ir.Function) -> str:
     """A kernel body's index parameters: :data:`BODY_INDEX`, and for a kernel that reads tid() as several
-    indices, those indices (``_tid``), which its callers compute: the CPU range loop counts them
-    (``sk::tid_counter``), a CUDA entry decomposes its index."""
+    indices, those indices (``_tid``), which its callers compute: the CPU range loop's nested loops
+    (``sk::tid_loop``), a CUDA entry decomposing its index."""
     return BODY_INDEX + (", const sk::int32* _tid" if fn.uses_tid > 1 else "")
 
 
@@ -404,7 +404,7 @@ def gen_kernel(fn: ir.Function, options: dict) -> str:
     e.block(fn.body, 1)
     out.extend(e.lines)
     out.append("}")
-    out.append(cpu_entry(name, "fwd", analysis.uses_array_slices(fn), tids=fn.uses_tid > 1))
+    out.append(cpu_entry(name, "fwd", analysis.uses_array_slices(fn), tids=fn.uses_tid))
     if interleave.eligible(fn):  # several launch indices per CUDA thread, statement by statement
         out.extend(interleave.gen_interleaved(fn, Emitter(fn, options)))
         out.append(interleave.cuda_entry(name))
@@ -421,10 +421,11 @@ def args_struct(fn: ir.Function) -> str:
     return f"// {rel}:{fn.first_line}: @kernel {fn.name}\nstruct {fn.name}_args {{\n{fields}\n    char _sk_empty;\n}};"
 
 
-def cpu_entry(name: str, which: str, strided_only: bool = False, tids: bool = False) -> str:
+def cpu_entry(name: str, which: str, strided_only: bool = False, tids: int = 1) -> str:
     """The CPU entry: the contiguous body where every array argument is contiguous, unless the kernel
-    slices arrays (``strided_only``: its views are strided whatever its arguments are). ``tids``: the body
-    takes the launch indices (:func:`body_params`), which the range loop counts.
+    slices arrays (``strided_only``: its views are strided whatever its arguments are). ``tids``: how many
+    launch indices the kernel reads; above 1 the body takes them (:func:`body_params`) from the range loop's
+    nested loops (``sk::tid_loop``, native/cpu_launch.h).
 
     The body is compiled into one range loop per array layout, which ``sk::cpu_run`` (native/cpu_launch.h)
     calls for each OpenMP thread's share, for a serial launch and for each chunk of a huge one. Inlining the
@@ -434,15 +435,30 @@ def cpu_entry(name: str, which: str, strided_only: bool = False, tids: bool = Fa
     body = f"{name}_{which}"
     run = f"{name}_cpu_{which}_range"
     pick = f"{run}<false>" if strided_only else f"contiguous ? {run}<true> : {run}<false>"
-    if tids:
+    decomposed = ""
+    if tids > 1:  # (a launch of more dimensions than tid() reads: each index decomposed, in a cold copy; it gets
+        # the caller's arguments, so that nothing of the fast loop's own escapes and it keeps them in registers)
+        decomposed = f"""template <bool SKC>
+static __attribute__((noinline, cold)) void {run}_decomposed({name}_args a, sk::launch_bounds_t b, sk::int64 base,
+                                                              sk::int32 begin, sk::int32 end) {{
+    for (sk::int32 _i = begin; _i < end; ++_i) {{
+        sk::int32 _t[4];
+        sk::tid_decompose(b, base + _i, _t);
+        {body}<SKC>(a, b, base, _i, _t);
+    }}
+}}
+"""
         loop = f"""
-    sk::tid_counter _t(b, base + begin);
-    for (sk::int32 _i = begin; _i < end; ++_i, _t.next(b)) {{ SK_ASSUME(_i >= 0); {body}<SKC>(a, b, base, _i, _t.idx); }}"""
+    if (b.ndim != {tids}) return {run}_decomposed<SKC>(*static_cast<const {name}_args*>(args), b, base, begin, end);
+    sk::tid_loop<{tids}>(b, base, begin, end, [&](sk::int32 _i, const sk::int32* _t) {{
+        SK_ASSUME(_i >= 0);
+        {body}<SKC>(a, b, base, _i, _t);
+    }});"""
     else:
         loop = f"""
     for (sk::int32 _i = begin; _i < end; ++_i) {{ SK_ASSUME(_i >= 0); {body}<SKC>(a, b, base, _i); }}"""
     return f"""#if !SK_CUDA
-template <bool SKC>
+{decomposed}template <bool SKC>
 static SK_RANGE_FN void {run}(const void* args, const sk::launch_bounds_t& bounds, sk::int64 base, sk::int32 begin,
                               sk::int32 end) {{
     const {name}_args a = *static_cast<const {name}_args*>(args);

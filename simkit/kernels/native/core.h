@@ -312,21 +312,5 @@ SK_INLINE void tid_decompose(const launch_bounds_t& b, int64 index, int32* out) 
     }
 }
 
-#if !SK_CUDA
-// The launch indices of consecutive linear indices, counted as an odometer: a CPU range loop of a kernel that
-// reads tid() as several indices decomposes its first index once, then steps (tid_decompose for each index
-// cost two 64-bit divisions per thread of a 2D launch: half a Jacobi stencil's time).
-struct tid_counter {
-    int32 idx[4];
-    SK_INLINE tid_counter(const launch_bounds_t& b, int64 first) { tid_decompose(b, first, idx); }
-    SK_INLINE void next(const launch_bounds_t& b) {
-        for (int d = b.ndim - 1; d > 0; --d) {
-            if (++idx[d] < b.shape[d]) return;
-            idx[d] = 0;
-        }
-        ++idx[0];
-    }
-};
-#endif
 
 }  // namespace sk

@@ -20,6 +20,38 @@ namespace sk {
 // addresses advance linearly and vectorize (the body's _base + _local, codegen.BODY_INDEX).
 typedef void (*cpu_range_t)(const void* args, const launch_bounds_t& b, int64 base, int32 lo, int32 hi);
 
+// The range loop of a kernel that reads T launch indices (i, j = tid(): T = 2): f(i, tid) for the launch indices
+// base + [begin, end), tid holding the launch indices, as nested loops: the first T - 1 indices outside (the
+// first of them decomposed once, then stepped), the last inside. gcc then keeps them in registers, moves what
+// depends on the outer ones out of the inner loop, and may vectorize it (a periodic Jacobi stencil of warp-lang's
+// fluid example: 3.3 ms decomposing each index with two 64-bit divisions, 0.68 ms nested; docs/internals.md).
+// The launch has T dimensions (codegen.cpu_entry: a launch of more, whose leading indices tid() gives, decomposes
+// each index in a range loop of its own).
+template <int T, typename F>
+SK_INLINE void tid_loop(const launch_bounds_t& b, int64 base, int32 begin, int32 end, const F& f) {
+    int32 t[4] = {0, 0, 0, 0};
+    int64 q = base + begin;
+    for (int d = T - 1; d >= 0; --d) {
+        t[d] = int32(q % b.shape[d]);
+        q /= b.shape[d];
+    }
+    const int32 n = b.shape[T - 1];
+    int32 i = begin;
+    while (i < end) {
+        const int32 stop = end - i < n - t[T - 1] ? end : i + (n - t[T - 1]);
+        const int32 j0 = t[T - 1] - i;
+        for (; i < stop; ++i) {
+            t[T - 1] = i + j0;
+            f(i, static_cast<const int32*>(t));
+        }
+        t[T - 1] = 0;
+        for (int d = T - 2; d >= 0; --d) {
+            if (++t[d] < b.shape[d] || d == 0) break;
+            t[d] = 0;
+        }
+    }
+}
+
 // Run a launch: OpenMP's static schedule by hand (thread t of T runs one contiguous share, the first n % T
 // shares one index longer), or the whole launch on this thread, which then accumulates gradients without
 // atomics (cpu_serial_thread: array.h, grad_accumulate). A launch of more than 2^31 - 1 threads runs in

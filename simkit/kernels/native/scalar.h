@@ -241,12 +241,17 @@ template <typename T> SK_INLINE if_float<T, void> adj_div(T a, T b, T& adj_a, T&
     adj_a += q;
     adj_b -= q * (C(a) / C(b));
 }
+// Integer division and remainder never trap: x / 0 and x % 0 are 0, x / -1 is -x (wrapping) and x % -1 is 0.
+// The divisor is made safe by a select, not a branch: the division then runs unconditionally, and gcc may move
+// it out of a loop where its operands do not change (a periodic index `(i - 1) % n` of an outer launch index).
+template <typename T> SK_INLINE bool int_divisor_special(T b) {
+    if constexpr (scalar_traits<T>::is_signed) return b == T(0) || b == T(-1);
+    return b == T(0);
+}
 template <typename T> SK_INLINE if_int<T> div(T a, T b) {
-    if (b == T(0)) return T(0);
-    if constexpr (scalar_traits<T>::is_signed) {
-        if (b == T(-1)) return neg(a);
-    }
-    return T(a / b);
+    const T q = T(a / (int_divisor_special(b) ? T(1) : b));
+    if constexpr (scalar_traits<T>::is_signed) return b == T(0) ? T(0) : (b == T(-1) ? neg(a) : q);
+    return b == T(0) ? T(0) : q;
 }
 template <typename T> SK_INLINE if_int<T, void> adj_div(T, T, T&, T&, T) {}
 
@@ -273,11 +278,7 @@ template <typename T> SK_INLINE if_float<T, void> adj_mod(T a, T b, T& adj_a, T&
     adj_b -= m::trunc(C(a) / C(b)) * C(adj_ret);
 }
 template <typename T> SK_INLINE if_int<T> mod(T a, T b) {
-    if (b == T(0)) return T(0);
-    if constexpr (scalar_traits<T>::is_signed) {
-        if (b == T(-1)) return T(0);
-    }
-    return T(a % b);
+    return T(a % (int_divisor_special(b) ? T(1) : b));  // (x % 1 == 0: what x % 0 and x % -1 give)
 }
 template <typename T> SK_INLINE if_int<T, void> adj_mod(T, T, T&, T&, T) {}
 
