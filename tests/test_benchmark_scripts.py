@@ -244,3 +244,13 @@ def test_warp_cloth_benchmark_matches_warp_lang_positions(tmp_path, monkeypatch)
     assert mod.main(["--quick", "--markdown", str(out)]) == 0
     rows = [line for line in out.read_text().splitlines() if line.startswith("| 144 |")]
     assert len(rows) == 1 and rows[0].endswith("x |"), out.read_text()
+
+
+def test_stencil_benchmark_checks_every_contender(tmp_path, monkeypatch):
+    # (the script checks simkit's, C's and warp-lang's results against numpy's before it times them)
+    mod = _load("stencil")
+    monkeypatch.setattr(mod, "SIZES", (64,))
+    out = tmp_path / "stencil.md"
+    assert mod.main(["--quick", "--markdown", str(out)]) == 0
+    rows = [line for line in out.read_text().splitlines() if line.startswith("| 64 |")]
+    assert len(rows) == 1 and rows[0].endswith("x |"), out.read_text()

@@ -20,5 +20,6 @@
                     + p0[i * N + cyclic##N(j - 1)] + p0[i * N + cyclic##N(j + 1)]);                          \
     }
 
+JACOBI(64)  /* (the test's size: tests/test_benchmark_scripts.py) */
 JACOBI(512)
 JACOBI(2048)
