@@ -26,9 +26,7 @@ class CudaDefaultAllocator:
             return int(driver.check(st.api.cuMemAlloc(int(size_in_bytes)), f"cuMemAlloc({size_in_bytes} bytes)"))
 
     def deallocate(self, ptr: int, size_in_bytes: int) -> None:
-        st = driver.state(self.ordinal)
-        with st.pushed():
-            driver.check(st.api.cuMemFree(int(ptr)), "cuMemFree")
+        driver._free(driver.state(self.ordinal), int(ptr), False)  # (as an array's memory: deferred past a capture)
 
     def __repr__(self):
         return f"CudaDefaultAllocator(cuda:{self.ordinal})"
@@ -48,9 +46,7 @@ class CudaMempoolAllocator:
                                     f"cuMemAllocAsync({size_in_bytes} bytes)"))
 
     def deallocate(self, ptr: int, size_in_bytes: int) -> None:
-        st = driver.state(self.ordinal)
-        with st.pushed():
-            driver.check(st.api.cuMemFreeAsync(int(ptr), 0), "cuMemFreeAsync")
+        driver._free(driver.state(self.ordinal), int(ptr), True)
 
     def __repr__(self):
         return f"CudaMempoolAllocator(cuda:{self.ordinal})"
