@@ -43,6 +43,7 @@ def rewrite(src: str, package: str = PACKAGE) -> str:
     src = re.sub(r"^(\s*)import warp$", r"\1import simkit as warp", src, flags=re.M)
     # (``warp.optim.Adam``: simkit's optimizers; the files that import it use ``warp.`` for nothing else)
     src = re.sub(r"^(\s*)import warp\.optim$", r"\1import simkit as warp", src, flags=re.M)
+    src = re.sub(r"^(\s*)import warp\.geometry( as \w+)?$", r"\1import simkit.geometry\2", src, flags=re.M)
     src = src.replace("from warp.utils import", "from simkit.utils import")
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
     src = re.sub(r"^(\s*)from warp\.tests import ", rf"\1from {package} import ", src, flags=re.M)  # (aux modules)
