@@ -37,6 +37,8 @@ from .runtime import __all__ as _runtime_all
 from .kernels.refs import Reference, address_of, ref  # noqa: E402 - pass-by-reference @func parameters (ref[T])
 from .kernels.fixed_arrays import fixedarray  # noqa: E402 - fixed-size arrays made in kernels (their type)
 from .version import __version__
+from .logger import (LOG_DEBUG, LOG_ERROR, LOG_INFO, LOG_WARNING, Logger, ScopedLogger, ScopedLogLevel, get_logger,
+                     set_logger)
 
 _bf = _builtin_functions()
 globals().update(_bf)
@@ -56,8 +58,10 @@ def synchronize():
         driver.synchronize_all()
 
 
-__all__ = (["autograd", "collision", "config", "geometry", "io", "model", "optim", "render", "solvers", "types",
-            "utils",
+__all__ = (["autograd", "collision", "config", "geometry", "io", "logger", "model", "optim", "render", "solvers",
+            "types", "utils",
+            "LOG_DEBUG", "LOG_INFO", "LOG_WARNING", "LOG_ERROR", "Logger", "ScopedLogger", "ScopedLogLevel",
+            "get_logger", "set_logger",
             "Control",
             "Model", "ModelBuilder", "State", "RigidBodySolver", "SemiImplicitEulerSolver", "SPHSolver", "XPBDSolver",
             "Bvh", "BvhQuery", "MeshQuery", "MeshQueryAABB", "MeshQueryPoint", "MeshQueryRay", "HashGrid",

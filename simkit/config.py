@@ -14,6 +14,10 @@ verbose: bool = bool(int(os.environ.get("SIMKIT_VERBOSE", "0")))
 #: simkit prints what ``verbose`` prints; warnings and errors always go through Python's ``warnings`` and exceptions.
 log_level: int = 20
 
+#: Log every launch (kernel, dim, inputs, outputs, device) to the logger's ``info`` (simkit/logger.py): a debugging
+#: aid that costs time per launch.
+print_launches: bool = False
+
 #: Warp compatibility (``warp.config.verbose_warnings``): simkit's warnings go through Python's ``warnings``
 #: module, whose messages always name the file and line that caused them, so this changes nothing.
 verbose_warnings: bool = False

@@ -9,13 +9,13 @@ PKG = os.path.join(ROOT, "simkit")
 
 # layer -> simkit layers it may import (DESIGN.md: a layer imports only from layers below it)
 ALLOWED = {
-    "kernels": {"kernels", "config", "version"},
-    "runtime": {"kernels", "runtime", "config", "version"},
-    "collision": {"kernels", "runtime", "collision", "config", "version"},
-    "model": {"kernels", "runtime", "collision", "model", "config", "version"},
-    "solvers": {"kernels", "runtime", "collision", "model", "solvers", "config", "version"},
-    "io": {"kernels", "runtime", "collision", "model", "io", "config", "version"},
-    "utils": {"kernels", "runtime", "utils", "config", "version"},
+    "kernels": {"kernels", "config", "logger", "version"},
+    "runtime": {"kernels", "runtime", "config", "logger", "version"},
+    "collision": {"kernels", "runtime", "collision", "config", "logger", "version"},
+    "model": {"kernels", "runtime", "collision", "model", "config", "logger", "version"},
+    "solvers": {"kernels", "runtime", "collision", "model", "solvers", "config", "logger", "version"},
+    "io": {"kernels", "runtime", "collision", "model", "io", "config", "logger", "version"},
+    "utils": {"kernels", "runtime", "utils", "config", "logger", "version"},
 }
 MAX_LINES = 800
 

@@ -44,6 +44,8 @@ def rewrite(src: str, package: str = PACKAGE) -> str:
     # (``warp.optim.Adam``: simkit's optimizers; the files that import it use ``warp.`` for nothing else)
     src = re.sub(r"^(\s*)import warp\.optim$", r"\1import simkit as warp", src, flags=re.M)
     src = re.sub(r"^(\s*)import warp\.geometry( as \w+)?$", r"\1import simkit.geometry\2", src, flags=re.M)
+    # (Warp's private geometry module: the helpers its geometry tests read, such as in_circle, are simkit.geometry's)
+    src = re.sub(r"^(\s*)(from|import) warp\._src\.geometry\b", r"\1\2 simkit.geometry", src, flags=re.M)
     src = src.replace("from warp.utils import", "from simkit.utils import")
     src = src.replace("warp.tests.unittest_utils", "warp_unittest_shim")
     src = re.sub(r"^(\s*)from warp\.tests import ", rf"\1from {package} import ", src, flags=re.M)  # (aux modules)
@@ -52,6 +54,8 @@ def rewrite(src: str, package: str = PACKAGE) -> str:
                  flags=re.M)
     src = src.replace("from warp._src.utils import map_cache", "from simkit.runtime.map import map_cache")
     src = src.replace("from warp._src.autograd import", "from simkit.autograd import")
+    src = src.replace("from warp._src.logger import", "from simkit.logger import")
+    src = src.replace("from warp._src import logger as", "from simkit import logger as")
     src = src.replace("from warp.autograd import", "from simkit.autograd import")
     src = src.replace("from warp.fem import Sample as", "from warp_unittest_shim import FemSample as")
     if tests_dir() is not None:  # Warp's example assets (USD meshes), shipped beside its tests

@@ -17,7 +17,7 @@ import warnings
 
 import numpy as np
 
-from .. import config
+from .. import config, logger
 from ..kernels import types as T
 from ..kernels.decorators import Kernel
 from ..kernels.deterministic import DeterminismWarning, mode_of, ordered as ordered_launch
@@ -327,6 +327,9 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         device = _infer_device(args)
     elif device.__class__ is not Device:
         device = get_device(device)
+    if config.print_launches:
+        logger.get_logger().info(f"kernel: {kernel.key} dim: {dim} inputs: {list(inputs)} outputs: {list(outputs)} "
+                                 f"device: {device}")
     if kernel.generic:
         sig = _signature(args)
         spec = kernel._by_signature.get(sig) if sig is not None else None

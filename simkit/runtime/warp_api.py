@@ -83,9 +83,6 @@ def dtype_to_numpy(simkit_dtype) -> np.dtype:
     return np.dtype(t._np)
 
 
-LOG_DEBUG, LOG_INFO, LOG_WARNING, LOG_ERROR = 10, 20, 30, 40  # Warp's log levels (``config.log_level``)
-
-
 def transform_expand(t):
     """A transform from a flat sequence of 7 numbers: position (3), then quaternion (x, y, z, w)."""
     from ..kernels import types as T
@@ -97,4 +94,4 @@ def transform_expand(t):
 
 __all__ = ["clear_kernel_cache", "is_cpu_available", "is_device_available", "get_cuda_devices",
            "get_cuda_device", "get_cuda_supported_archs", "get_preferred_device", "dtype_from_numpy", "dtype_to_numpy",
-           "transform_expand", "LOG_DEBUG", "LOG_INFO", "LOG_WARNING", "LOG_ERROR"]
+           "transform_expand"]

@@ -17,6 +17,7 @@ import subprocess
 import tempfile
 
 from ... import config
+from ...logger import log_verbose
 from . import cpu_pch, cpu_units
 from ..errors import CompilerNotFoundError, NativeCompileError
 
@@ -164,8 +165,7 @@ def build(source: str, lib_path: str, flags: list | None = None, precompiled: bo
 def _run(cmd: list, pch: list, d: str, src_path: str) -> None:
     """Run a compiler command; without the precompiled header if it fails with one (a precompiled header
     never decides a build); raise NativeCompileError with the log, also written to ``d/error.log``."""
-    if config.verbose or config.log_level <= 10:
-        print("simkit: " + " ".join(cmd))
+    log_verbose("simkit: " + " ".join(cmd))
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0 and pch:
         proc = subprocess.run([c for c in cmd if c not in pch], capture_output=True, text=True)
@@ -192,8 +192,7 @@ def _compile_units(cxx: str, units: list, base: list, pch: list, d: str, temps: 
     while pending or running:
         while pending and len(running) < cpu_units.jobs():
             k = pending.pop(0)
-            if config.verbose or config.log_level <= 10:
-                print("simkit: " + " ".join(cmds[k]))
+            log_verbose("simkit: " + " ".join(cmds[k]))
             running.append((k, subprocess.Popen(cmds[k], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
         k, proc = running.pop(0)
         proc.communicate()
@@ -254,6 +253,6 @@ def load_or_build(source: str, key: str, unit_name: str) -> Library:
     lib_path = library_path(key, unit_name)
     if not os.path.exists(lib_path):
         build(source, lib_path)
-    elif config.verbose or config.log_level <= 10:
-        print(f"simkit: cache hit {lib_path}")
+    else:
+        log_verbose(f"simkit: cache hit {lib_path}")
     return Library(lib_path)
