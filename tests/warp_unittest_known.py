@@ -153,6 +153,12 @@ KNOWN = {
     },
     "geometry.test_mesh_query_aabb": {"tile_mesh_query_aabb": TILES, "mesh_query_aabb_tiled": TILES},
     "geometry.test_mesh_query_point": {}, "geometry.test_mesh_query_ray": {},
+    "geometry.test_swept_volume": {}, "geometry.test_delaunay": {}, "geometry.test_sparse_marching_cubes": {},
+    "geometry.test_surface_nets": {
+        "matches_reference_replica": "pins the SHA-256 of OpenVDB's transcribed tables; simkit derives its tables "
+                                     "(the same sheets per cell, numbered by their lowest edge; the rest of this "
+                                     "test's replica agrees: tests/test_surface_nets.py)",
+    },
     "geometry.test_marching_cubes": {
         "deprecated_top_level_alias": ("wp.MarchingCubes is a core class of simkit (LANGUAGE.md), the same class "
                                        "as wp.geometry.IsoSurfaceMarchingCubes: no deprecation warning"),

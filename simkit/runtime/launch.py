@@ -23,7 +23,7 @@ from ..kernels.decorators import Kernel
 from ..kernels.deterministic import DeterminismWarning, mode_of, ordered as ordered_launch
 from ..kernels.module import native_key
 from ..kernels.backends import cpu_graph
-from . import adjoint_buffers, cpu_tuning, interop, tape
+from . import adjoint_buffers, cpu_tuning, declare, interop, tape
 from .indexedarray import indexedarray
 from .array import array
 from .device import Device, get_device
@@ -337,6 +337,8 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
             spec = _generic_spec(kernel, args, sig)
     else:
         spec = kernel.specs[None]
+    if declare.active:  # (a dry run: the specialisation is made, and compiles at the next real launch)
+        return None
     packer = spec.packer
     if packer is None:
         packer = spec.packer = make_packer(spec)

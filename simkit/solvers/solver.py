@@ -2,8 +2,9 @@
 default control, and the particle HashGrid rebuilt where the Tape needs it."""
 from __future__ import annotations
 
+from ..kernels.backends import cpu_graph
 from ..model import Control, Model, State
-from ..runtime import array, zeros
+from ..runtime import array, declare, zeros
 
 
 class Solver:
@@ -13,11 +14,27 @@ class Solver:
     def __init__(self):
         self._buffers: dict = {}
         self._controls: dict = {}
+        self._declared: set = set()
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
         raise NotImplementedError
 
     # ------------------------------------------------------------------ helpers for step()
+
+    def declare_once(self, model: Model, dry_run) -> None:
+        """Once per model and device, before its first launches: ``dry_run()`` (a call of the step's launches)
+        with launches that only declare their kernels' specialisations, so the first real launch compiles them
+        all together (runtime/declare.py). Not while a graph is being captured (the dry run's other operations,
+        such as zeroing scratch arrays, would be captured too)."""
+        key = (id(model), str(model.device))
+        if key in self._declared or declare.active:
+            return
+        dev = model.device
+        if cpu_graph.active or (dev.is_cuda and dev.is_capturing):
+            return
+        self._declared.add(key)
+        with declare.declaring():
+            dry_run()
 
     @staticmethod
     def differentiable(model: Model, state: State) -> bool:

@@ -66,6 +66,16 @@ def scan_1d(values: array, out: array, inclusive: bool) -> None:
     run(_scan_blocks, nb, [values, sums, out, n, chunk, int(inclusive)], dev)
 
 
+def exclusive_scan(values: array, out: array) -> int:
+    """``out[i] = values[0] + ... + values[i - 1]`` for 1D arrays of one length and dtype (not the same array), and
+    the sum of all values, read back: the offsets and the count of a compaction."""
+    n = values.shape[0]
+    if n == 0:
+        return 0
+    scan_1d(values, out, False)
+    return int(out[n - 1:n].numpy()[0] + values[n - 1:n].numpy()[0])
+
+
 def array_scan(in_array: array, out_array: array, inclusive: bool = True) -> None:
     """Prefix sum of ``in_array`` into ``out_array``, as Warp's ``wp.utils.array_scan``.
 
