@@ -47,9 +47,15 @@ class Logger(Protocol):
     def error(self, message: str) -> None: ...
 
 
+def _format_warning(message, category, filename, lineno, line=None) -> str:
+    return f"Warp {category.__name__}: {message}\n"
+
+
 class LoggerBasic:
-    """The default logger: debug and info to ``sys.stdout``, warnings through ``warnings.warn``, errors to
-    ``sys.stderr`` (prefixed ``Warp Error:``, the prefix Warp's tools look for)."""
+    """The default logger, Warp's: debug and info to ``sys.stdout``; warnings through ``warnings.warn`` (so the
+    user's filters apply), printed as ``Warp UserWarning: message``, each time they are logged; errors to
+    ``sys.stderr`` as ``Warp Error: message``. (simkit's own warnings are plain Python warnings, which name the
+    file and line that caused them.)"""
 
     def debug(self, message: str) -> None:
         print(message, file=sys.stdout)
@@ -58,7 +64,9 @@ class LoggerBasic:
         print(message, file=sys.stdout)
 
     def warning(self, message: str, category: type[Warning] | None = None, stacklevel: int = 1) -> None:
-        warnings.warn(message, category or UserWarning, stacklevel=stacklevel)
+        with warnings.catch_warnings():  # (the caller's filters, copied; a recording catch_warnings still records)
+            warnings.formatwarning = _format_warning
+            warnings.warn(message, category or UserWarning, stacklevel=stacklevel)
 
     def error(self, message: str) -> None:
         print(f"Warp Error: {message}", file=sys.stderr)

@@ -154,3 +154,23 @@ def test_default_logger_follows_redirected_streams():
     finally:
         sys.stdout = old
     assert text == "to the current stdout\n"
+
+
+def test_basic_logger_prints_warnings_in_warps_format_and_recording_still_records():
+    err = io.StringIO()
+    old, sys.stderr = sys.stderr, err
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("default")
+            # (printed as a plain Python run prints: pytest records warnings instead of showing them)
+            warnings.showwarning = lambda m, c, f, n, file=None, line=None: sys.stderr.write(
+                warnings.formatwarning(m, c, f, n, line))
+            L.log_warning("twice")
+            L.log_warning("twice")  # (logged each time, as Warp's)
+    finally:
+        sys.stderr = old
+    assert err.getvalue() == "Warp UserWarning: twice\nWarp UserWarning: twice\n"
+    with warnings.catch_warnings(record=True) as rec:  # (pytest.warns and recwarn record this way)
+        warnings.simplefilter("always")
+        L.log_warning("recorded", RuntimeWarning)
+    assert [(str(r.message), r.category) for r in rec] == [("recorded", RuntimeWarning)]

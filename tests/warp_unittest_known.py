@@ -73,10 +73,6 @@ KNOWN = {
     "test_logger": {
         "cuda_build_honors_debug_log_level": INTERNALS + " (warp._src.build.build_cuda)",
         "from_ptr_deprecation_warning": "wp.from_ptr (deprecated in Warp; simkit has sk.array(ptr=...))",
-        # (Warp's default logger prints "Warp <Category>: message"; simkit's leaves warnings to Python's format, which
-        # also quotes the calling line: there, the line holding the same text, so the text is counted twice)
-        "deduplicate": "counts the message text in stderr, where Python's warning format also quotes the calling "
-                       "source line (simkit's logged-once warnings: tests/test_logger.py)",
     },
     "deterministic.test_deterministic_scatter": {"scatter_target_access_rejected": DET_ORDERED},
     "deterministic.test_deterministic_counter": {"counter_target_access_rejected": DET_ORDERED},
