@@ -1,6 +1,6 @@
 """Spatial data structure benchmark: simkit vs warp-lang's CPU backend, side by side in one run.
 
-    python benchmarks/spatial.py [--quick] [--threads N] [--only hash_grid,marching_cubes,mesh,bvh]
+    python benchmarks/spatial.py [--quick] [--threads N] [--only hash_grid,marching_cubes,mesh,bvh,surface_nets,...]
                                  [--markdown out.md] [--json out.json]
 
 Sections (each a function registered with ``@section``; add a structure by adding one):
@@ -14,14 +14,19 @@ Sections (each a function registered with ``@section``; add a structure by addin
    rays (about a quarter hit).
 4. bvh: ``Bvh`` over the same 81920 face boxes: build, 64k box queries near the surface, 64k ray
    queries (counting every box each ray meets).
+5. surface_nets: ``IsoSurfaceNets.surface()`` of the marching-cubes fields.
+6. sparse_marching_cubes: ``sparse_marching_cubes`` of a sphere SDF (a kernel over the points) on 129^3 and
+   257^3 grids.
+7. swept_volume: ``swept_volume_mesh`` of an icosphere through 16 poses (winding-number sign).
 
 simkit runs with all cores and with one; warp-lang's CPU backend runs each kernel on one
 thread. Contenders are timed in alternating blocks (``common.bench_interleaved``) so that
 background load hits them alike, and every result is checked against the other library's
 before it is timed. Target (issue 5): warp time / simkit time >= 3 for every query (neighbour
-counts, closest points, rays, box queries, marching cubes); builds and refits are reported beside
-them with no target. Ratios are given for median times and for the fastest samples (on a loaded
-machine, multi-threaded medians suffer most: a parallel region waits for its slowest thread).
+counts, closest points, rays, box queries, marching cubes); builds, refits and the extractors of sections
+5-7 (Warp 1.19's ``warp.geometry``) are reported beside them with no target. Ratios are given for median
+times and for the fastest samples (on a loaded machine, multi-threaded medians suffer most: a parallel
+region waits for its slowest thread).
 """
 from __future__ import annotations
 
@@ -103,9 +108,11 @@ class Context:
         return run
 
     def compare(self, title: str, sk_fn, wp_fn, rounds: int, block: int = 1, note: str = "",
-                build: bool = False) -> common.Table:
+                build: bool = False, no_target: bool = False) -> common.Table:
         """Time simkit (all cores, one core) against warp-lang; returns the table, records the ratio.
-        ``build``: a build or refit, reported beside the queries but outside the 3x target."""
+        ``build``: a build or refit, ``no_target``: a whole extraction (Warp 1.19's geometry), reported beside the
+        queries but outside the 3x target."""
+        build = build or no_target
         fns = {f"simkit ({self.threads} threads)": self.simkit_fn(self.threads, sk_fn)}
         if self.threads > 1:
             fns["simkit (1 thread)"] = self.simkit_fn(1, sk_fn)
@@ -363,6 +370,111 @@ def bvh(ctx: Context) -> list:
                         block=2)]
 
 
+@section("surface_nets")
+def surface_nets(ctx: Context) -> list:
+    n = 64 if ctx.quick else 128
+    tables = []
+    W = ctx.warp
+    if W is not None:
+        import warp.geometry  # noqa: F401
+    for name, f in _fields(n).items():
+        f = np.ascontiguousarray(f, dtype=np.float32)
+        common.progress(f"surface nets: {name}, {n}^3")
+        box = dict(lower=(-1.2, -1.2, -1.2), upper=(1.2, 1.2, 1.2))
+        sfield = sk.array(f, dtype=float, device="cpu")
+        snets = sk.geometry.IsoSurfaceNets(n, n, n, **box)
+        sv, si = snets.surface(sfield, 0.0)
+        wrun = None
+        if W is not None:
+            wfield = W.array(f, dtype=float, device="cpu")
+            wnets = W.geometry.IsoSurfaceNets(n, n, n, **box)
+            wnets.surface(wfield, 0.0)
+            if (len(wnets.verts), len(wnets.indices)) != (len(sv), len(si)):
+                raise AssertionError(f"surface nets output differs from warp-lang's: {len(sv)} vs {len(wnets.verts)} "
+                                     f"vertices, {len(si)} vs {len(wnets.indices)} indices")
+            wrun = lambda: wnets.surface(wfield, 0.0)  # noqa: E731
+        tables.append(ctx.compare(f"IsoSurfaceNets.surface, {name}, {n}^3, {len(si) // 3} triangles",
+                                  lambda: snets.surface(sfield, 0.0), wrun, ctx.rounds(9), no_target=True))
+    return tables
+
+
+def _sdf_field(backend, kernels, radius: float):
+    """A sphere's signed distance as the callable the sparse extractors take (one launch over the points)."""
+    def field(points):
+        values = backend.empty(points.shape[0], dtype=float, device=points.device)
+        backend.launch(kernels.sphere_sdf, points.shape[0], inputs=[points, radius], outputs=[values],
+                       device=points.device)
+        return values
+    return field
+
+
+@section("sparse_marching_cubes")
+def sparse_marching_cubes(ctx: Context) -> list:
+    W = ctx.warp
+    if W is not None:
+        import warp.geometry  # noqa: F401
+    tables = []
+    for n in ((65, 129) if ctx.quick else (129, 257)):
+        common.progress(f"sparse marching cubes: sphere SDF, {n}^3 nodes")
+        box = dict(lower=(-1.0, -1.0, -1.0), upper=(1.0, 1.0, 1.0))
+        sfield = _sdf_field(sk, ctx.sk_k, 0.8)
+        sv, si, sstats = sk.geometry.sparse_marching_cubes(sfield, n, n, n, **box, device="cpu", return_stats=True)
+        wrun = None
+        if W is not None:
+            wfield = _sdf_field(W, ctx.wp_k, 0.8)
+            wv, wi, wstats = W.geometry.sparse_marching_cubes(wfield, n, n, n, **box, device="cpu", return_stats=True)
+            if (len(wv), len(wi), wstats["leaf_cells"]) != (len(sv), len(si), sstats["leaf_cells"]):
+                raise AssertionError(f"sparse marching cubes differs from warp-lang's: {len(sv)} vs {len(wv)} "
+                                     f"vertices, {sstats['leaf_cells']} vs {wstats['leaf_cells']} cells")
+            wrun = lambda: W.geometry.sparse_marching_cubes(wfield, n, n, n, **box, device="cpu")  # noqa: E731
+        tables.append(ctx.compare(
+            f"sparse_marching_cubes, sphere SDF, {n}^3 nodes, {sstats['leaf_cells']} cells, {len(si) // 3} triangles",
+            lambda: sk.geometry.sparse_marching_cubes(sfield, n, n, n, **box, device="cpu"), wrun, ctx.rounds(9),
+            no_target=True))
+    return tables
+
+
+@section("swept_volume")
+def swept_volume(ctx: Context) -> list:
+    import trimesh
+
+    tm = trimesh.creation.icosphere(subdivisions=3, radius=0.3)
+    V, F = np.asarray(tm.vertices, np.float32), np.asarray(tm.faces, np.int32).reshape(-1)
+    samples = 8 if ctx.quick else 16
+    xf = np.zeros((1, samples, 7), np.float32)
+    xf[0, :, 0] = np.linspace(-0.5, 0.5, samples)
+    xf[0, :, 1] = 0.2 * np.sin(np.linspace(0.0, np.pi, samples))
+    xf[0, :, 6] = 1.0
+    voxel = 0.04 if ctx.quick else 0.02
+    lower, upper = np.array([-0.9, -0.4, -0.4]), np.array([0.9, 0.6, 0.4])  # (one grid for both: their voxel_size
+    box = dict(resolution=tuple(int(r) for r in np.round((upper - lower) / voxel) + 1),  # padding rules may differ
+               lower=tuple(lower), upper=tuple(upper))                                  # by a cell)
+    common.progress(f"swept volume: {len(F) // 3} triangles, {samples} poses, {box['resolution']} nodes")
+    smesh = sk.Mesh(sk.array(V, dtype=sk.vec3, device="cpu"), sk.array(F, dtype=int, device="cpu"),
+                    support_winding_number=True)
+    sxf = sk.array(xf, dtype=sk.transform, device="cpu")
+    sv, si = sk.geometry.swept_volume_mesh([smesh], sxf, **box)
+    wrun = None
+    W = ctx.warp
+    if W is not None:
+        import warp.geometry  # noqa: F401
+
+        wmesh = W.Mesh(W.array(V, dtype=W.vec3, device="cpu"), W.array(F, dtype=int, device="cpu"),
+                       support_winding_number=True)
+        wxf = W.array(xf, dtype=W.transform, device="cpu")
+        wv, wi = W.geometry.swept_volume_mesh([wmesh], wxf, **box)
+        # (the fields agree to float32 rounding, tests/test_swept_volume.py; a node that rounds to the other
+        # side of the level set moves a few triangles)
+        if abs(len(wi) - len(si)) > 0.002 * len(si):
+            raise AssertionError(f"swept volume mesh differs from warp-lang's: {len(si) // 3} vs {len(wi) // 3} "
+                                 f"triangles")
+        wrun = lambda: W.geometry.swept_volume_mesh([wmesh], wxf, **box)  # noqa: E731
+    srun = lambda: sk.geometry.swept_volume_mesh([smesh], sxf, **box)  # noqa: E731
+    return [ctx.compare(f"swept_volume_mesh, sphere of {len(F) // 3} triangles, {samples} poses, "
+                        f"{'x'.join(map(str, box['resolution']))} nodes, {len(si) // 3} triangles", srun, wrun,
+                        ctx.rounds(6), no_target=True)]
+
+
 # ---------------------------------------------------------------------------
 
 
@@ -399,7 +511,8 @@ def main(argv=None) -> int:
                   f"(lowest {worst[key]:.2f}x: {worst['section']})")
         if builds:
             worst = min(builds, key=lambda r: r[key])
-            print(f"builds and refits (no target), by {what}: lowest {worst[key]:.2f}x ({worst['section']})")
+            print(f"builds, refits, extractions (no target), by {what}: lowest {worst[key]:.2f}x "
+                  f"({worst['section']})")
     if args.markdown:
         with open(args.markdown, "w") as f:
             f.write("### Machine\n\n" + common.kv_markdown(info) + "\n\n")

@@ -71,3 +71,9 @@ def bvh_count_ray(bvh: wp.uint64, starts: wp.array(dtype=wp.vec3), dirs: wp.arra
     while wp.bvh_query_next(query, index):
         n += 1
     counts[i] = n
+
+
+@wp.kernel
+def sphere_sdf(points: wp.array(dtype=wp.vec3), radius: float, values: wp.array(dtype=float)):
+    i = wp.tid()
+    values[i] = wp.length(points[i]) - radius
