@@ -47,7 +47,7 @@ from ..kernels.deterministic import DeterministicMode
 from ..kernels import lang as sk
 from ..kernels import types as T
 from ..runtime import array, empty, launch, zeros
-from ..runtime import handles
+from ..runtime import declare, handles
 from ..runtime.device import get_device
 from ..runtime.tape import active_tape
 from . import builtins_hash_grid as hgb
@@ -397,6 +397,8 @@ class HashGrid:
         length, TypeError for points or groups of another type, HashGridDeviceError (a TypeError) for
         arrays on another device.
         """
+        if declare.active:  # (a solver's dry run, runtime/declare.py: the real step builds the grid)
+            return
         self._build(points, radius, groups)
         tape = active_tape()
         if tape is not None and self._previous.sources:

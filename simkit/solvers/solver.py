@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..kernels.backends import cpu_graph
 from ..model import Control, Model, State
-from ..runtime import array, declare, zeros
+from ..runtime import array, declare, tape, zeros
 
 
 class Solver:
@@ -22,10 +22,11 @@ class Solver:
     # ------------------------------------------------------------------ helpers for step()
 
     def declare_once(self, model: Model, dry_run) -> None:
-        """Once per model and device, before its first launches: ``dry_run()`` (a call of the step's launches)
-        with launches that only declare their kernels' specialisations, so the first real launch compiles them
-        all together (runtime/declare.py). Not while a graph is being captured (the dry run's other operations,
-        such as zeroing scratch arrays, would be captured too)."""
+        """Once per model and device, before its first launches: ``dry_run()`` (a call of the step itself) with
+        launches that only declare their kernels' specialisations, so that the first real launch compiles them
+        all together (runtime/declare.py). Nothing inside is taped, a HashGrid build does nothing and the Bvh
+        broad phase gives way to all pairs (nothing is read back). Not while a graph is being captured (the
+        dry run's other operations, such as zeroing scratch arrays, would be captured too)."""
         key = (id(model), str(model.device))
         if key in self._declared or declare.active:
             return
@@ -33,7 +34,7 @@ class Solver:
         if cpu_graph.active or (dev.is_cuda and dev.is_capturing):
             return
         self._declared.add(key)
-        with declare.declaring():
+        with declare.declaring(), tape.paused():
             dry_run()
 
     @staticmethod

@@ -90,6 +90,7 @@ class SemiImplicitEulerSolver(Solver):
         return float(min([bound] + [b.min() for b in bounds if b.size]))
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
+        self.declare_once(model, lambda: self.step(model, state_in, state_out, control, dt))  # (solver.py)
         n = model.particle_count
         fb = begin_body_step(self, model, state_in, control)   # rigid bodies, if any: stepped alongside
         if n == 0:

@@ -72,6 +72,7 @@ class XPBDSolver(Solver):
         self._counts: dict = {}
 
     def step(self, model: Model, state_in: State, state_out: State, control: Control | None, dt: float) -> None:
+        self.declare_once(model, lambda: self.step(model, state_in, state_out, control, dt))  # (solver.py)
         n = model.particle_count
         fresh = self.differentiable(model, state_in)
         f_coupling = None
@@ -84,9 +85,6 @@ class XPBDSolver(Solver):
                 predicted = bodies[0]
             particle_control = self.default_control(model, control)
             x, v = state_in.particle_q, state_in.particle_qd
-            self.declare_once(model, lambda: self._particle_step(  # (its kernels compile as one library)
-                model, x, v, state_in.particle_f, state_out.particle_q, state_out.particle_qd, particle_control,
-                dt / self.substeps, fresh, bodies))
             for sub in range(self.substeps):
                 last = sub == self.substeps - 1
                 x_out = state_out.particle_q if last else self.scratch(model, f"x_end{sub % 2}", n, model.vec_type,

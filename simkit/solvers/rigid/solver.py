@@ -33,7 +33,7 @@ import numpy as np
 from ...collision.rigid_broadphase import RigidBroadPhase
 from ...kernels import types as T
 from ...model import Control, Model, State
-from ...runtime import is_capturing, launch, zeros_like
+from ...runtime import declare, is_capturing, launch, zeros_like
 from ..solver import Solver
 from .kernels import eval_rigid_ground_contacts, eval_rigid_mesh_contacts, eval_rigid_pair_contacts, integrate_bodies
 from .kernels_coupling import eval_particle_body_contacts
@@ -67,6 +67,7 @@ class RigidBodySolver(Solver):
         if model.particle_count:
             raise ValueError(f"RigidBodySolver steps rigid bodies only; the model has {model.particle_count} "
                              f"particles (SemiImplicitEulerSolver and SPHSolver step particles and bodies together)")
+        self.declare_once(model, lambda: self.step(model, state_in, state_out, control, dt))  # (solver.py)
         f = begin_body_step(self, model, state_in, control)
         if f is not None:
             end_body_step(model, state_in, state_out, f, dt)
@@ -171,6 +172,8 @@ def shape_pairs(solver: Solver, model: Model, body_q, fresh: bool):
     ``model.rigid_pairs`` or those a Bvh finds overlapping (``solver.broad_phase``; a new pair
     array when ``fresh``)."""
     pairs, pair_count = model.rigid_pairs, model.rigid_pair_count
+    if declare.active:  # (a solver's dry run, solver.py: the same kernels, and nothing read back)
+        return pairs, pair_count
     mode = getattr(solver, "broad_phase", "auto")
     dev = model.device
     capturing = is_capturing(dev)

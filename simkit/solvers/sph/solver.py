@@ -159,6 +159,7 @@ class SPHSolver(Solver):
         if model.spring_count or model.tri_count:
             raise ValueError(f"SPHSolver simulates fluid particles only; the model has {model.spring_count} "
                              f"springs and {model.tri_count} triangles (use SemiImplicitEulerSolver or XPBDSolver)")
+        self.declare_once(model, lambda: self.step(model, state_in, state_out, control, dt))  # (solver.py)
         fb = begin_body_step(self, model, state_in, control)   # rigid bodies, if any: stepped alongside
         if n == 0:
             if fb is not None:
