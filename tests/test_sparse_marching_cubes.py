@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import simkit as wp
+from geometry_kernels import surface_area
 
 geo = wp.geometry
 CORNERS = np.array(geo.IsoSurfaceMarchingCubes.CUBE_CORNER_OFFSETS, dtype=np.int64)
@@ -30,15 +31,6 @@ def torus_values(points: wp.array(dtype=wp.vec3), values: wp.array(dtype=float))
 def grid_nodes(lower: wp.vec3, delta: wp.vec3, points: wp.array3d(dtype=wp.vec3)):
     i, j, k = wp.tid()
     points[i, j, k] = lower + wp.cw_mul(wp.vec3(float(i), float(j), float(k)), delta)
-
-
-@wp.kernel
-def surface_area(verts: wp.array(dtype=wp.vec3), faces: wp.array(dtype=wp.int32), area: wp.array(dtype=float)):
-    t = wp.tid()
-    a = verts[faces[3 * t]]
-    b = verts[faces[3 * t + 1]]
-    c = verts[faces[3 * t + 2]]
-    wp.atomic_add(area, 0, 0.5 * wp.length(wp.cross(b - a, c - a)))
 
 
 def sphere(radius=0.5, requires_grad=False):

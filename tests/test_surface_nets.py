@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import simkit as wp
+from geometry_kernels import sphere_sdf, surface_area
 
 NETS = wp.geometry.IsoSurfaceNets
 SN = wp.geometry.surface_nets
@@ -235,22 +236,6 @@ def test_gradient_finite_differences(device):
         minus[node] -= eps
         fd = (loss(plus) - loss(minus)) / (2 * eps)
         assert abs(grad[node] - fd) < 2e-3 + 2e-2 * abs(fd), (node, grad[node], fd)
-
-
-@wp.kernel
-def sphere_sdf(field: wp.array3d(dtype=float), lower: wp.vec3, delta: wp.vec3, radius: wp.array(dtype=float)):
-    i, j, k = wp.tid()
-    p = lower + wp.cw_mul(wp.vec3(float(i), float(j), float(k)), delta)
-    field[i, j, k] = wp.length(p) - radius[0]
-
-
-@wp.kernel
-def surface_area(verts: wp.array(dtype=wp.vec3), faces: wp.array(dtype=wp.int32), area: wp.array(dtype=float)):
-    t = wp.tid()
-    a = verts[faces[3 * t]]
-    b = verts[faces[3 * t + 1]]
-    c = verts[faces[3 * t + 2]]
-    wp.atomic_add(area, 0, 0.5 * wp.length(wp.cross(b - a, c - a)))
 
 
 def test_area_gradient_wrt_radius(device):
