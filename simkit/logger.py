@@ -64,9 +64,15 @@ class LoggerBasic:
         print(message, file=sys.stdout)
 
     def warning(self, message: str, category: type[Warning] | None = None, stacklevel: int = 1) -> None:
-        with warnings.catch_warnings():  # (the caller's filters, copied; a recording catch_warnings still records)
-            warnings.formatwarning = _format_warning
-            warnings.warn(message, category or UserWarning, stacklevel=stacklevel)
+        # (catch_warnings: the caller's filters, copied, and a recording catch_warnings still records; it does not
+        # restore formatwarning, hence the try)
+        saved = warnings.formatwarning
+        try:
+            with warnings.catch_warnings():
+                warnings.formatwarning = _format_warning
+                warnings.warn(message, category or UserWarning, stacklevel=stacklevel)
+        finally:
+            warnings.formatwarning = saved
 
     def error(self, message: str) -> None:
         print(f"Warp Error: {message}", file=sys.stderr)

@@ -157,6 +157,7 @@ def test_default_logger_follows_redirected_streams():
 
 
 def test_basic_logger_prints_warnings_in_warps_format_and_recording_still_records():
+    python_format = warnings.formatwarning
     err = io.StringIO()
     old, sys.stderr = sys.stderr, err
     try:
@@ -170,6 +171,7 @@ def test_basic_logger_prints_warnings_in_warps_format_and_recording_still_record
     finally:
         sys.stderr = old
     assert err.getvalue() == "Warp UserWarning: twice\nWarp UserWarning: twice\n"
+    assert warnings.formatwarning is python_format  # (Python's format back for everyone else)
     with warnings.catch_warnings(record=True) as rec:  # (pytest.warns and recwarn record this way)
         warnings.simplefilter("always")
         L.log_warning("recorded", RuntimeWarning)

@@ -72,37 +72,36 @@ def _ensure(key: str, includes: list, flags: list, cxx: str) -> list[str]:
         fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp_", suffix=".gch")
         os.close(fd)
         cmd = [cxx, *[f for f in flags if f != "-shared"], "-x", "c++-header", "-o", tmp, header]
-        job = _building[key] = _Build(cmd, tmp, gch)
+        job = _building[key] = _Build(key, cmd, tmp, gch)
+        job.start()
         if jobs() > 1:  # (the build asking compiles without it, beside the header's: the first build's time)
             return []
-    ok = job.wait()
-    _building.pop(key, None)
-    if not ok:
-        _failed.add(key)
-        return []
-    return ["-include", header]
+    job.wait()
+    return ["-include", header] if os.path.exists(gch) else []
 
 
 class _Build(threading.Thread):
     """A PCH compiling in the background; moved into place when done (even if nobody waits for it: a
     non-daemon thread, so a short script's exit waits for the header its next run will use)."""
 
-    def __init__(self, cmd: list, tmp: str, gch: str):
+    def __init__(self, key: str, cmd: list, tmp: str, gch: str):
         super().__init__(name="simkit-pch")
-        self.cmd, self.tmp, self.gch, self.ok = cmd, tmp, gch, False
-        self.start()
+        self.key, self.cmd, self.tmp, self.gch = key, cmd, tmp, gch
 
     def run(self):
+        ok = False
         try:
-            self.ok = subprocess.run(self.cmd, capture_output=True).returncode == 0
-            if self.ok:
+            ok = subprocess.run(self.cmd, capture_output=True).returncode == 0
+            if ok:
                 os.replace(self.tmp, self.gch)
         except OSError:
-            self.ok = False
+            ok = False
         finally:
             if os.path.exists(self.tmp):
                 os.unlink(self.tmp)
+            if not ok:
+                _failed.add(self.key)
+            _building.pop(self.key, None)
 
-    def wait(self) -> bool:
+    def wait(self) -> None:
         self.join()
-        return self.ok
