@@ -29,7 +29,18 @@ def _printed(capfd, kernel, arg, device):
     return capfd.readouterr().out
 
 
-@pytest.mark.parametrize("dtype", [sk.int8, sk.uint16, sk.int64, sk.float16, sk.float32, sk.float64])
+DTYPES = [sk.int8, sk.uint16, sk.int64, sk.float16, sk.float32, sk.float64]
+# the specialisations the tests launch, declared up front (as Warp's overload): they compile as one library, not one
+# per first launch
+for _t in DTYPES:
+    for _n in (2, 3, 4):
+        sk.overload(k_print_any, [sk.types.vector(_n, _t)])
+        sk.overload(k_print_any, [sk.types.matrix((_n, _n), _t)])
+for _t in (sk.float32, sk.uint64, sk.bool, sk.quat, sk.transform, Pair, sk.array(dtype=float)):
+    sk.overload(k_print_any, [_t])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_print_vectors_and_matrices(device, capfd, dtype):
     for n in (2, 3, 4):
         vt = sk.types.vector(n, dtype)
