@@ -30,7 +30,7 @@ a cell are numbered in the order of their lowest edge (OpenVDB's own numbering d
 multi-sheet cells: there the vertices of one cell come out in another order than Warp's).
 
 Kernels: (1) per cell: sign code, ambiguity correction, which groups give a vertex, how many quads;
-(2) a prefix sum on the host gives each cell's first vertex and quad; (3) per cell: the faces, and
+(2) a prefix sum (``sk.utils``') gives each cell's first vertex and quad; (3) per cell: the faces, and
 each vertex's cell and group; (4) per vertex: the position, recorded on a Tape so that gradients flow
 from the vertex positions back to the field (cell classification and topology are not differentiated).
 """
@@ -42,6 +42,7 @@ from ..kernels import func, kernel
 from ..kernels import lang as sk
 from ..kernels import types as T
 from ..runtime import array, empty, launch
+from ..utils.scan import exclusive_scan
 from .iso_surface import IsoSurfaceBase, check_field, grid_bounds
 
 # ---------------------------------------------------------------------------
@@ -417,10 +418,9 @@ def _extract(field: array, threshold: float, lower, delta, topology: str) -> tup
     cells = (nx - 1, ny - 1, nz - 1)
     launch(_sn_classify, dim=cells, inputs=[field, threshold, groups, ambiguous, faces, edges],
            outputs=[cell_info, counts], device=dev, record_tape=False)
-    n = counts.numpy()
-    first = np.zeros_like(n)
-    np.cumsum(n[:, :-1], axis=1, out=first[:, 1:])
-    nverts, nquads = (int(x) for x in first[:, -1] + n[:, -1])
+    first = empty((2, ncells), dtype=int, device=dev)  # (each cell's first vertex and quad: on the device)
+    nverts = exclusive_scan(counts[0], first[0])
+    nquads = exclusive_scan(counts[1], first[1])
     per_face = _TOPOLOGIES[topology]
     per_quad = 4 if per_face == 4 else 6
     verts = empty(nverts, dtype=T.vec3, device=dev, requires_grad=field.requires_grad)
@@ -429,8 +429,7 @@ def _extract(field: array, threshold: float, lower, delta, topology: str) -> tup
         return verts, indices
     vert_cell = empty(nverts, dtype=int, device=dev)
     vert_group = empty(nverts, dtype=int, device=dev)
-    launch(_sn_faces, dim=cells, inputs=[field, threshold, groups, quad_cells, cell_info,
-                                         array(first, dtype=int, device=dev), per_face],
+    launch(_sn_faces, dim=cells, inputs=[field, threshold, groups, quad_cells, cell_info, first, per_face],
            outputs=[indices, vert_cell, vert_group], device=dev, record_tape=False)
     launch(_sn_verts, dim=nverts, inputs=[field, threshold, lower, delta, groups, edges, cell_info, vert_cell,
                                           vert_group], outputs=[verts], device=dev)
