@@ -50,7 +50,8 @@ def check_field(field, who: str) -> None:
         raise TypeError(f"{who}: field must be an array3d of float32, got dtype {T.type_name(field.dtype)}")
 
 
-def _point(value, name: str, who: str) -> np.ndarray:
+def check_vec3(value, name: str, who: str) -> np.ndarray:
+    """``value`` (a vec3, tuple or array of 3 finite numbers) as float64, else a ValueError naming ``name``."""
     try:
         p = np.asarray(value, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError):
@@ -64,8 +65,8 @@ def grid_bounds(shape: tuple, lower, upper, who: str) -> tuple:
     """(position of node (0, 0, 0), node spacing per axis) as vec3s. ``lower`` defaults to the origin,
     ``upper`` to (nx - 1, ny - 1, nz - 1): node (i, j, k) at (i, j, k)."""
     n = np.asarray(shape, dtype=np.float64)
-    lo = np.zeros(3) if lower is None else _point(lower, "lower", who)
-    hi = (n - 1.0) if upper is None else _point(upper, "upper", who)
+    lo = np.zeros(3) if lower is None else check_vec3(lower, "lower", who)
+    hi = (n - 1.0) if upper is None else check_vec3(upper, "upper", who)
     return T.vec3(lo), T.vec3((hi - lo) / (n - 1.0))
 
 

@@ -34,6 +34,7 @@ from ..runtime import array, empty
 from ..runtime.device import get_device
 from ..utils._common import run
 from ..utils.scan import exclusive_scan
+from .iso_surface import check_vec3
 
 MAX_DEPTH = 30  # cell subscripts are int32
 
@@ -208,12 +209,7 @@ def lipschitz_octree(field, origin, root_width: float, max_depth: int, threshold
     """
     who = "lipschitz_octree"
     check_field_callable(field, who)
-    try:
-        origin64 = np.asarray(origin, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        origin64 = None
-    if origin64 is None or origin64.shape != (3,) or not np.isfinite(origin64).all():
-        raise ValueError(f"{who}: origin must be 3 finite numbers (a vec3 or a tuple), got {origin!r}")
+    origin64 = check_vec3(origin, "origin", who)
     root_width = check_number(root_width, "root_width", who, positive=True)
     try:
         depth = operator.index(max_depth)

@@ -30,8 +30,7 @@ from ..kernels import lang as sk
 from ..kernels import types as T
 from ..runtime import array, empty, launch, zeros
 from ..runtime.device import get_device
-from .iso_surface import _point as point
-from .iso_surface import check_dims, grid_bounds
+from .iso_surface import check_dims, check_vec3, grid_bounds
 from .lipschitz_octree import cells_inside, check_field_callable, check_number, evaluate, octree_leaves
 from .marching_cubes import CORNERS, EDGES, case_tables
 from ..utils._common import blocks as chunks, run
@@ -364,7 +363,7 @@ def sparse_marching_cubes_from_cells(cells, corner_values, origin=(0.0, 0.0, 0.0
     who = "sparse_marching_cubes_from_cells"
     cell_width = check_number(cell_width, "cell_width", who, positive=True)
     threshold = check_number(threshold, "threshold", who)
-    origin = T.vec3(point(origin, "origin", who))
+    origin = T.vec3(check_vec3(origin, "origin", who))
     if device is None:
         device = next((a.device for a in (corner_values, cells) if isinstance(a, array) and not a.is_type), None)
     device = get_device(device)

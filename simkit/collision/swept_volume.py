@@ -32,6 +32,7 @@ from ..kernels import lang as sk
 from ..kernels import types as T
 from ..runtime import array, empty, launch
 from ..runtime.device import get_device
+from .iso_surface import check_vec3
 from .marching_cubes import IsoSurfaceMarchingCubes
 from .mesh import Mesh
 
@@ -210,16 +211,6 @@ def _check_sign_mode(sign_mode, meshes, who: str) -> SweptVolumeSignMode:
     return mode
 
 
-def _vec(value, name: str, who: str) -> np.ndarray:
-    try:
-        v = np.asarray(value, dtype=np.float64).reshape(-1)
-    except (TypeError, ValueError):
-        v = None
-    if v is None or v.shape != (3,) or not np.isfinite(v).all():
-        raise ValueError(f"{who}: {name} must be 3 finite numbers (a vec3 or a tuple), got {value!r}")
-    return v
-
-
 def _check_sizing(voxel_size, resolution, lower, upper, who: str):
     """(voxel_size as a float or None, resolution as 3 ints or None, (lower, upper) as float64 or None)."""
     if voxel_size is not None and resolution is not None:
@@ -233,7 +224,7 @@ def _check_sizing(voxel_size, resolution, lower, upper, who: str):
         if voxel_size is not None:
             raise ValueError(f"{who}: voxel_size cannot be combined with explicit lower/upper (the domain could not "
                              "be grown to whole cells); pass resolution instead")
-        box = _vec(lower, "lower", who), _vec(upper, "upper", who)
+        box = check_vec3(lower, "lower", who), check_vec3(upper, "upper", who)
         if not (box[1] > box[0]).all():
             raise ValueError(f"{who}: upper must exceed lower on every axis, got lower={tuple(box[0])}, "
                              f"upper={tuple(box[1])}")
