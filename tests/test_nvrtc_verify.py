@@ -63,13 +63,13 @@ def in_process(monkeypatch, tmp_path):
         monkeypatch.setattr(verify, name, value)
     monkeypatch.setattr(verify, "in_process", True)
     compiles = []
-    original = nvrtc.compile_source
+    original = nvrtc.check
 
     def counted(source, arch, name="module", extra=()):
         compiles.append((name, arch, tuple(extra)))
         return original(source, arch, name, extra)
 
-    monkeypatch.setattr(nvrtc, "compile_source", counted)
+    monkeypatch.setattr(nvrtc, "check", counted)
     return compiles
 
 
@@ -128,8 +128,9 @@ def test_a_source_not_made_by_codegen_is_verified_alone(in_process):
     assert verify.wait() == 1
 
 
-def test_ptx_for_the_gpu_is_optimised_and_only_the_check_is_not():
-    """PTX that a GPU loads (an architecture newer than NVRTC, the conditional-node setter) is compiled with
-    optimisation; only the full verification compiles PTX unoptimised (-G: fast, and it checks the code)."""
-    assert "-G" not in nvrtc.options("compute_90") and "-G" not in nvrtc.options("sm_90")
-    assert "-G" in verify._options(True) and "-G" not in verify._options(False)
+def test_code_for_the_gpu_is_optimised_and_only_the_check_stops_at_nvvm_ir():
+    """PTX and CUBINs that a GPU loads are compiled with optimisation; the full verification stops at NVVM IR
+    (-dlto: front end and IR generation, without the optimiser and code generation, six times faster)."""
+    for arch in ("compute_90", "sm_90"):
+        assert not {"-G", "-dlto", "-fdevice-syntax-only"} & set(nvrtc.options(arch))
+    assert "-dlto" in verify._options(True) and "-dlto" not in verify._options(False)

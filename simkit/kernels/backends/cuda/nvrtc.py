@@ -69,6 +69,13 @@ def _compile(source: str, name: str, opts: list, what: str):
     return prog, log
 
 
+def check(source: str, arch: str, name: str = "module", extra=()) -> None:
+    """Compile with NVRTC under ``extra`` and keep nothing: raises NativeCompileError with NVRTC's log if it
+    fails (verification: its options decide how far NVRTC goes)."""
+    prog, _log = _compile(source, name, options(arch) + list(extra), arch)
+    _nvrtc().nvrtcDestroyProgram(prog)
+
+
 def compile_source(source: str, arch: str, name: str = "module", extra=()) -> bytes:
     """Compile with NVRTC; returns CUBIN bytes (``sm_XX``) or PTX (``compute_XX``).
 

@@ -2,14 +2,16 @@
 
 CI has no GPU, so every module the test suite builds for the CPU is also compiled by NVRTC
 (``module.verify_cuda``), in a worker process beside the tests, or between them under pytest-xdist
-(``in_process``). Measured on the suite's 1107 modules
-(2026-12-06, one core): NVRTC's code generation is three quarters of a module's compile, and the
-header about 55 ms of it. So:
+(``in_process``). NVRTC's optimiser and PTX generation are most of a module's compile (warp-lang's
+``test_vec_scalar_ops`` module, 1.7 MB of CUDA: front end 0.9 s, to NVVM IR 2.3 s, to PTX 15 s even
+unoptimised with ``-G``; 2026-12-07). So:
 
-- the first architecture of ``config.verify_cuda_archs`` is compiled to PTX (unoptimised: ``-G``),
-  which also catches what only code generation sees (a declared function never defined);
+- the first architecture of ``config.verify_cuda_archs`` goes through the front end and NVVM IR generation
+  (``-dlto``: what NVRTC hands on to link-time optimisation), which instantiates everything a kernel needs
+  for that architecture; PTX and GPU code are generated when a GPU loads the module, and
+  tests/test_kernel_resource_usage.py takes sample modules through ``ptxas``;
 - the others go through NVRTC's front end only (``-fdevice-syntax-only``): parsing, templates and
-  types under that architecture's ``__CUDA_ARCH__``, a quarter of the cost;
+  types under that architecture's ``__CUDA_ARCH__``;
 - modules are compiled in batches, each module's code (what follows the shared prelude) in a
   namespace of its own in one translation unit, with NVRTC's automatic precompiled header. A batch
   that fails is compiled again module by module, and only a module that fails alone is reported,
@@ -30,7 +32,7 @@ from . import nvrtc
 BATCH = 24
 PCH = ["-pch"]  # NVRTC's automatic precompiled header: parsed once per worker process
 SYNTAX = ["-fdevice-syntax-only"]
-UNOPTIMISED = ["-G"]  # (the full check: PTX without optimisation, which checks the code and is fast)
+NVVM_IR = ["-dlto"]  # (the full check: front end and NVVM IR, without the optimiser and PTX generation)
 _MODULE_MARK = "\n// module: "
 _SK_BLOCK = re.compile(r"^namespace sk \{ (SK_INLINE void accum)\((\w+)& a, const (\w+)& b\) \{$")
 
@@ -45,7 +47,7 @@ _seen: set = set()
 
 
 def target(arch: str) -> str:
-    """``sm_XX`` -> ``compute_XX``: verification stops at PTX (no GPU assembler run)."""
+    """``sm_XX`` -> ``compute_XX``: verification stops before PTX (no GPU assembler run)."""
     return "compute_" + arch.split("_", 1)[1] if arch.startswith("sm_") else arch
 
 
@@ -85,7 +87,7 @@ def batch_source(prelude: str, bodies: list) -> str:
 
 
 def _options(full: bool) -> list:
-    return PCH + UNOPTIMISED if full else PCH + SYNTAX
+    return PCH + NVVM_IR if full else PCH + SYNTAX
 
 
 def _key(source: str, arch: str, full: bool) -> str:
@@ -104,14 +106,14 @@ def _verify_batch(prelude: str, members: list, arch: str, full: bool) -> int:
     extra = _options(full)
     try:
         if len(members) > 1:
-            nvrtc.compile_source(batch_source(prelude, [m[1] for m in members]), arch, "verify_batch", extra)
+            nvrtc.check(batch_source(prelude, [m[1] for m in members]), arch, "verify_batch", extra)
         else:
-            nvrtc.compile_source(prelude + members[0][1], arch, members[0][0], extra)
+            nvrtc.check(prelude + members[0][1], arch, members[0][0], extra)
     except Exception:
         if len(members) == 1:
             raise
         for name, body, _ in members:
-            nvrtc.compile_source(prelude + body, arch, name, extra)  # raises NativeCompileError naming it
+            nvrtc.check(prelude + body, arch, name, extra)  # raises NativeCompileError naming it
     for _, _, key in members:
         _atomic_write(_marker(key), b"")
     return len(members)
@@ -151,7 +153,7 @@ def _submit(queue_key: tuple) -> None:
 
 def verify_async(source: str, archs, name: str) -> None:
     """Queue ``source`` for NVRTC verification for GPU architectures ``archs`` (the first compiled to
-    PTX, the others checked by the front end); ``wait()`` raises what fails."""
+    NVVM IR, the others checked by the front end); ``wait()`` raises what fails."""
     prelude, body = split(source)
     for i, arch in enumerate(archs):
         arch, full = target(arch), i == 0
