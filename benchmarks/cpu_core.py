@@ -460,6 +460,28 @@ class Bench:
         self.tables.append(t)
         self.results["launch"] = {k: {"median_s": tm.median, "min_s": tm.min} for k, tm in rows.items()}
         self.results["launch_us"] = rows["simkit `sk.launch`"].median * 1e6
+        self.array_creation(launches)
+
+    def array_creation(self, n: int):
+        """Per-call cost of making a small CPU array (16 vec3): what a step that allocates its state pays."""
+        common.progress(f"array creation ({n} arrays each way)")
+        rows = {}
+        for lib, tag in ((sk, "simkit `sk`"), (wp if self.warp_ok else None, "warp-lang `wp`")):
+            if lib is None:
+                continue
+            for label, fn in (("zeros", lambda m=lib: m.zeros(16, dtype=m.vec3, device="cpu")),
+                              ("empty", lambda m=lib: m.empty(16, dtype=m.vec3, device="cpu")),
+                              ("zeros, requires_grad", lambda m=lib: m.zeros(16, dtype=m.vec3, device="cpu",
+                                                                            requires_grad=True))):
+                rows[f"{tag}.{label}"] = common.bench(fn, repeat=n, warmup=100)
+        rows["numpy `np.zeros((16, 3), np.float32)`"] = common.bench(lambda: np.zeros((16, 3), np.float32),
+                                                                      repeat=n, warmup=100)
+        t = common.Table("Array creation (16 vec3 on the CPU)", ["implementation", "median", "min"],
+                         note=f"{n} arrays each, each timed individually (freeing the previous one included).")
+        for name, tm in rows.items():
+            t.add(name, common.fmt_time(tm.median), common.fmt_time(tm.min))
+        self.tables.append(t)
+        self.results["array_creation"] = {k: {"median_s": tm.median, "min_s": tm.min} for k, tm in rows.items()}
 
     # -- 4 + 5. compile times --------------------------------------------
     def _worker_env(self) -> dict:

@@ -16,6 +16,7 @@ too), a full integer index gives the element (copied back from a GPU), and
 """
 from __future__ import annotations
 
+import math
 import struct as _struct
 import typing
 
@@ -31,7 +32,7 @@ _DESC = _struct.Struct("<QQ4i4qii")
 
 
 from .array_host import (CPU_ALIGN, INT32_MAX, _aligned, _host_buffer, _host_data, _infer_dtype, _is_bf16,  # noqa: F401
-                         _pinned_buffer, check_shape, np_dtype_of)
+                         _pinned_buffer, check_shape, host_buffer_at, np_dtype_of)
 
 
 class array:
@@ -142,9 +143,9 @@ class array:
                 self._set_cpu(src)
                 self._owner = data
             else:
-                buf = self._cpu_buffer(src.shape, src.dtype, False, pinned)
+                buf, ptr = self._cpu_buffer(src.shape, src.dtype, False, pinned)
                 np.copyto(buf, src)
-                self._set_cpu(buf)
+                self._set_cpu(buf, None, ptr)
                 self._owner = None
                 _mt.allocated(self, buf.nbytes, buf)
                 if cpu_graph.active:   # (made during a graph capture: every replay makes it again)
@@ -161,8 +162,8 @@ class array:
             raise ValueError(f"arrays have 1 to 4 dimensions, got shape {shape}")
         dev = self._target_device()
         if dev.is_cpu:
-            buf = self._cpu_buffer(tuple(shape) + esh, nd, zero, pinned)
-            self._set_cpu(buf)
+            buf, ptr = self._cpu_buffer(tuple(shape) + esh, nd, zero, pinned)
+            self._set_cpu(buf, esh, ptr)
             self._owner = None
             _mt.allocated(self, buf.nbytes, buf)
             if zero and cpu_graph.active:   # (as a CUDA graph does, every replay zeroes it again)
@@ -183,14 +184,14 @@ class array:
             if zero:
                 driver.memset(self, 0)
 
-    def _cpu_buffer(self, shape, nd, zero: bool, pinned: bool) -> np.ndarray:
+    def _cpu_buffer(self, shape, nd, zero: bool, pinned: bool) -> tuple:
         """Host memory for a new CPU array: page-locked if ``pinned`` and a GPU is present (copies to and
-        from it are then asynchronous), else ordinary aligned memory."""
+        from it are then asynchronous), else ordinary aligned memory. (buffer, its address or None)."""
         buf = _pinned_buffer(shape, nd, zero) if pinned else None
         if buf is None:
-            return _host_buffer(shape, nd, zero)
+            return host_buffer_at(shape, nd, zero)
         self.pinned = True
-        return buf
+        return buf, None
 
     def _init_from_ptr(self, ptr, dtype, shape, strides, owner):
         self.dtype = dtype
@@ -215,16 +216,28 @@ class array:
             self._set_cpu(view)
             self._owner = (owner, buf)
 
-    def _set_cpu(self, view: np.ndarray):
-        esh = np_dtype_of(self.dtype)[1]
-        k = len(esh)
+    def _set_cpu(self, view: np.ndarray, esh: tuple | None = None, ptr: int | None = None):
+        """Describe the numpy ``view`` holding this array's elements (``esh``: each element's trailing shape,
+        ``ptr``: its data's address, if the caller knows them). Array creation's hot path: Python ints
+        throughout (np.prod costs ~4 us a call)."""
+        if esh is None:
+            esh = np_dtype_of(self.dtype)[1]
         self._np = view
-        self.shape = tuple(view.shape[: view.ndim - k]) if k else tuple(view.shape)
+        if esh:
+            k = len(esh)
+            self.shape = view.shape[:-k]
+            self.strides = view.strides[:-k]
+            self.itemsize = view.itemsize * math.prod(esh)
+        else:
+            self.shape = view.shape
+            self.strides = view.strides
+            self.itemsize = view.itemsize
         self.ndim = len(self.shape)
-        self.size = int(np.prod(self.shape)) if self.shape else 1
-        self.strides = tuple(view.strides[: view.ndim - k]) if k else tuple(view.strides)
-        self.itemsize = view.itemsize * (int(np.prod(esh)) if esh else 1)
-        self.ptr = view.__array_interface__["data"][0] if view.size else 0
+        self.size = math.prod(self.shape)
+        if not view.size:
+            self.ptr = 0
+        else:
+            self.ptr = view.__array_interface__["data"][0] if ptr is None else ptr
 
     # ------------------------------------------------------------------ versions
 

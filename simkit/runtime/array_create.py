@@ -32,7 +32,8 @@ def zeros(shape=None, dtype=float, device=None, requires_grad=False, pinned=Fals
 
 def empty(shape=None, dtype=float, device=None, requires_grad=False, pinned=False, retain_grad=False, *,
           n=None) -> array:
-    return zeros(_shape(shape, n), dtype, device, requires_grad, pinned, retain_grad)
+    return array(shape=_shape(shape, n), dtype=dtype, device=device, requires_grad=requires_grad, pinned=pinned,
+                 retain_grad=retain_grad)  # (zeroed all the same: never uninitialised memory)
 
 
 zeros._simkit_in_kernel = "zeros"  # in a kernel: a fixed-size array (kernels/fixed_arrays.py)
