@@ -91,3 +91,25 @@ def test_grad_errors_name_the_problem():
         sk.launch(of_vector, 1, inputs=[sk.zeros(1, dtype=sk.vec3), sk.zeros(1)])
     with pytest.raises(RuntimeError, match="only be called inside"):
         sk.grad(sk.sin)(1.0)
+
+
+@sk.func
+def split_sum(x: f64):
+    return x * x, 3.0 * x  # (two results: a struct of them in C++)
+
+
+@sk.kernel
+def tuple_and_grad(x: sk.array(dtype=f64), out: sk.array(dtype=f64, ndim=2)):
+    i = sk.tid()
+    a, b = split_sum(x[i])
+    out[i, 0] = a + b
+    out[i, 1] = sk.grad(poly)(x[i], 2.0)[0]
+
+
+def test_a_module_with_grad_and_a_func_of_several_results(device):
+    # grad() declares every func's adjoint before the funcs: the results' struct of a func returning two values
+    # must come first (it was defined with the func, after the declaration that names it: no compile)
+    x = np.array([0.5, -1.5, 2.0])
+    out = sk.zeros((3, 2), dtype=f64, device=device)
+    sk.launch(tuple_and_grad, 3, inputs=[sk.array(x, device=device), out], device=device)
+    np.testing.assert_allclose(out.numpy(), np.stack([x * x + 3 * x, 4 * x], axis=1), rtol=1e-14)

@@ -92,6 +92,62 @@ def test_a_kernel_that_fails_to_build_fails_alone_each_launch_until_redefined(tm
     np.testing.assert_allclose(a.numpy(), [0.0, 2.0, 4.0, 6.0])
 
 
+CPP_ERROR = """
+import simkit as wp
+
+@wp.func_native("return x + not_declared_in_cpp;")
+def bad_snippet(x: float) -> float: ...
+
+@wp.kernel
+def ones(a: wp.array(dtype=float)):
+    a[wp.tid()] = 1.0
+
+@wp.kernel
+def uses_the_snippet(a: wp.array(dtype=float)):
+    i = wp.tid()
+    a[i] = bad_snippet(a[i])
+
+@wp.kernel
+def twos(a: wp.array(dtype=float)):
+    a[wp.tid()] = 2.0
+
+@wp.kernel
+def threes(a: wp.array(dtype=float)):
+    a[wp.tid()] = 3.0
+"""
+
+
+def test_a_kernel_whose_cpp_fails_is_left_out_of_its_siblings_units(tmp_path, monkeypatch):
+    """Its C++ fails only when compiled: the unit of every pending kernel fails once, the launched kernel then
+    builds alone, and later launches build the others without the suspects (not the failing unit again)."""
+    from simkit.kernels.backends import cpu
+
+    module, _ = _import(tmp_path, CPP_ERROR)
+    failed, built = [], []
+    original = cpu.build
+
+    def counted(source, lib_path, flags=None, precompiled=None):
+        try:
+            original(source, lib_path, flags, precompiled)
+            built.append([k for k in ("ones", "uses_the_snippet", "twos", "threes") if f" {k}_" in source])
+        except wp.NativeCompileError:
+            failed.append(source)
+            raise
+
+    monkeypatch.setattr(cpu, "build", counted)
+    a = wp.zeros(4, dtype=float, device="cpu")
+    wp.launch(module.ones, 4, inputs=[a], device="cpu")
+    assert len(failed) == 1 and built == [["ones"]]
+    wp.launch(module.twos, 4, inputs=[a], device="cpu")  # the module's suspects build at their own launch
+    wp.launch(module.threes, 4, inputs=[a], device="cpu")
+    np.testing.assert_allclose(a.numpy(), np.full(4, 3.0))
+    assert len(failed) == 1 and built == [["ones"], ["twos"], ["threes"]]
+    for _ in range(2):  # the failing kernel fails alone, at each of its launches
+        with pytest.raises(wp.NativeCompileError, match="not_declared_in_cpp"):
+            wp.launch(module.uses_the_snippet, 4, inputs=[a], device="cpu")
+    assert len(failed) == 3
+
+
 def test_a_kept_kernel_runs_the_body_it_was_defined_with_after_its_file_changes(tmp_path, monkeypatch):
     _reloadable(tmp_path, monkeypatch)
     code = """

@@ -336,14 +336,21 @@ def return_ctype(fn: ir.Function) -> str:
     return f"{fn.name}_ret"
 
 
+def ret_struct(fn: ir.Function) -> str:
+    """The struct a @func of several results returns (``return_ctype``)."""
+    fields = " ".join(f"{ctype(t)} r{k};" for k, t in enumerate(fn.return_types))
+    return f"struct {fn.name}_ret {{ {fields} }};"
+
+
 def replay_name(fn: ir.Function) -> str:
     """The variant of a func with side effects that the adjoints' forward replays call (``gen_func``)."""
     return f"replay_{fn.name}"
 
 
-def gen_func(fn: ir.Function, options: dict, replay: bool = False) -> str:
+def gen_func(fn: ir.Function, options: dict, replay: bool = False, results_declared: bool = False) -> str:
     """A @func specialisation as a C++ function template on SKC. ``replay``: the variant that writes no
-    array and prints nothing (for the adjoints' forward replays; see ``analysis.has_side_effects``)."""
+    array and prints nothing (for the adjoints' forward replays; see ``analysis.has_side_effects``).
+    ``results_declared``: the struct of its results came earlier in the unit (``gen_module``)."""
     if getattr(fn, "native", None) is not None and getattr(fn, "ref_params", None):  # (native_refs.py)
         from .native_refs import gen_forward
 
@@ -355,9 +362,8 @@ def gen_func(fn: ir.Function, options: dict, replay: bool = False) -> str:
     e = Emitter(fn, options)
     e.replay = replay
     out = []
-    if len(fn.return_types) > 1 and not replay:
-        fields = " ".join(f"{ctype(t)} r{k};" for k, t in enumerate(fn.return_types))
-        out.append(f"struct {fn.name}_ret {{ {fields} }};")
+    if not replay and not results_declared:
+        out += [ret_struct(fn)] if len(fn.return_types) > 1 else []
     params = ", ".join(f"{ctype(p.type)} {p.name}" for p in fn.params)
     name = replay_name(fn) if replay else fn.name
     out.append(f"// {e.rel}:{fn.first_line}: @func {name}")
@@ -523,8 +529,10 @@ def gen_module(name: str, kernels: list, funcs: list, structs: list, options: di
     grads = any(getattr(f, "uses_grad", False) for f in list(funcs) + list(kernels))
     if grads:  # grad(f) in forward code calls funcs' adjoints: declared before the funcs, defined after
         parts += [gen_struct_accum(s) for s in structs]
+        # (the declarations name the results' structs of funcs of several results: those come first)
+        parts += [ret_struct(f) for f in funcs if len(f.return_types) > 1 and getattr(f, "native", None) is None]
         parts += [adj_func_signature(f) + ";" for f in funcs if not getattr(f, "no_adjoint", False)]
-    parts += [gen_func(f, options) for f in funcs]
+    parts += [gen_func(f, options, results_declared=grads) for f in funcs]
     if not adjoint:
         if grads:
             parts += gen_adjoints([], funcs, options)

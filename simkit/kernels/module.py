@@ -304,14 +304,26 @@ class Module:
                 self._build(specs, device, kind, options, adjoint)
             except NativeCompileError:
                 if len(specs) == 1:
+                    _suspect(spec, kind)
                     raise
-                self._build([spec], device, kind, options, adjoint)  # isolate: another kernel may break the unit
+                # isolate: another kernel may break the unit. Until it is found, the others build only at their own
+                # launch (with the module's kernels not under suspicion), or each launch would build the broken unit
+                for s in specs:
+                    if s is not spec:
+                        _suspect(s, kind)
+                try:
+                    self._build([spec], device, kind, options, adjoint)
+                except NativeCompileError:
+                    _suspect(spec, kind)
+                    raise
 
     def _unit_specs(self, spec, kind: str, options: dict) -> list:
         """The kernels one unit compiles with ``spec``: every pending kernel of this module whose IR builds (a
         broken one reports its error when it is launched; ``spec`` broken raises here)."""
         specs = []
         for s in self.pending(kind):
+            if s is not spec and kind in s.__dict__.get("_suspect", ()):
+                continue  # (it was in a unit that failed to compile: built at its own launch)
             try:
                 s.build_ir(options)
                 specs.append(s)
@@ -413,11 +425,16 @@ def _functions_used(fn_ir, found=None) -> list:
     return list(found.values())
 
 
+def _suspect(spec, kind: str) -> None:
+    """``spec`` was in a unit of ``kind`` that failed to compile: other kernels' units leave it out."""
+    spec.__dict__.setdefault("_suspect", set()).add(kind)
+
+
 def _reset(spec) -> None:
     """Forget a kernel specialisation's translation and native code: its next launch builds it again."""
     spec.ir = None
     spec.native = {}
-    for derived in ("_access", "_order", "_bump_steps", "_record", "_recording"):  # (caches of its IR)
+    for derived in ("_access", "_order", "_bump_steps", "_rec_plan", "_record", "_recording", "_suspect"):  # (derived)
         spec.__dict__.pop(derived, None)
 
 

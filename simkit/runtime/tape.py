@@ -46,25 +46,20 @@ def _where(kernel) -> str:
 
 
 class _Launch:
-    def __init__(self, kernel, spec, dims, args, device, tape=None, before=None):
+    def __init__(self, kernel, spec, dims, args, device, tape=None, before=None, reads=None, stores=None):
+        """``reads`` / ``stores``: the launch's arrays, [(path, label, array)] (record_launch resolved them)."""
         self.kernel, self.spec, self.dims, self.args, self.device = kernel, spec, dims, args, device
         self.tape = weakref.ref(tape) if tape is not None else None   # (no cycle: tapes free on del)
-        self.before = before or {}  # {path: copy of that array from before the launch} (inplace_inputs)
-        by_name = dict(zip(kernel.param_names, args))
-        access = spec_access(spec)
-        self.reads, self.stores = [], []
-        for path in access.reads:
-            if path in self.before:
-                continue  # read from the launch's own copy
-            a = analysis.resolve(path, by_name)
-            if a is not None:
-                self.reads.append((".".join(path), a, a._version))
-        for path in access.stores:
-            a = analysis.resolve(path, by_name)
-            if a is not None:
-                self.stores.append((".".join(path), a, a._wversion))
+        self.before = before = before or {}  # {path: copy of that array from before the launch} (inplace_inputs)
+        if reads is None:
+            reads, stores = _resolved(kernel, spec, args)
+        # (a read of an array copied before the launch reads the launch's own copy)
+        self.reads = [(label, a, a._version) for path, label, a in reads if path not in before]
+        self.stores = [(label, a, a._wversion) for _, label, a in stores]
         # HashGrid / Bvh / Mesh ids among the arguments: kept alive, and checked at backward time
-        self.structures = [(s, *handles.record(s)) for s in map(handles.lookup, args) if s is not None]
+        lookup = handles.lookup
+        self.structures = [(s, *handles.record(s)) for s in (lookup(args[i]) for i in _plan(kernel, spec)[2])
+                           if s is not None]
 
     def _structure_error(self, s, what):
         return TapeError(
@@ -171,6 +166,44 @@ def spec_access(spec):
     return acc
 
 
+def _plan(kernel, spec) -> tuple:
+    """What recording a launch of ``spec`` reads from its arguments, worked out once per specialisation:
+    (reads, stores) as [(path, label, argument index, struct fields)], and the indices of the arguments that
+    may be a structure's handle (integers, or any type in a generic signature)."""
+    plan = spec.__dict__.get("_rec_plan")
+    if plan is None:
+        from ..kernels import types as T
+
+        acc, names = spec_access(spec), kernel.param_names
+
+        def located(paths):
+            return [(p, ".".join(p), names.index(p[0]), p[1:]) for p in paths if p[0] in names]
+
+        ints = [i for i, t in enumerate(spec.types) if not T.is_value(t) and not isinstance(t, T.ArrayType)
+                and not T.is_struct(t) and (not T.is_scalar(t) or T.is_int(t))]
+        plan = spec._rec_plan = (located(acc.reads), located(acc.stores), ints)
+    return plan
+
+
+def _resolved(kernel, spec, args) -> tuple:
+    """The arrays a launch of ``spec`` with ``args`` reads and overwrites: ([(path, label, array)], same)."""
+    reads, stores, _ = _plan(kernel, spec)
+    return _arrays(reads, args), _arrays(stores, args)
+
+
+def _arrays(located, args) -> list:
+    out = []
+    for path, label, idx, fields in located:
+        v = args[idx]
+        for f in fields:
+            if v is None:
+                break
+            v = getattr(v, f, None)
+        if v is not None:
+            out.append((path, label, v))
+    return out
+
+
 def inplace_inputs(kernel, spec, args) -> dict | None:
     """Before a recorded launch runs: copies of the arrays it loads before writing them, {path: copy}
     (its adjoint replays those loads from the copies, with the arrays' own gradients). A kernel whose
@@ -268,21 +301,18 @@ class Tape:
     def record_launch(self, kernel, spec, dims, inputs, outputs, device, before=None):
         """``before``: what ``inplace_inputs`` returned before the launch ran."""
         args = list(inputs) + list(outputs)
-        access = spec_access(spec)
-        by_name = dict(zip(kernel.param_names, args))
-        read = {path: analysis.resolve(path, by_name) for path in access.reads}
-        for spath in access.stores:
-            w = analysis.resolve(spath, by_name)
-            for rpath, r in read.items():
-                if w is not None and r is not None and rpath != spath and w._ver is r._ver:
+        reads, stores = _resolved(kernel, spec, args)
+        for spath, slabel, w in stores:
+            for rpath, rlabel, r in reads:
+                if w._ver is r._ver and rpath != spath:
                     src = kernel.source()
                     raise TapeError(
-                        f"{src.filename}:{access.writes[spath]}: kernel '{kernel.key}' overwrites array "
-                        f"'{'.'.join(spath)}', which is the same memory as the array '{'.'.join(rpath)}' it "
-                        f"reads; its gradient cannot be computed from the overwritten values. Pass separate "
-                        f"arrays.")
-        op = _Launch(kernel, spec, dims, args, device, self, before)
+                        f"{src.filename}:{spec_access(spec).writes[spath]}: kernel '{kernel.key}' overwrites array "
+                        f"'{slabel}', which is the same memory as the array '{rlabel}' it reads; its gradient "
+                        f"cannot be computed from the overwritten values. Pass separate arrays.")
+        op = _Launch(kernel, spec, dims, args, device, self, before, reads, stores)
         if access_check.enabled():
+            access = spec_access(spec)
             access_check.launch(kernel, spec, access, args)
         for _, a, version in op.stores:
             self._recorded_overwrite(a, version)
