@@ -3,7 +3,11 @@
 Each step integrates particles under gravity, a spring to their anchor and a
 ground penalty (semi-implicit Euler), writing a new state (as a differentiable
 simulation must); the loss is the mean squared final position. Measured side
-by side in one run for simkit and warp-lang (when installed), CPU:
+by side in one run for simkit and warp-lang (when installed), CPU.
+
+A second table times a small rollout, 1000 steps of 16 particles, each step making its new state's
+arrays as it goes (as the example scenes do): what the Python side of a launch, an array's creation, the
+Tape's record and its backward pass cost per step, where the kernels themselves take almost nothing.
 
     python benchmarks/autodiff.py [--quick] [--markdown out.md]
 """
@@ -43,20 +47,27 @@ def loss_kernel(x: sk.array(dtype=sk.vec3), loss: sk.array(dtype=float)):
     sk.atomic_add(loss, 0, sk.dot(x[i], x[i]) / 65536.0)
 
 
-def simkit_rollout(steps, backward):
+def simkit_rollout(steps, backward, n=N, fresh=False):
+    """``fresh``: each run makes its states' arrays step by step (else they are made once, beforehand)."""
     rng = np.random.default_rng(0)
-    x0 = sk.array(rng.uniform(-1, 1, (N, 3)), dtype=sk.vec3, requires_grad=backward)
-    v0 = sk.zeros(N, dtype=sk.vec3, requires_grad=backward)
-    anchor = sk.array(rng.uniform(-1, 1, (N, 3)), dtype=sk.vec3, requires_grad=backward)
-    xs = [x0] + [sk.zeros(N, dtype=sk.vec3, requires_grad=backward) for _ in range(steps)]
-    vs = [v0] + [sk.zeros(N, dtype=sk.vec3, requires_grad=backward) for _ in range(steps)]
+    x0 = sk.array(rng.uniform(-1, 1, (n, 3)), dtype=sk.vec3, requires_grad=backward)
+    v0 = sk.zeros(n, dtype=sk.vec3, requires_grad=backward)
+    anchor = sk.array(rng.uniform(-1, 1, (n, 3)), dtype=sk.vec3, requires_grad=backward)
+
+    def states():
+        return [sk.zeros(n, dtype=sk.vec3, requires_grad=backward) for _ in range(steps)]
+
+    xs, vs = [x0] + states(), [v0] + states()
     loss = sk.zeros(1, requires_grad=backward)
+    N = n  # noqa: N806 (the launches' size)
 
     def run():
         loss.zero_()
         tape = sk.Tape() if backward else None
         if tape is not None:
             tape.__enter__()
+        if fresh:
+            xs[1:], vs[1:] = states(), states()
         for s in range(steps):
             sk.launch(step, N, inputs=[xs[s], vs[s], anchor, DT], outputs=[xs[s + 1], vs[s + 1]])
         sk.launch(loss_kernel, N, inputs=[xs[-1]], outputs=[loss])
@@ -67,7 +78,7 @@ def simkit_rollout(steps, backward):
     return run
 
 
-def warp_rollout(steps, backward):
+def warp_rollout(steps, backward, n=N, fresh=False):
     import warp as wp
 
     wp.config.quiet = True
@@ -92,17 +103,23 @@ def warp_rollout(steps, backward):
 
     rng = np.random.default_rng(0)
     dev = "cpu"
-    x0 = wp.array(rng.uniform(-1, 1, (N, 3)), dtype=wp.vec3, requires_grad=backward, device=dev)
-    anchor = wp.array(rng.uniform(-1, 1, (N, 3)), dtype=wp.vec3, requires_grad=backward, device=dev)
-    xs = [x0] + [wp.zeros(N, dtype=wp.vec3, requires_grad=backward, device=dev) for _ in range(steps)]
-    vs = [wp.zeros(N, dtype=wp.vec3, requires_grad=backward, device=dev) for _ in range(steps + 1)]
+    x0 = wp.array(rng.uniform(-1, 1, (n, 3)), dtype=wp.vec3, requires_grad=backward, device=dev)
+    anchor = wp.array(rng.uniform(-1, 1, (n, 3)), dtype=wp.vec3, requires_grad=backward, device=dev)
+
+    def states():
+        return [wp.zeros(n, dtype=wp.vec3, requires_grad=backward, device=dev) for _ in range(steps)]
+
+    xs, vs = [x0] + states(), [wp.zeros(n, dtype=wp.vec3, requires_grad=backward, device=dev)] + states()
     loss = wp.zeros(1, dtype=float, requires_grad=backward, device=dev)
+    N = n  # noqa: N806
 
     def run():
         loss.zero_()
         tape = wp.Tape() if backward else None
         if tape is not None:
             tape.__enter__()
+        if fresh:
+            xs[1:], vs[1:] = states(), states()
         for s in range(steps):
             wp.launch(wstep, N, inputs=[xs[s], vs[s], anchor, DT], outputs=[xs[s + 1], vs[s + 1]], device=dev)
         wp.launch(wloss, N, inputs=[xs[-1]], outputs=[loss], device=dev)
@@ -111,6 +128,38 @@ def warp_rollout(steps, backward):
             tape.backward(loss=loss)
             tape.zero()
     return run
+
+
+def small_rollout(contenders, steps, repeat) -> list:
+    """Table lines: the small rollout's time per step, forward alone, recorded on a Tape, and with the backward
+    pass, each step making its state's arrays (Python-bound: 16 particles)."""
+    lines = [f"Small rollout, Python-bound: {steps} steps x 16 particles, each step's state made as it goes "
+             "(time per step)", "", "| implementation | forward | forward, taped | taped + backward |",
+             "|---|---|---|---|"]
+    for name, make in contenders.items():
+        common.progress(f"{name}: small rollout ({steps} steps x 16 particles)")
+        plain = common.bench(make(steps, False, 16, True), repeat=repeat, warmup=1)
+        both = common.bench(make(steps, True, 16, True), repeat=repeat, warmup=1)
+        run = make(steps, True, 16, True)  # (recorded without the backward pass: how much of it is the record)
+        taped = common.bench(_taped_only(run, name), repeat=repeat, warmup=1)
+        lines.append(f"| {name} | {common.fmt_time(plain.median / steps)} | {common.fmt_time(taped.median / steps)} "
+                     f"| {common.fmt_time(both.median / steps)} |")
+    return lines
+
+
+def _taped_only(run, name):
+    """``run`` with its Tape's backward pass and zeroing made no-ops (the recording alone is timed)."""
+    mod = sk if name == "simkit" else __import__("warp")
+    cls = mod.Tape
+
+    def once():
+        saved = cls.backward, cls.zero
+        cls.backward = cls.zero = lambda self, *a, **k: None
+        try:
+            run()
+        finally:
+            cls.backward, cls.zero = saved
+    return once
 
 
 def main(argv=None):
@@ -146,6 +195,7 @@ def main(argv=None):
         lines.append("")
         lines.append(f"warp/simkit: forward {w[0] / s[0]:.2f}x, forward+backward {w[1] / s[1]:.2f}x "
                      "(higher: simkit faster)")
+    lines += ["", *small_rollout(contenders, 100 if a.quick else 1000, repeat)]
     text = "\n".join(lines)
     print("\n" + common.kv_text(common.machine_info(common.core_count())))
     print(text)

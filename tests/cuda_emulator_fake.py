@@ -24,7 +24,7 @@ def _fake(fn):
 
     def wrapper(self, *args):
         self.calls[name] += 1
-        sig = (name, *(type(a) for a in args))
+        sig = (name, *map(type, args))
         # Not while this thread is inside cuda-python already: a destructor the garbage collector runs there
         # (an array freed during the binding's attempt to load libcuda) would wait forever for the binding's
         # loader lock. Such a call's arguments are checked at a later call.

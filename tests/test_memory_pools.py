@@ -57,3 +57,33 @@ def test_gpu_pool_switch(cuda_device):
     assert mp.is_mempool_enabled(cuda_device)
     del plain, pooled  # each freed the way it was allocated
     sk.synchronize_device(cuda_device)
+
+
+@sk.kernel
+def _accumulate(a: sk.array(dtype=float), b: sk.array(dtype=float)):
+    i = sk.tid()
+    a[i] = a[i] + b[i]
+
+
+def test_arrays_of_a_temporary_stream_in_a_capture_are_freed_in_its_order(cuda_device):
+    """Warp's test_cuda_graph_alloc_transient_stream at 4096 elements (its 64M take a minute on the emulated
+    GPU): arrays made on side streams that end inside the capture, one freed before the graph's later work
+    allocates, come back with the values of every launch (a free on the wrong stream would hand ``b``'s memory
+    to ``c`` while the launches still read it)."""
+    n, launches = 4096, 20
+    c_h = sk.full(n, 42.0, dtype=float, device="cpu", pinned=True)
+    with sk.ScopedDevice(cuda_device):
+        sk.load_module(device=cuda_device)
+        with sk.ScopedCapture(force_module_load=False) as capture:
+            with sk.ScopedStream(sk.Stream()):
+                a = sk.zeros(n, dtype=float)
+                b = sk.ones(n, dtype=float)
+                for _ in range(launches):
+                    sk.launch(_accumulate, n, inputs=[a, b])
+            del b
+            with sk.ScopedStream(sk.Stream()):
+                c = sk.empty(n, dtype=float)
+                sk.copy(c, c_h)
+        sk.capture_launch(capture.graph)
+        np.testing.assert_array_equal(a.numpy(), np.full(n, launches, dtype=np.float32))
+        np.testing.assert_array_equal(c.numpy(), np.full(n, 42.0, dtype=np.float32))

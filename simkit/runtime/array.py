@@ -171,10 +171,10 @@ class array:
         else:
             from ..kernels.backends.cuda import driver
 
-            itemsize = int(np.dtype(nd).itemsize * (int(np.prod(esh)) if esh else 1))
+            itemsize = np.dtype(nd).itemsize * math.prod(esh)
             self.shape = tuple(int(s) for s in shape)
             self.ndim = len(self.shape)
-            self.size = int(np.prod(self.shape))
+            self.size = math.prod(self.shape)
             self.strides = _contiguous_strides(self.shape, itemsize)
             self.itemsize = itemsize
             self.ptr, self._owner = driver.alloc(dev, self.size * itemsize)
@@ -196,11 +196,11 @@ class array:
     def _init_from_ptr(self, ptr, dtype, shape, strides, owner):
         self.dtype = dtype
         nd, esh = np_dtype_of(dtype)
-        itemsize = int(np.dtype(nd).itemsize * (int(np.prod(esh)) if esh else 1))
+        itemsize = np.dtype(nd).itemsize * math.prod(esh)
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         self.shape = shape
         self.ndim = len(shape)
-        self.size = int(np.prod(shape))
+        self.size = math.prod(shape)
         self.itemsize = itemsize
         self.strides = tuple(strides) if strides is not None else _contiguous_strides(shape, itemsize)
         self.ptr = int(ptr)
