@@ -234,6 +234,18 @@ def _check_and_pack(kernel, spec, args, device, adj=None) -> tuple[bytes, bool]:
     return bytes(buf), contiguous
 
 
+def _pack(kernel, spec, args, device) -> tuple[bytes, bool]:
+    """The launch's packed arguments and whether its arrays are all contiguous: through the specialisation's
+    generated packer (runtime/packer.py), or, where an argument is not what it expects, through the checks."""
+    packer = spec.packer
+    if packer is None:
+        packer = spec.packer = make_packer(spec)
+    try:
+        return packer(args, device)
+    except Mismatch:
+        return _check_and_pack(kernel, spec, args, device)
+
+
 class ArgumentError(TypeError, RuntimeError):
     """A launch argument that does not fit its parameter (a TypeError; also the RuntimeError Warp raises)."""
 
@@ -339,13 +351,7 @@ def launch(kernel: Kernel, dim, inputs=(), outputs=(), adj_inputs=None, adj_outp
         spec = kernel.specs[None]
     if declare.active:  # (a dry run: the specialisation is made, and compiles at the next real launch)
         return None
-    packer = spec.packer
-    if packer is None:
-        packer = spec.packer = make_packer(spec)
-    try:
-        packed, contiguous = packer(args, device)
-    except Mismatch:
-        packed, contiguous = _check_and_pack(kernel, spec, args, device)
+    packed, contiguous = _pack(kernel, spec, args, device)
     b = _bounds_cache.get(dim) if dim.__class__ is int else None
     bounds, size = b if b is not None else _bounds(dim)
     if size > _INT32_MAX:
@@ -596,7 +602,7 @@ def launch_backward(kernel, spec, dims, args, device, block_dim: int = 256, stre
         raise tape.TapeError(f"kernel '{kernel.key}' was declared with enable_backward=False, but a gradient "
                              f"must flow through it; remove the flag or launch it with record_tape=False")
     _check_replayable(kernel, spec)
-    packed, contiguous = _check_and_pack(kernel, spec, args, device)
+    packed, contiguous = _pack(kernel, spec, args, device)
     ptrs = [a.ptr for a in args if isinstance(a, array)]
     no_alias = len(set(ptrs)) == len(ptrs)  # an array passed twice could be read at another thread's index
     size = 1

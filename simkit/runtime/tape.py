@@ -284,6 +284,7 @@ class Tape:
         # id(array._ver) -> (that list, the overwrite versions made by recorded stores and copies): their
         # adjoints consume the overwritten values' gradient, so an earlier store into the array stays exact
         self._overwrites: dict = {}
+        self._flagged = False  # whether a recording flagged arrays as read (config.verify_autograd_array_access)
 
     def __enter__(self):
         if any(t is not None for t in _active):
@@ -312,14 +313,15 @@ class Tape:
                         f"cannot be computed from the overwritten values. Pass separate arrays.")
         op = _Launch(kernel, spec, dims, args, device, self, before, reads, stores)
         if access_check.enabled():
-            access = spec_access(spec)
-            access_check.launch(kernel, spec, access, args)
+            self._flagged = True
+            access_check.launch(kernel, spec, spec_access(spec), args)
         for _, a, version in op.stores:
             self._recorded_overwrite(a, version)
         self.ops.append(op)
 
     def record_copy(self, dest, src):
         if access_check.enabled():
+            self._flagged = True
             access_check.copy(dest, src)
         self._recorded_overwrite(dest, dest._wversion)
         self.ops.append(_Copy(dest, src))
@@ -401,7 +403,8 @@ class Tape:
         self._clear_read_flags()  # (the reads are consumed: config.verify_autograd_array_access)
 
     def _clear_read_flags(self):
-        access_check.clear(a for op in self.ops for a in op.arrays())
+        if self._flagged:
+            access_check.clear(a for op in self.ops for a in op.arrays())
 
     @property
     def gradients(self) -> "_Gradients":
