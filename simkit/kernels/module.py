@@ -303,19 +303,13 @@ class Module:
             try:
                 self._build(specs, device, kind, options, adjoint)
             except NativeCompileError:
-                if len(specs) == 1:
-                    _suspect(spec, kind)
-                    raise
-                # isolate: another kernel may break the unit. Until it is found, the others build only at their own
-                # launch (with the module's kernels not under suspicion), or each launch would build the broken unit
+                # from now on these build only at their own launch (with the module's kernels not under suspicion):
+                # else each launch of a sibling would build the broken unit again
                 for s in specs:
-                    if s is not spec:
-                        _suspect(s, kind)
-                try:
-                    self._build([spec], device, kind, options, adjoint)
-                except NativeCompileError:
-                    _suspect(spec, kind)
+                    _suspect(s, kind)
+                if len(specs) == 1:
                     raise
+                self._build([spec], device, kind, options, adjoint)  # isolate: another kernel may break the unit
 
     def _unit_specs(self, spec, kind: str, options: dict) -> list:
         """The kernels one unit compiles with ``spec``: every pending kernel of this module whose IR builds (a

@@ -168,8 +168,8 @@ def spec_access(spec):
 
 def _plan(kernel, spec) -> tuple:
     """What recording a launch of ``spec`` reads from its arguments, worked out once per specialisation:
-    (reads, stores) as [(path, label, argument index, struct fields)], and the indices of the arguments that
-    may be a structure's handle (integers, or any type in a generic signature)."""
+    (reads, stores) as [(path, label, argument index, struct fields)], and the indices of the integer arguments
+    (a HashGrid's, Bvh's or Mesh's handle)."""
     plan = spec.__dict__.get("_rec_plan")
     if plan is None:
         from ..kernels import types as T
@@ -179,8 +179,7 @@ def _plan(kernel, spec) -> tuple:
         def located(paths):
             return [(p, ".".join(p), names.index(p[0]), p[1:]) for p in paths if p[0] in names]
 
-        ints = [i for i, t in enumerate(spec.types) if not T.is_value(t) and not isinstance(t, T.ArrayType)
-                and not T.is_struct(t) and (not T.is_scalar(t) or T.is_int(t))]
+        ints = [i for i, t in enumerate(spec.types) if T.is_scalar(t) and T.is_int(t)]
         plan = spec._rec_plan = (located(acc.reads), located(acc.stores), ints)
     return plan
 
