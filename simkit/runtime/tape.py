@@ -46,13 +46,11 @@ def _where(kernel) -> str:
 
 
 class _Launch:
-    def __init__(self, kernel, spec, dims, args, device, tape=None, before=None, reads=None, stores=None):
-        """``reads`` / ``stores``: the launch's arrays, [(path, label, array)] (record_launch resolved them)."""
+    def __init__(self, kernel, spec, dims, args, device, tape, before, reads, stores):
+        """``reads`` / ``stores``: the launch's arrays, [(path, label, array)] (``_resolved``)."""
         self.kernel, self.spec, self.dims, self.args, self.device = kernel, spec, dims, args, device
         self.tape = weakref.ref(tape) if tape is not None else None   # (no cycle: tapes free on del)
         self.before = before = before or {}  # {path: copy of that array from before the launch} (inplace_inputs)
-        if reads is None:
-            reads, stores = _resolved(kernel, spec, args)
         # (a read of an array copied before the launch reads the launch's own copy)
         self.reads = [(label, a, a._version) for path, label, a in reads if path not in before]
         self.stores = [(label, a, a._wversion) for _, label, a in stores]
@@ -193,14 +191,19 @@ def _resolved(kernel, spec, args) -> tuple:
 def _arrays(located, args) -> list:
     out = []
     for path, label, idx, fields in located:
-        v = args[idx]
-        for f in fields:
-            if v is None:
-                break
-            v = getattr(v, f, None)
+        v = _field(args[idx], fields)
         if v is not None:
             out.append((path, label, v))
     return out
+
+
+def _field(v, fields):
+    """``v.f1.f2...`` along ``fields`` (a struct argument's array), None where a link is missing."""
+    for f in fields:
+        if v is None:
+            return None
+        v = getattr(v, f, None)
+    return v
 
 
 def inplace_inputs(kernel, spec, args) -> dict | None:
@@ -557,9 +560,7 @@ def bump_written(spec, kernel, args):
         names = kernel.param_names
         steps = spec._bump_steps = [(names.index(p[0]), p, p in acc.stores) for p in acc.writes]
     for idx, path, overwrite in steps:
-        a = args[idx]
-        if len(path) > 1:
-            a = analysis.resolve(path[1:], {path[1]: getattr(a, path[1], None)}) if a is not None else None
+        a = _field(args[idx], path[1:])
         if a is not None:
             v = a._ver  # [all modifications, overwrites] (array._overwritten, inlined: every launch comes here)
             v[0] += 1
