@@ -30,7 +30,7 @@ def cmd_info(args) -> int:
 
     print(f"simkit {sk.__version__} (python {sys.version.split()[0]}, numpy {np.__version__})")
     try:
-        print(f"C++ compiler: {cpu.find_compiler()} ({cpu.identity().split('|')[0]})")
+        print(f"C++ compiler: {cpu.find_compiler()} ({cpu.identity().split('|')[0]}; {' '.join(cpu.opt_flags())})")
     except sk.CompilerNotFoundError as e:
         print(f"C++ compiler: none ({e})")
     print(f"NVRTC: {nvrtc.version() if nvrtc.is_available() else 'not installed (pip install simkit[cuda])'}")

@@ -79,8 +79,15 @@ adjoint_shortcuts: bool = True
 #: nothing.
 enable_cpu_blocks: bool = False
 
-#: Optimisation flags for the CPU compiler, split like a shell command line (e.g. "-O3 -g" to profile).
-cpu_opt: str = os.environ.get("SIMKIT_CPU_OPT", "-O3")
+#: Warp's optimisation level of generated code, 0-3, read when a module compiles; a module's ``optimization_level``
+#: option (``set_module_options``) overrides it. None: ``-O3`` for the CPU's C++ compiler (Warp's CPU default is
+#: ``-O2``; with GCC 12, simkit's scenes and kernels ran at ``-O3`` in 0.58-0.99x the time, for builds 1.02-1.47x
+#: as long: ``benchmarks/opt_levels.py``, docs/benchmarks.md), the GPU assembler's own (``-O3``) for CUDA.
+optimization_level: int | None = None
+
+#: Flags replacing the CPU compiler's ``-O<level>``, split like a shell command line (e.g. "-O3 -g" to profile);
+#: None: ``-O<optimization_level>``.
+cpu_opt: str | None = os.environ.get("SIMKIT_CPU_OPT") or None
 
 #: Compile the generated modules' common ``#include`` lines once into a GCC precompiled header
 #: (simkit/kernels/backends/cpu_pch.py): a small module builds in 0.13 s instead of 0.32 s.

@@ -194,8 +194,9 @@ class FakeDriver(GraphCalls):
     def view(self, ptr, n, ctype):
         return (ctype * n).from_address(int(ptr))
 
-    def image_for(self, source: str, target: str, name: str) -> bytes:
-        """Stands in for ``cuda.module._image_for``: an ELF-tagged token of the source (NVRTC is checked apart)."""
+    def image_for(self, source: str, target: str, name: str, level=None) -> bytes:
+        """Stands in for ``cuda.module._image_for``: an ELF-tagged token of the source (NVRTC is checked apart; the
+        emulated code builds with the emulator's flags, whatever the module's ``optimization_level``)."""
         image = b"\x7fELF" + hashlib.sha256(f"{target}\n{source}".encode()).digest()
         self.sources[image] = source
         return image

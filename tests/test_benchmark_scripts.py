@@ -254,3 +254,20 @@ def test_stencil_benchmark_checks_every_contender(tmp_path, monkeypatch):
     assert mod.main(["--quick", "--markdown", str(out)]) == 0
     rows = [line for line in out.read_text().splitlines() if line.startswith("| 64 |")]
     assert len(rows) == 1 and rows[0].endswith("x |"), out.read_text()
+
+
+def test_opt_levels_benchmark_builds_and_times_each_level(tmp_path, monkeypatch):
+    """benchmarks/opt_levels.py, small: each level builds its own libraries (compiler time counted) and every
+    level's results agree (the script fails otherwise); the modules' levels are put back afterwards."""
+    mod = _load("opt_levels")
+    monkeypatch.setattr(mod, "N_SAXPY", 1 << 12)
+    out = tmp_path / "levels.md"
+    before = {m: m.options.get("optimization_level") for m in list(mod._modules.values())}
+    assert mod.main(["--quick", "--levels", "1", "2", "--scenes", "rigid_pile", "--markdown", str(out)]) == 0
+    rows = [[c.strip() for c in line.split("|")[1:-1]] for line in out.read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| workload")]
+    assert [(r[0].split(",")[0].split(".")[0], r[1]) for r in rows] == [
+        (w, lv) for w in ("saxpy", "n-body", "rigid_pile") for lv in ("-O1", "-O2")]
+    assert all(r[2].endswith("s") and not r[2].startswith("0.00") for r in rows if r[0].startswith("saxpy"))
+    assert all(float(r[6].rstrip("x")) > 0 for r in rows)
+    assert all(m.options.get("optimization_level") == before.get(m) for m in mod._modules.values())

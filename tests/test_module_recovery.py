@@ -126,9 +126,9 @@ def test_a_kernel_whose_cpp_fails_is_left_out_of_its_siblings_units(tmp_path, mo
     failed, built = [], []
     original = cpu.build
 
-    def counted(source, lib_path, flags=None, precompiled=None):
+    def counted(source, lib_path, flags=None, precompiled=None, level=None):
         try:
-            original(source, lib_path, flags, precompiled)
+            original(source, lib_path, flags, precompiled, level)
             built.append([k for k in ("ones", "uses_the_snippet", "twos", "threes") if f" {k}_" in source])
         except wp.NativeCompileError:
             failed.append(source)

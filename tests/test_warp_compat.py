@@ -414,7 +414,8 @@ def test_module_options_switch_off_the_backward_pass_and_set_unrolling(tmp_path,
     import opts_module
 
     assert wp.get_module_options(opts_module) == {"enable_backward": False, "max_unroll": 2, "fast_math": True,
-                                                  "deterministic": wp.DeterministicMode.NOT_GUARANTEED}
+                                                  "deterministic": wp.DeterministicMode.NOT_GUARANTEED,
+                                                  "optimization_level": None}
     assert opts_module.square.enable_backward is False
     x = wp.array([1.0, 2.0], dtype=float, requires_grad=True)
     y = wp.zeros(2, requires_grad=True)

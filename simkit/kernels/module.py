@@ -34,7 +34,7 @@ def get_module(name: str) -> Module:
 
 
 #: Warp's per-module options that simkit honours (``set_module_options``)
-MODULE_OPTIONS = ("enable_backward", "max_unroll", "deterministic")
+MODULE_OPTIONS = ("enable_backward", "max_unroll", "deterministic", "optimization_level")
 #: Warp's options accepted without effect: simkit never compiles with fast math (results stay IEEE), and
 #: its generated code always keeps the Python line of each statement; ``deterministic_max_records`` sizes
 #: Warp's records of deterministic atomics, which simkit's ordered launches do without (deterministic.py)
@@ -56,7 +56,8 @@ def set_module_options(options: dict, module=None) -> None:
     """Options for the kernels of ``module`` (default: the calling module), as in Warp:
     ``enable_backward`` (False: its kernels have no adjoint; a backward pass through one raises),
     ``max_unroll`` (static loops of at most this many iterations are unrolled) and ``deterministic`` (a
-    ``DeterministicMode``; unset: ``config.deterministic``, read at each launch). Its kernels compile with
+    ``DeterministicMode``; unset: ``config.deterministic``, read at each launch) and ``optimization_level`` (0-3;
+    unset: ``config.optimization_level``: the native compilers' -O level). Its kernels compile with
     them at their next load. ``fast_math``, ``lineinfo`` and ``deterministic_max_records`` are accepted and
     change nothing."""
     check_options(options, "set_module_options")
@@ -81,6 +82,11 @@ def check_options(options: dict, who: str) -> None:
         options["max_unroll"] = int(n)
     if "deterministic" in options:
         check_mode(options["deterministic"], who)
+    if options.get("optimization_level") is not None:
+        n = options["optimization_level"]
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 0 <= n <= 3:
+            raise ValueError(f"{who}: optimization_level must be None or an int from 0 to 3, got {n!r}")
+        options["optimization_level"] = int(n)
     if "deterministic_max_records" in options:
         n = options["deterministic_max_records"]
         if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
@@ -183,7 +189,8 @@ class Module:
         # kernels defined at a module's top level stay (as long as their Python module does): Warp's
         # ``@overload`` stubs replace a generic kernel's name with a plain function and look it up here
         self._top_level: list = []
-        self.options: dict = {"enable_backward": True}  # set_module_options (Warp's default listed)
+        # set_module_options (Warp's defaults listed)
+        self.options: dict = {"enable_backward": True, "optimization_level": None}
 
     @property
     def kernels(self) -> list:
@@ -243,6 +250,8 @@ class Module:
         options = compile_options()
         if "max_unroll" in self.options:
             options["max_unroll"] = self.options["max_unroll"]
+        if self.options.get("optimization_level") is not None:
+            options["optimization_level"] = self.options["optimization_level"]
         return options
 
     def spec_source(self, spec, adjoint: bool = False, det_plan=None) -> str:
@@ -349,15 +358,15 @@ class Module:
                 source = self._unit_source(self._unit_specs(pending[0], kind, options), options, False)
             except CompileError:
                 return None
-        name = self.name
+        name, level = self.name, options.get("optimization_level")
         if device.is_cpu:
             from .backends import cpu
 
-            return lambda: cpu.precompile(source, _cpu_key(source, options), _unit_name(name))
+            return lambda: cpu.precompile(source, _cpu_key(source, options), _unit_name(name), level)
         from .backends.cuda import module as cuda_module
 
         target = cuda_module.device_target(device)
-        return lambda: cuda_module.precompile(source, name, target)
+        return lambda: cuda_module.precompile(source, name, target, level)
 
     def _build(self, specs, device, kind, options, adjoint):
         source = self._unit_source(specs, options, adjoint)
@@ -367,7 +376,7 @@ class Module:
             from .backends import cpu
 
             key = _cpu_key(source, options)
-            lib = cpu.load_or_build(source, key, _unit_name(name))
+            lib = cpu.load_or_build(source, key, _unit_name(name), options.get("optimization_level"))
             unit = Unit(key, lib, specs, kind)
             for s in specs:
                 s.native[kind] = (lib.entry(f"{s.cname}_cpu_{which}"), unit)
@@ -386,12 +395,13 @@ class Module:
 
 
 def _cpu_key(source: str, options: dict) -> str:
-    """The cache key of a CPU unit: its source, options, simkit's version and code generator, the compiler and
-    CPU."""
+    """The cache key of a CPU unit: its source, options, simkit's version and code generator, the compiler, its
+    optimisation flags and the CPU."""
     from .backends import cpu
 
     return hashlib.sha256("\0".join([source, repr(sorted(options.items())), __version__, generator_hash(),
-                                      cpu.identity()]).encode()).hexdigest()
+                                      cpu.identity(), *cpu.opt_flags(options.get("optimization_level"))]
+                                     ).encode()).hexdigest()
 
 
 def _refresh_closure(src) -> None:

@@ -68,11 +68,11 @@ def _cpu_model() -> str:
 
 
 def identity() -> str:
-    """Compiler version + host CPU + ``config.cpu_opt``: a compile for another target or with other optimisation
-    flags never hits this cache entry."""
+    """Compiler version + host CPU: a compile for another target never hits this cache entry (the optimisation
+    flags are part of each module's key: :func:`opt_flags`)."""
     global _identity
     if _identity is not None:
-        return f"{_identity}|{config.cpu_opt}"  # (read at each call: config.cpu_opt may change)
+        return _identity
     cxx = find_compiler()
     st = os.stat(cxx)
     key = f"{cxx}|{st.st_mtime_ns}|{st.st_size}"
@@ -93,7 +93,7 @@ def identity() -> str:
         known[key] = version
         _atomic_write(memo, json.dumps(known).encode())
     _identity = f"{version}|{platform.machine()}|{_cpu_model()}"
-    return f"{_identity}|{config.cpu_opt}"
+    return _identity
 
 
 def cache_root() -> str:
@@ -162,18 +162,37 @@ def link_flags() -> list:
     return _link
 
 
-def compile_flags() -> list:
-    flags = [*shlex.split(config.cpu_opt), "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fvisibility=hidden",
+#: the C++ compiler's -O level when neither a module nor ``config.optimization_level`` sets one (config.py: why not
+#: Warp's -O2)
+DEFAULT_LEVEL = 3
+
+
+def opt_flags(level: int | None = None) -> list:
+    """The optimisation flags of a module's build: ``config.cpu_opt`` when set, else ``-O<level>``; ``level``: the
+    module's ``optimization_level`` option, None for ``config.optimization_level`` (read at each call), and
+    :data:`DEFAULT_LEVEL` when that is None too."""
+    if config.cpu_opt:
+        return shlex.split(config.cpu_opt)
+    if level is None:
+        level = config.optimization_level
+    return [f"-O{DEFAULT_LEVEL if level is None else level}"]
+
+
+def compile_flags(level: int | None = None) -> list:
+    """The C++ compiler's flags for a generated module (``level``: as :func:`opt_flags`)."""
+    flags = [*opt_flags(level), "-std=c++17", "-shared", "-fPIC", "-fopenmp", "-fvisibility=hidden",
              "-fno-math-errno", "-w", f"-I{NATIVE_DIR}"]
     if platform.machine() in ("x86_64", "AMD64", "aarch64", "arm64"):
         flags.append("-march=native" if platform.machine() in ("x86_64", "AMD64") else "-mcpu=native")
     return flags
 
 
-def build(source: str, lib_path: str, flags: list | None = None, precompiled: bool | None = None) -> None:
+def build(source: str, lib_path: str, flags: list | None = None, precompiled: bool | None = None,
+          level: int | None = None) -> None:
     """Compile ``source`` into the shared library ``lib_path`` (atomically: temp file + rename).
 
-    ``flags`` replaces :func:`compile_flags` (the tests' CUDA emulator builds with its own).
+    ``flags`` replaces :func:`compile_flags` (the tests' CUDA emulator builds with its own); ``level``: the
+    module's ``optimization_level`` (:func:`opt_flags`).
     ``precompiled``: use a precompiled header of the source's leading includes (cpu_pch.py); by default
     only with the default flags (generated modules, not the small helper libraries built with their own).
     A generated module with large kernels compiles as several units at once (cpu_units.py).
@@ -188,7 +207,7 @@ def build(source: str, lib_path: str, flags: list | None = None, precompiled: bo
     _atomic_write(src_path, source.encode())
     fd, tmp_lib = tempfile.mkstemp(dir=d, prefix=".tmp_", suffix=".so")
     os.close(fd)
-    base = compile_flags() if flags is None else flags
+    base = compile_flags(level) if flags is None else flags
     precompiled = flags is None if precompiled is None else precompiled
     pch = cpu_pch.flags_for(source, base, cxx, identity()) if precompiled else []
     units = cpu_units.split(source) if flags is None else [source]
@@ -284,21 +303,21 @@ def library_path(key: str, unit_name: str) -> str:
     return os.path.join(cache_root(), "cpu", f"{unit_name[:60]}_{key[:20]}", "module.so")
 
 
-def precompile(source: str, key: str, unit_name: str) -> None:
+def precompile(source: str, key: str, unit_name: str, level: int | None = None) -> None:
     """Build the unit's library into the cache unless it is there (without loading it: any thread may run it;
     a failed build leaves nothing, so loading it builds again and raises its error)."""
     lib_path = library_path(key, unit_name)
     if not os.path.exists(lib_path):
         try:
-            build(source, lib_path)
+            build(source, lib_path, level=level)
         except NativeCompileError:
             pass
 
 
-def load_or_build(source: str, key: str, unit_name: str) -> Library:
+def load_or_build(source: str, key: str, unit_name: str, level: int | None = None) -> Library:
     lib_path = library_path(key, unit_name)
     if not os.path.exists(lib_path):
-        build(source, lib_path)
+        build(source, lib_path, level=level)
     else:
         log_verbose(f"simkit: cache hit {lib_path}")
     return Library(lib_path)

@@ -86,9 +86,10 @@ def target_arch(arch: str) -> str:
     return f"compute_{older[-1]}"
 
 
-def _image_for(source: str, target: str, name: str) -> bytes:
-    """CUBIN (or NUL-terminated PTX) bytes of ``source`` for ``target`` (cached on disk)."""
-    path = nvrtc.compile_cached(source, target, name)
+def _image_for(source: str, target: str, name: str, level: int | None = None) -> bytes:
+    """CUBIN (or NUL-terminated PTX) bytes of ``source`` for ``target`` (cached on disk); ``level``: the module's
+    ``optimization_level`` (nvrtc.options)."""
+    path = nvrtc.compile_cached(source, target, name, level)
     with open(path, "rb") as f:
         data = f.read()
     if target.startswith("compute_") and not data.endswith(b"\0"):
@@ -101,24 +102,25 @@ def device_target(device) -> str:
     return target_arch(driver.enumerate_devices()[driver.state(device).ordinal][2])
 
 
-def precompile(source: str, name: str, target: str) -> None:
+def precompile(source: str, name: str, target: str, level: int | None = None) -> None:
     """Compile ``source`` for ``target`` into the disk cache, without loading it (any thread may run it: NVRTC
     releases the GIL; a failed compile is left for the load to raise)."""
     try:
-        _image_for(source, target, name)
+        _image_for(source, target, name, level)
     except Exception:  # noqa: BLE001 - (the load compiles it again and raises the error where it is expected)
         pass
 
 
-def load_module(device, source: str, name: str, ptx: bool = False):
+def load_module(device, source: str, name: str, ptx: bool = False, level: int | None = None):
     """Compile ``source`` for ``device`` (a Device or ordinal) and load it into its context; returns a CUmodule.
-    ``ptx``: as PTX, which the driver compiles at load (and links against its device runtime)."""
+    ``ptx``: as PTX, which the driver compiles at load (and links against its device runtime); ``level``: the
+    module's ``optimization_level``."""
     st = driver.state(device)
     arch = driver.enumerate_devices()[st.ordinal][2]
     target = target_arch(arch)
     if ptx and target.startswith("sm_"):
         target = "compute_" + target[3:]
-    image = _image_for(source, target, name)
+    image = _image_for(source, target, name, level)
     st.make_current()
     try:
         return driver.check(driver.cu().cuModuleLoadData(image), f"cuModuleLoadData({name}, {arch})")
@@ -222,7 +224,7 @@ class Unit:
     def _load(self, ordinal: int) -> _Loaded:
         rec = self._loaded.get(ordinal)
         if rec is None:
-            mod = load_module(ordinal, self.source, self.name)
+            mod = load_module(ordinal, self.source, self.name, level=self.options.get("optimization_level"))
             err_ptr = 0
             for sym in _ERROR_SYMBOLS:
                 err_ptr = _global(mod, sym)

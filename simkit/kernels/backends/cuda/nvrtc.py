@@ -9,6 +9,7 @@ import hashlib
 import os
 import re
 
+from .... import config
 from ...errors import NativeCompileError
 from ..cpu import NATIVE_DIR, _atomic_write, cache_root
 
@@ -47,10 +48,17 @@ def version() -> str:
     return _version
 
 
-def options(arch: str, debug: bool = False) -> list:
+def options(arch: str, debug: bool = False, level: int | None = None) -> list:
+    """simkit's NVRTC options for ``arch``. ``level``: a module's ``optimization_level``, None for
+    ``config.optimization_level``; a level set either way becomes the GPU assembler's ``-O<level>`` (NVRTC takes
+    no ``-O``; unset, ptxas' own default: ``-O3``)."""
     opts = [f"--gpu-architecture={arch}", "--std=c++17", f"-I{NATIVE_DIR}", "-default-device", "-ftz=false"]
     if debug:
         opts.append("-lineinfo")
+    if level is None:
+        level = config.optimization_level
+    if level is not None:
+        opts.append(f"--ptxas-options=-O{level}")
     return opts
 
 
@@ -76,12 +84,13 @@ def check(source: str, arch: str, name: str = "module", extra=()) -> None:
     _nvrtc().nvrtcDestroyProgram(prog)
 
 
-def compile_source(source: str, arch: str, name: str = "module", extra=()) -> bytes:
+def compile_source(source: str, arch: str, name: str = "module", extra=(), level: int | None = None) -> bytes:
     """Compile with NVRTC; returns CUBIN bytes (``sm_XX``) or PTX (``compute_XX``).
 
-    ``extra``: more NVRTC options (verification adds ``-pch``: its worker reuses the parsed header)."""
+    ``extra``: more NVRTC options (verification adds ``-pch``: its worker reuses the parsed header); ``level``: as
+    :func:`options`."""
     nv = _nvrtc()
-    prog, _log = _compile(source, name, options(arch) + list(extra), arch)
+    prog, _log = _compile(source, name, options(arch, level=level) + list(extra), arch)
     try:
         if arch.startswith("sm_"):
             size = _check(nv.nvrtcGetCUBINSize(prog), "cubin size")
@@ -125,9 +134,11 @@ def resource_usage(source: str, arch: str = "sm_90", opts=None, name: str = "mod
     return out
 
 
-def compile_cached(source: str, arch: str, name: str = "module") -> str:
-    """Compile (or reuse) ``source`` for ``arch``; returns the path of the cached binary."""
-    key = hashlib.sha256("\0".join([source, arch, version(), " ".join(options(arch))]).encode()).hexdigest()
+def compile_cached(source: str, arch: str, name: str = "module", level: int | None = None) -> str:
+    """Compile (or reuse) ``source`` for ``arch``; returns the path of the cached binary. ``level``: as
+    :func:`options`."""
+    opts = " ".join(options(arch, level=level))
+    key = hashlib.sha256("\0".join([source, arch, version(), opts]).encode()).hexdigest()
     from ...module import generator_hash
 
     key = hashlib.sha256((key + generator_hash()).encode()).hexdigest()
@@ -135,6 +146,6 @@ def compile_cached(source: str, arch: str, name: str = "module") -> str:
     ext = "cubin" if arch.startswith("sm_") else "ptx"
     path = os.path.join(cache_root(), "cuda", f"{safe}_{key[:20]}", f"module.{arch}.{ext}")
     if not os.path.exists(path):
-        data = compile_source(source, arch, name)
+        data = compile_source(source, arch, name, level=level)
         _atomic_write(path, data)
     return path
