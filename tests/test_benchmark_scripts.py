@@ -60,6 +60,11 @@ def test_gpu_conditional_benchmark_solves_three_ways(tmp_path, monkeypatch):
 
 
 def test_gpu_deterministic_benchmark_checks_each_way(tmp_path, monkeypatch):
+    import importlib
+
+    monkeypatch.syspath_prepend(ROOT)
+    # (the ball's optimization a sixth as long: 100 steps of 600; its target still from the full trajectory)
+    monkeypatch.setattr(importlib.import_module("scenes.ball_trajectory"), "STEPS", 100)
     text, fake = _run_on_emulated_gpu("gpu_deterministic", tmp_path, monkeypatch, N=4096, N_SERIAL=512, SCENE_ITERS=1)
     rows = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines()
             if line.startswith("| ") and not line.startswith(("| launch", "| run"))]
