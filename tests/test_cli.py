@@ -24,6 +24,10 @@ def test_info_lists_cpu():
     r = _simkit("info")
     assert r.returncode == 0, r.stderr
     assert "device: cpu" in r.stdout and "simkit" in r.stdout
+    from simkit.kernels.backends import cpu
+
+    compiler = next(line for line in r.stdout.splitlines() if line.startswith("C++ compiler:"))
+    assert compiler.endswith(f"; {' '.join(cpu.opt_flags())})")  # (the flags modules build with: -O3 by default)
 
 
 def test_run_writes_usd(tmp_path):
