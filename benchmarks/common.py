@@ -91,8 +91,10 @@ def bench_interleaved(fns: dict, *, rounds: int, block: int = 1, warmup: int = 1
                 for _ in range(warmup):
                     fn()
                 # as timeit does: no cyclic garbage collection inside a timed call (a collection of the
-                # whole heap, kernels' compiled IR included, would land on whichever call triggered it)
-                gc.collect()
+                # whole heap, kernels' compiled IR included, would land on whichever call triggered it).
+                # No gc.collect() before each block either: in a large heap a full collection costs up to a
+                # second (the test suite's smoke runs spent 135 s in them), and between blocks Python's own
+                # collections run as usual
                 gc.disable()
                 for _ in range(block):
                     t0 = clock()

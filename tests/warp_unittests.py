@@ -19,8 +19,14 @@ import unittest
 import warnings
 
 PACKAGE = "skwarp_tests"
-#: the C++ optimisation level of warp-lang's test modules: Warp's own for the CPU
-WARP_CPU_LEVEL = 2
+#: the C++ optimisation level of warp-lang's test modules (what they check is what a kernel computes, which the
+#: level does not change): -O0, which builds them in half the time of Warp's -O2 (test_warp_unittests_math.py,
+#: one worker, empty cache: 43 -> 27 s; -Og: 28 s), ...
+WARP_CPU_LEVEL = int(os.environ.get("XLEVEL", "0"))
+#: ... except those whose few kernels run long (the mesh and BVH queries through simkit's collision headers:
+#: test_warp_unittests_geometry.py takes 57 s at -O2, 79 at -Og and 3 minutes at -O0), built at Warp's -O2
+WARP_CPU_LEVEL_RUNTIME = 2
+RUNTIME_PACKAGES = ("geometry",)
 GPU_PACKAGE = "skwarp_tests_gpu"  # the same files loaded again while the emulated GPU is present (their CUDA tests)
 
 
@@ -93,10 +99,10 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             return  # the packages' __init__ files are empty
         import simkit
 
-        # Warp's tests built the way Warp builds them for the CPU (its default -O2; simkit's is -O3: config.py).
-        # What they check is what a kernel computes, which the level does not change; their modules are most of
-        # the suite's C++ (test_vec_scalar_ops alone is 1.7 MB), and -O2 builds them ~15% sooner
-        simkit.set_module_options({"optimization_level": WARP_CPU_LEVEL}, module=spec.name)
+        # Warp's test modules are most of the suite's C++ (test_vec_scalar_ops alone is 1.7 MB): built at a lower
+        # level than simkit's -O3 (config.py), they build sooner
+        level = WARP_CPU_LEVEL_RUNTIME if spec.name.split(".")[1] in RUNTIME_PACKAGES else WARP_CPU_LEVEL
+        simkit.set_module_options({"optimization_level": level}, module=spec.name)
         with open(spec.origin) as f:
             src = rewrite(f.read(), spec.name.split(".", 1)[0])
         # kernels read their source through inspect (linecache): the rewritten text, with the same lines
