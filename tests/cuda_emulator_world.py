@@ -24,20 +24,23 @@ _WORLD = [(driver, "_api"), (driver, "_init_done"), (driver, "_init_error"), (dr
 
 def _take_native(arch: str) -> dict:
     """Remove (and return) every kernel's loaded units for ``arch`` (forward and adjoint, and the recording variants
-    of deterministic mode: Module.load_recording)."""
+    of deterministic mode: Module.load_recording), each with the translation it was compiled from."""
     taken = {}
     for m in list(kmodule._modules.values()):
         for k in m.kernels:
             for s in k.specs.values():
                 for where, units in (("native", s.native), ("recording", s.__dict__.get("_recording", {}))):
                     for kind in [kd for kd in units if re.split(r"[:/]", kd)[0] == arch]:
-                        taken[(id(s), where, kind)] = (s, units.pop(kind))
+                        taken[(id(s), where, kind)] = (s, units.pop(kind), s.ir)
     return taken
 
 
 def _put_native(taken: dict) -> None:
-    for (_sid, where, kind), (spec, native) in taken.items():
-        (spec.native if where == "native" else spec.__dict__.setdefault("_recording", {}))[kind] = native
+    """Give the kernels back the units :func:`_take_native` took, except those of a kernel translated again since
+    (``mark_modified``, ``set_module_options``, a redefined @func: its next launch compiles it anew, as on a GPU)."""
+    for (_sid, where, kind), (spec, native, ir) in taken.items():
+        if spec.ir is ir:
+            (spec.native if where == "native" else spec.__dict__.setdefault("_recording", {}))[kind] = native
 
 
 class EmulatedWorld:
