@@ -4,7 +4,8 @@ This module imports nothing from simkit: every layer may read it.
 """
 import os
 
-#: "release" or "debug" (debug adds array bounds checks that raise IndexError in Python).
+#: "release" or "debug" (debug adds array bounds checks that raise IndexError in Python, and compiles C++ at -O1
+#: unless an ``optimization_level`` is set).
 mode: str = os.environ.get("SIMKIT_MODE", "release")
 
 #: Print compiler commands and cache hits/misses.
@@ -82,7 +83,8 @@ enable_cpu_blocks: bool = False
 #: Warp's optimisation level of generated code, 0-3, read when a module compiles; a module's ``optimization_level``
 #: option (``set_module_options``) overrides it. None: ``-O3`` for the CPU's C++ compiler (Warp's CPU default is
 #: ``-O2``; with GCC 12, simkit's scenes and kernels ran at ``-O3`` in 0.58-0.99x the time, for builds 1.02-1.47x
-#: as long: ``benchmarks/opt_levels.py``, docs/benchmarks.md), the GPU assembler's own (``-O3``) for CUDA.
+#: as long: ``benchmarks/opt_levels.py``, docs/benchmarks.md), or ``-O1`` in debug mode (``mode``); the GPU
+#: assembler's own (``-O3``) for CUDA.
 optimization_level: int | None = None
 
 #: Flags replacing the CPU compiler's ``-O<level>``, split like a shell command line (e.g. "-O3 -g" to profile);

@@ -122,3 +122,21 @@ def test_a_modules_level_reaches_the_gpu_compile(cuda_device, monkeypatch):
     sk.launch(poly_o1, 5, inputs=[sk.array(x, device=cuda_device), y], device=cuda_device)
     np.testing.assert_allclose(y.numpy(), x * x - 1.0)
     assert levels == [1]
+
+
+def test_debug_mode_builds_at_o1_unless_a_level_is_set(monkeypatch, built_flags, tmp_path):
+    monkeypatch.setattr(sk.config, "cpu_opt", None)
+    monkeypatch.setattr(sk.config, "optimization_level", None)
+    monkeypatch.setattr(sk.config, "mode", "debug")
+    assert cpu.opt_flags() == ["-O1"] and cpu.opt_flags(3) == ["-O3"]
+    monkeypatch.setattr(sk.config, "optimization_level", 2)
+    assert cpu.opt_flags() == ["-O2"]
+    monkeypatch.setattr(sk.config, "optimization_level", None)
+    monkeypatch.setattr(sk.config, "cache_dir", str(tmp_path))
+    monkeypatch.setattr(sk.config, "cpu_precompiled_headers", False)
+    LEVELS.unload()  # (this file's other tests loaded it)
+    _run_poly()  # (bounds-checked, and right)
+    monkeypatch.setattr(sk.config, "mode", "release")
+    assert cpu.opt_flags() == ["-O3"]
+    _run_poly()
+    assert built_flags == [["-O1"], ["-O3"]]
