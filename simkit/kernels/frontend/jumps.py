@@ -53,7 +53,11 @@ def _jumps(stmts, loop_level=True):
 
 
 def _walk_no_nested_loops(node):
-    """ast.walk that does not enter nested loops (their break/continue are their own)."""
+    """ast.walk that does not enter nested loops (their break/continue are their own; their returns are
+    yielded). node is a statement of a loop's body, and may be a loop itself."""
+    if isinstance(node, (ast.For, ast.While)):
+        yield from (n for n in ast.walk(node) if isinstance(n, ast.Return))
+        return
     yield node
     for child in ast.iter_child_nodes(node):
         if isinstance(child, (ast.For, ast.While)):
@@ -62,6 +66,11 @@ def _walk_no_nested_loops(node):
                     yield n
             continue
         yield from _walk_no_nested_loops(child)
+
+
+def _has_loop_jumps(node) -> bool:
+    """Is there a loop under node with a break or continue of its own?"""
+    return any(isinstance(n, (ast.For, ast.While)) and _jumps(n.body)[0] for n in ast.walk(node))
 
 
 def _has_return(stmts):
@@ -113,21 +122,23 @@ class _Lowerer:
             return [a], True
         if isinstance(s, ast.If):
             brk, ret = _jumps([s]) if loop is not None else (False, _has_return([s]))
-            if not (brk or ret):
+            if not (brk or ret or _has_loop_jumps(s)):
                 return [s], False
+            # (also when only a loop inside the branches jumps: that loop is lowered too)
             s.body = self.block(s.body, flags, loop) or [ast.Pass()]
             s.orelse = self.block(s.orelse, flags, loop)
-            return [s], True
+            return [s], brk or ret
         if isinstance(s, (ast.For, ast.While)):
             return self.loop(s, flags)
         return [s], False
 
     def loop(self, s, flags):
-        brk_used, _ = _jumps(s.body)
         has_brk = any(isinstance(n, ast.Break) for b in s.body for n in _walk_no_nested_loops(b))
         has_cont = any(isinstance(n, ast.Continue) for b in s.body for n in _walk_no_nested_loops(b))
         ret_inside = _has_return(s.body)
         if not (has_brk or has_cont or ret_inside):
+            if any(_has_loop_jumps(b) for b in s.body):  # a loop inside jumps: lower it
+                s.body = self.block(s.body, [], None)
             return [s], False
         n = next(self.counter)
         info = {"brk": f"_sk_brk{n}", "cont": f"_sk_cont{n}"}
