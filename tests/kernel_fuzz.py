@@ -93,10 +93,18 @@ class Generator:
         return str(self.rng.randint(lo, hi))
 
     def leaf(self, kind, scope):
+        if kind == "f" and not (self.in_func or self.straight) and self.rng.random() < 0.08:
+            return self.array_read(scope)
         names = scope.of(kind)
         if names and self.rng.random() < 0.85:
             return self.rng.choice(names)
         return self.const(kind)
+
+    def array_read(self, scope):
+        """One of the thread's float inputs, at an index computed from an int local (a loop's index, say)."""
+        ints = scope.of("i")
+        k = self.rng.choice(ints) if ints else self.ilit()
+        return f"xf[t * {NF} + wp.abs({k}) % {NF}]"
 
     def const(self, kind):
         r = self.rng
@@ -321,7 +329,9 @@ class Generator:
         e = lambda k: self.expr(k, scope, depth)  # noqa: E731
         choice = r.randrange(7)
         if choice < 2:
-            return f"({e('f')} {r.choice(('<', '>', '<=', '>='))} {e('f')})"
+            # (offset: sides that are equal in exact arithmetic, lerp(a, a, s) and a, may differ in the last
+            # bit between compilers (contracted multiply-adds), whatever the inputs)
+            return f"({e('f')} {r.choice(('<', '>', '<=', '>='))} {e('f')} + {self.lit(0.05, 0.5)})"
         if choice == 2:
             return f"({e('i')} {r.choice(('==', '!=', '<', '>='))} {e('i')})"
         if choice == 3:
@@ -363,6 +373,11 @@ class Generator:
     def statement(self, scope, lines, indent, level):
         r = self.rng
         pad = "    " * indent
+        if not (self.in_func or self.straight) and r.random() < 0.06:
+            # slot 0 of the thread's outputs accumulates, from anywhere in the kernel (loops, branches)
+            op = r.choice(("atomic_add", "atomic_add", "atomic_sub"))
+            lines.append(f"{pad}wp.{op}(out_f, t * N_OUT_F, {self.value('f', scope, lines, pad)})")
+            return
         choice = r.randrange(11 if self.straight else 20)
         kinds = ("f", "f", "f", "v", "v", "i", "b") if self.straight else ("f", "f", "f", "v", "v", "m", "q", "i", "i",
                                                                           "b")
@@ -544,7 +559,7 @@ class Generator:
         depth, self.depth_limit = self.depth_limit, (2 if self.straight else self.depth_limit)
         self.block(scope, lines, 1, r.randint(1, 3) if self.straight else r.randint(4, 10), 0)
         self.depth_limit = depth
-        nf = ni = 0
+        nf, ni = (0 if self.straight else 1), 0  # (out_f's slot 0: the atomics' sum)
         for v, k in scope.vars.items():
             if self.straight and v in inputs:
                 continue
