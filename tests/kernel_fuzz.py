@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 NF, NV, NI = 4, 2, 3  # inputs per thread: floats, vec3s, ints
 FLOAT_TYPES = ("f", "v", "m", "q")  # float-valued kinds (written to out_f)
+SMALL_INTS = ("int8", "uint8", "int16", "uint16", "uint32", "int64", "uint64")
 UNARY = ("sin", "cos", "tanh", "atan", "abs", "floor", "ceil", "trunc", "frac", "sign", "round", "rint", "degrees",
          "radians")
 
@@ -73,6 +74,8 @@ class Generator:
         self.V = "wp.vec3d" if d else "wp.vec3"
         self.M = "wp.mat33d" if d else "wp.mat33"
         self.Q = "wp.quatd" if d else "wp.quat"
+        self.W = "wp." + self.rng.choice(SMALL_INTS)  # the module's other integer type (kind "w")
+        self.unsigned = self.W.startswith("wp.u")
         self.names = _Names()
         self.funcs = []  # (name, [param kinds], return kinds tuple)
         self.depth_limit = 3
@@ -112,6 +115,8 @@ class Generator:
             return self.lit()
         if kind == "i":
             return f"wp.int32({self.ilit()})"
+        if kind == "w":
+            return f"{self.W}({self.ilit(0, 9) if self.unsigned else self.ilit()})"
         if kind == "b":  # (Warp refuses to reassign a local made from a bare literal in a dynamic loop)
             return f"wp.bool({r.choice(('True', 'False'))})"
         if kind == "v":
@@ -145,6 +150,8 @@ class Generator:
             return f"wp.normalize({e})"
         if kind == "i":
             return f"(({e}) % {r.choice((7, 13, 31, 97))})"
+        if kind == "w":
+            return f"(({e}) % {self.W}({r.choice((7, 13, 31, 97))}))"
         return e
 
     def expr_f(self, scope, depth):
@@ -203,7 +210,7 @@ class Generator:
         if choice == 25:
             return f"{e('q')}[{r.randrange(4)}]"
         if choice == 26:
-            return f"{self.F}({e('i')})"
+            return f"{self.F}({e(r.choice('iw'))})"
         if choice == 27:
             return self.ternary(e(), e('b'), e())
         if choice == 28:
@@ -294,6 +301,31 @@ class Generator:
             return f"{self.Q}({e('f')}, {e('f')}, {e('f')}, {self.F}(2.5) + wp.abs({e('f')}))"
         return self.leaf("q", scope)
 
+    def expr_w(self, scope, depth):
+        """The module's other integer type: wrap-around, promotion and unsigned semantics."""
+        r, W = self.rng, self.W
+        e = lambda k="w": self.expr(k, scope, depth)  # noqa: E731
+        choice = r.randrange(11)
+        if choice < 3:
+            return f"({e()} {r.choice(('+', '-', '*'))} {e()})"
+        if choice == 3:
+            return f"({e()} {r.choice(('//', '%'))} ({e()} % {W}(7) + {W}(8)))"
+        if choice == 4:
+            return f"({e()} {r.choice('&|^')} {e()})"
+        if choice == 5:
+            if self.unsigned and r.random() < 0.5:  # (a left shift of a negative value is undefined in C++17)
+                return f"({e()} << ({e()} & {W}(7)))"
+            return f"({e()} >> ({e()} & {W}(3)))"
+        if choice == 6:
+            return f"(~{e()})"
+        if choice == 7:
+            return f"{W}({e('i')})"
+        if choice == 8:
+            return f"wp.{r.choice(('min', 'max'))}({e()}, {e()})"
+        if choice == 9:
+            return self.ternary(e(), e('b'), e())
+        return self.leaf("w", scope)
+
     def expr_i(self, scope, depth):
         r = self.rng
         e = lambda k="i": self.expr(k, scope, depth)  # noqa: E731
@@ -322,6 +354,8 @@ class Generator:
             return self.call("i", scope, depth)
         if choice == 12:
             return f"(-{e()})"
+        if choice == 13:  # (bounded: int32 products must not overflow, which C++ leaves undefined)
+            return f"wp.int32({e('w')} % {self.W}(97))"
         return self.leaf("i", scope)
 
     def expr_b(self, scope, depth):
@@ -333,7 +367,8 @@ class Generator:
             # bit between compilers (contracted multiply-adds), whatever the inputs)
             return f"({e('f')} {r.choice(('<', '>', '<=', '>='))} {e('f')} + {self.lit(0.05, 0.5)})"
         if choice == 2:
-            return f"({e('i')} {r.choice(('==', '!=', '<', '>='))} {e('i')})"
+            k = r.choice("iw")
+            return f"({e(k)} {r.choice(('==', '!=', '<', '>='))} {e(k)})"
         if choice == 3:
             return f"({e('b')} {r.choice(('and', 'or'))} {e('b')})"
         if choice == 4:
@@ -380,7 +415,7 @@ class Generator:
             return
         choice = r.randrange(11 if self.straight else 20)
         kinds = ("f", "f", "f", "v", "v", "i", "b") if self.straight else ("f", "f", "f", "v", "v", "m", "q", "i", "i",
-                                                                          "b")
+                                                                          "w", "b")
         if choice < 6 or not scope.vars:
             kind = r.choice(kinds)
             name = self.names(kind)
@@ -570,7 +605,8 @@ class Generator:
                     lines.append(f"    out_f[t * N_OUT_F + {nf}] = {p}")
                     nf += 1
             else:
-                lines.append(f"    out_i[t * N_OUT_I + {ni}] = " + (f"{v}" if k == "i" else f"wp.where({v}, 1, 0)"))
+                value = {"i": v, "w": f"wp.int32({v})", "b": f"wp.where({v}, 1, 0)"}[k]  # (w: wraps, as in C++)
+                lines.append(f"    out_i[t * N_OUT_I + {ni}] = {value}")
                 ni += 1
         src = "\n".join(lines).replace("N_OUT_F", str(nf)).replace("N_OUT_I", str(ni))
         self.straight = False

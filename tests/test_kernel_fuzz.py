@@ -42,8 +42,9 @@ def test_generator_is_deterministic_and_varied():
     assert len(set(sources)) == 20
     text = "\n".join(sources)
     for construct in ("break", "continue", "while ", "elif ", " if ", "@wp.func", "wp.quat", "wp.mat33",
-                      "range(wp.abs(", "return "):
+                      "range(wp.abs(", "return ", "wp.atomic_add(out_f", "xf[t * 4 + wp.abs(", " << ", " >> "):
         assert construct in text, construct
+    assert len({t for t in kernel_fuzz.SMALL_INTS if f"wp.{t}(" in text}) >= 5  # other integer types
 
 
 class _Fake:
