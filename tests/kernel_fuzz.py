@@ -180,8 +180,8 @@ class Generator:
             return f"wp.{r.choice(('min', 'max'))}({e()}, {e()})"
         if choice == 11:
             return f"wp.clamp({e()}, {self.lit(-2, 0)}, {self.lit(0, 2)})"
-        if choice == 12:
-            return f"wp.atan2({e()}, {e()})"
+        if choice == 12:  # (offsets: the sign of a zero differs, -x being 0 - x in Warp: docs/warp.md)
+            return f"wp.atan2({e()} + {self.lit(0.05, 0.5)}, {e()})"
         if choice == 13:
             return f"wp.pow(wp.abs({e()}) + {self.F}(0.5), wp.sin({e()}))"
         if choice == 14:
@@ -195,7 +195,7 @@ class Generator:
         if choice == 18:
             return f"wp.step({e()})"
         if choice == 19:
-            return f"wp.copysign({e()}, {e()})"
+            return f"wp.copysign({e()}, {e()} + {self.lit(0.05, 0.5)})"
         if choice == 20:
             return f"wp.cbrt({e()} * {e()} + {self.F}(0.25))"
         if choice == 21:
@@ -226,7 +226,7 @@ class Generator:
                 return f"({e()} ** {self.F}({r.choice(('2.0', '3.0'))}))"
             return f"({e()} % {self.F}(0.7))"
         if choice == 32:
-            return f"wp.sqrt(wp.abs({e()}))"
+            return f"wp.sqrt(wp.abs({e()}) + {self.F}(0.01))"  # (finite slope at 0: see kernel_fuzz_check)
         return self.leaf("f", scope)
 
     def expr_v(self, scope, depth):

@@ -112,10 +112,10 @@ def test_fuzz_tool_reduces_to_what_keeps_the_finding(tmp_path, monkeypatch, caps
     mod = kernel_fuzz.generate(3)
     path = tmp_path / "fuzz_3_float64_simkit.py"
     path.write_text("import simkit as wp\n\n\n" + mod.source)
-    kernel = mod.kernels[0].name
-    body = mod.source.split(f"def {kernel}(")[1].split("\n@wp.")[0].split("\n")
-    needed = [ln for ln in body if ln.startswith("        ")][:1]  # a line nested in a block of the kernel
-    assert needed
+    nested = {k.name: [ln for ln in mod.source.split(f"def {k.name}(")[1].split("\n@wp.")[0].split("\n")
+                       if ln.startswith("        ")] for k in mod.kernels}
+    kernel = next(name for name, lines in nested.items() if lines)
+    needed = nested[kernel][:1]  # a line nested in a block of the kernel
 
     def finding(source, name, *args):
         return name == kernel and f"def {kernel}(" in source and needed[0] in source.split("\n")
@@ -126,4 +126,4 @@ def test_fuzz_tool_reduces_to_what_keeps_the_finding(tmp_path, monkeypatch, caps
     kept = out[out.index(next(ln for ln in out if ln.startswith(f"def {kernel}("))) + 1:]
     assert kept[-1] == needed[0] and kept[-2].strip().endswith(":")
     assert len(kept) == 2  # the line and its block's header
-    assert not any(ln.startswith(f"def {k.name}(") for k in mod.kernels[1:] for ln in out)
+    assert not any(ln.startswith(f"def {k.name}(") for k in mod.kernels if k.name != kernel for ln in out)
