@@ -181,11 +181,22 @@ def _error(e: BaseException) -> str:
 
 
 def check(seed: int, workdir: str, n_threads: int | None = None, n_kernels: int = 4, precision: str | None = None,
-          gradients: bool = True, device: str = "cpu") -> list:
+          gradients: bool = True, device: str = "cpu", mode: str | None = None) -> list:
     """Every finding of the module of `seed` (see the module docstring), simkit running on `device` (warp-lang on
-    its CPU). n_threads: 16 on the CPU; 1024 on a GPU, which fills the tests' emulated one, so that small
-    straight-line kernels run there interleaved (kernels/interleave.py)."""
-    n_threads = n_threads or (16 if device == "cpu" else 1024)
+    its CPU), in config.mode `mode` (None: as it is). n_threads: 16 on the CPU; 1024 on a GPU, which fills the
+    tests' emulated one, so that small straight-line kernels run there interleaved (kernels/interleave.py)."""
+    import simkit
+
+    saved = simkit.config.mode
+    simkit.config.mode = mode or saved
+    try:
+        return _check(seed, workdir, n_threads or (16 if device == "cpu" else 1024), n_kernels, precision, gradients,
+                      device)
+    finally:
+        simkit.config.mode = saved
+
+
+def _check(seed, workdir, n_threads, n_kernels, precision, gradients, device) -> list:
     import simkit
     import warp
 

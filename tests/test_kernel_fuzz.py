@@ -35,6 +35,12 @@ def test_random_kernels_match_warp_and_finite_differences(seed, device, tmp_path
     assert not findings, "\n".join(str(f) for f in findings)
 
 
+def test_debug_mode_gives_the_same_results(tmp_path, quiet_warp):
+    """Bounds checks and -O1 (config.mode = "debug") change no result or gradient."""
+    findings = kernel_fuzz_check.check(SEEDS[1], str(tmp_path), mode="debug")
+    assert not findings, "\n".join(str(f) for f in findings)
+
+
 def test_generator_is_deterministic_and_varied():
     a, b = kernel_fuzz.generate(7), kernel_fuzz.generate(7)
     assert a.source == b.source and a.precision == b.precision

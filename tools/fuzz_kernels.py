@@ -44,7 +44,7 @@ def cmd_run(args) -> int:
 
         shared_world().__enter__()
     for k, seed in enumerate(range(lo, hi)):
-        for f in check.check(seed, work, n_threads=args.threads, device=device):
+        for f in check.check(seed, work, n_threads=args.threads, device=device, mode=args.mode):
             if f.kind in check.SIMKIT_FAILURES:
                 found += 1
                 print(f, flush=True)
@@ -171,6 +171,8 @@ def main(argv=None) -> int:
     r.add_argument("--device", default="cpu", help="simkit's device: cpu, cuda:N, or emulated (the tests' "
                    "emulated GPU, which runs the CUDA code on this machine)")
     r.add_argument("--out", default="fuzz_findings", help="where sources with findings are copied")
+    r.add_argument("--mode", choices=["release", "debug"], default=None, help="simkit's config.mode (debug: "
+                   "bounds checks, -O1)")
     d = sub.add_parser("reduce", help="shrink a module while its finding remains")
     d.add_argument("file", help="the simkit copy of the module (fuzz_<seed>_<precision>_simkit.py)")
     d.add_argument("kernel")
