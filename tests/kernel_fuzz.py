@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 NF, NV, NI = 4, 2, 3  # inputs per thread: floats, vec3s, ints
 FLOAT_TYPES = ("f", "v", "m", "q")  # float-valued kinds (written to out_f)
+STRUCT_FIELDS = {"a": "f", "v": "v", "i": "i"}  # the module's @wp.struct S (kind "s")
 SMALL_INTS = ("int8", "uint8", "int16", "uint16", "uint32", "int64", "uint64")
 UNARY = ("sin", "cos", "tanh", "atan", "abs", "floor", "ceil", "trunc", "frac", "sign", "round", "rint", "degrees",
          "radians")
@@ -98,6 +99,10 @@ class Generator:
     def leaf(self, kind, scope):
         if kind == "f" and not (self.in_func or self.straight) and self.rng.random() < 0.08:
             return self.array_read(scope)
+        structs = scope.of("s")
+        if kind in STRUCT_FIELDS.values() and structs and self.rng.random() < 0.15:
+            field = self.rng.choice([f for f, k in STRUCT_FIELDS.items() if k == kind])
+            return f"{self.rng.choice(structs)}.{field}"
         names = scope.of(kind)
         if names and self.rng.random() < 0.85:
             return self.rng.choice(names)
@@ -117,6 +122,8 @@ class Generator:
             return f"wp.int32({self.ilit()})"
         if kind == "w":
             return f"{self.W}({self.ilit(0, 9) if self.unsigned else self.ilit()})"
+        if kind == "s":
+            return "S()"
         if kind == "b":  # (Warp refuses to reassign a local made from a bare literal in a dynamic loop)
             return f"wp.bool({r.choice(('True', 'False'))})"
         if kind == "v":
@@ -301,6 +308,9 @@ class Generator:
             return f"{self.Q}({e('f')}, {e('f')}, {e('f')}, {self.F}(2.5) + wp.abs({e('f')}))"
         return self.leaf("q", scope)
 
+    def expr_s(self, scope, depth):
+        return self.leaf("s", scope)
+
     def expr_w(self, scope, depth):
         """The module's other integer type: wrap-around, promotion and unsigned semantics."""
         r, W = self.rng, self.W
@@ -413,6 +423,9 @@ class Generator:
             op = r.choice(("atomic_add", "atomic_add", "atomic_sub"))
             lines.append(f"{pad}wp.{op}(out_f, t * N_OUT_F, {self.value('f', scope, lines, pad)})")
             return
+        if not self.straight and r.random() < 0.05:
+            self.struct_statement(scope, lines, pad)
+            return
         choice = r.randrange(11 if self.straight else 20)
         kinds = ("f", "f", "f", "v", "v", "i", "b") if self.straight else ("f", "f", "f", "v", "v", "m", "q", "i", "i",
                                                                           "w", "b")
@@ -449,6 +462,30 @@ class Generator:
             self.while_block(scope, lines, indent, level)
         elif self.funcs:
             self.tuple_call(scope, lines, pad)
+
+    def struct_statement(self, scope, lines, pad):
+        """A new struct with its fields set, a copy of one (a value: later writes to either leave the other), or
+        a write to a field (the vector field's components too)."""
+        r = self.rng
+        mutable = scope.mutable("s")
+        if mutable and r.random() < 0.5:
+            t = r.choice(mutable)
+            field = r.choice(("a", "v", "i", "v[]"))
+            if field == "v[]":
+                lines.append(f"{pad}{t}.v[{r.randrange(3)}] = {self.value('f', scope, lines, pad)}")
+            else:
+                lines.append(f"{pad}{t}.{field} = {self.value(STRUCT_FIELDS[field], scope, lines, pad)}")
+            return
+        name = self.names("s")
+        structs = scope.of("s")
+        if structs and r.random() < 0.4:
+            lines.append(f"{pad}{name} = {r.choice(structs)}")
+        else:
+            lines.append(f"{pad}{name} = S()")
+            for field, kind in STRUCT_FIELDS.items():
+                if r.random() < 0.8:  # (a field left unset is zero)
+                    lines.append(f"{pad}{name}.{field} = {self.value(kind, scope, lines, pad)}")
+        scope.vars[name] = "s"
 
     def component_write(self, scope, lines, pad, kinds):
         r = self.rng
@@ -547,9 +584,9 @@ class Generator:
     def func(self) -> str:
         r = self.rng
         name = f"fn{len(self.funcs)}"
-        params = [r.choice(("f", "f", "v", "i", "m", "q")) for _ in range(r.randint(1, 3))]
+        params = [r.choice(("f", "f", "v", "i", "m", "q", "s")) for _ in range(r.randint(1, 3))]
         rets = tuple(r.choice(("f", "v", "i")) for _ in range(r.choice((1, 1, 1, 2))))
-        ann = {"f": self.F, "v": self.V, "i": "wp.int32", "m": self.M, "q": self.Q}
+        ann = {"f": self.F, "v": self.V, "i": "wp.int32", "m": self.M, "q": self.Q, "s": "S"}
         pnames = [f"p{k}{i}" for i, k in enumerate(params)]
         scope = _Scope()
         for p, k in zip(pnames, params):
@@ -598,7 +635,14 @@ class Generator:
         for v, k in scope.vars.items():
             if self.straight and v in inputs:
                 continue
-            if k in FLOAT_TYPES:
+            if k == "s":
+                parts = [f"{v}.a"] + [f"{v}.v[{c}]" for c in range(3)]
+                for p in parts:
+                    lines.append(f"    out_f[t * N_OUT_F + {nf}] = {p}")
+                    nf += 1
+                lines.append(f"    out_i[t * N_OUT_I + {ni}] = {v}.i")
+                ni += 1
+            elif k in FLOAT_TYPES:
                 parts = [v] if k == "f" else [f"{v}[{c}]" for c in range(3 if k == "v" else 4)] if k != "m" else \
                     [f"{v}[{a}, {b}]" for a in range(3) for b in range(3)]
                 for p in parts:
@@ -616,7 +660,8 @@ class Generator:
 def generate(seed: int, n_kernels: int = 4, n_funcs: int = 3, precision: str | None = None) -> Module:
     """One module of n_funcs @funcs and n_kernels kernels, the same for the same seed."""
     g = Generator(seed, precision)
-    parts = [g.func() for _ in range(n_funcs)]
+    fields = "\n".join(f"    {f}: {dict(f=g.F, v=g.V, i='wp.int32')[k]}" for f, k in STRUCT_FIELDS.items())
+    parts = [f"@wp.struct\nclass S:\n{fields}"] + [g.func() for _ in range(n_funcs)]
     mod = Module("", g.precision)
     for k in range(n_kernels):
         src, info = g.kernel(f"k{seed}_{k}")

@@ -2,8 +2,8 @@
 that agree with central finite differences (tests/kernel_fuzz_check.py says what is compared, and which threads
 are left out as ill-conditioned or non-smooth).
 
-Each seed is one module of three @funcs and four kernels over floats, vec3, mat33, quat, ints and bools, with
-branches, static and dynamic loops, while loops, break/continue, early returns and tuple results. A fixed set
+Each seed is one module of three @funcs and four kernels over floats, vec3, mat33, quat, a struct, int32, a
+second integer type and bools, with atomic adds, branches, static and dynamic loops, while loops, break/continue, early returns and tuple results. A fixed set
 of seeds runs here; ``python tools/fuzz_kernels.py run --seeds 0:1000`` runs many more (and ``reduce`` shrinks a
 failing module). Seeds 110 and 134 of the first generator found the adjoint of a loop with ``break`` under an
 ``if`` wrong (tests/test_nested_jumps.py).
@@ -48,7 +48,8 @@ def test_generator_is_deterministic_and_varied():
     assert len(set(sources)) == 20
     text = "\n".join(sources)
     for construct in ("break", "continue", "while ", "elif ", " if ", "@wp.func", "wp.quat", "wp.mat33",
-                      "range(wp.abs(", "return ", "wp.atomic_add(out_f", "xf[t * 4 + wp.abs(", " << ", " >> "):
+                      "range(wp.abs(", "return ", "wp.atomic_add(out_f", "xf[t * 4 + wp.abs(", " << ", " >> ",
+                      " = S()", ".v[", ": S"):
         assert construct in text, construct
     assert len({t for t in kernel_fuzz.SMALL_INTS if f"wp.{t}(" in text}) >= 5  # other integer types
 
