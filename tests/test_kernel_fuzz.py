@@ -3,8 +3,8 @@ that agree with central finite differences (tests/kernel_fuzz_check.py says what
 are left out as ill-conditioned or non-smooth).
 
 Each seed is one module of three @funcs and four kernels over floats, vec3, mat33, quat, a struct, int32, a
-second integer type and bools, with atomic adds, branches, static and dynamic loops, while loops, break/continue, early returns and tuple results. A fixed set
-of seeds runs here; ``python tools/fuzz_kernels.py run --seeds 0:1000`` runs many more (and ``reduce`` shrinks a
+second integer type and bools, with atomic adds, branches, static and dynamic loops, while loops,
+break/continue, early returns and tuple results. A fixed set of seeds runs here; ``python tools/fuzz_kernels.py run --seeds 0:1000`` runs many more (and ``reduce`` shrinks a
 failing module). Seeds 110 and 134 of the first generator found the adjoint of a loop with ``break`` under an
 ``if`` wrong (tests/test_nested_jumps.py).
 """
