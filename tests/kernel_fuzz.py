@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 NF, NV, NI = 4, 2, 3  # inputs per thread: floats, vec3s, ints
 FLOAT_TYPES = ("f", "v", "m", "q")  # float-valued kinds (written to out_f)
+CONSTANTS = {"f": "C_F", "i": "C_I", "v": "C_V"}  # module-level wp.constant values
 STRUCT_FIELDS = {"a": "f", "v": "v", "i": "i"}  # the module's @wp.struct S (kind "s")
 SMALL_INTS = ("int8", "uint8", "int16", "uint16", "uint32", "int64", "uint64")
 UNARY = ("sin", "cos", "tanh", "atan", "abs", "floor", "ceil", "trunc", "frac", "sign", "round", "rint", "degrees",
@@ -34,6 +35,7 @@ class KernelInfo:
     name: str
     n_out_f: int
     n_out_i: int
+    rows: int = 0  # a 2D launch of (n / rows, rows) indices (i, j), thread t = i * rows + j; 0: 1D
 
 
 @dataclass
@@ -99,6 +101,8 @@ class Generator:
     def leaf(self, kind, scope):
         if kind == "f" and not (self.in_func or self.straight) and self.rng.random() < 0.08:
             return self.array_read(scope)
+        if kind in CONSTANTS and self.rng.random() < 0.05:
+            return CONSTANTS[kind]
         structs = scope.of("s")
         if kind in STRUCT_FIELDS.values() and structs and self.rng.random() < 0.15:
             field = self.rng.choice([f for f, k in STRUCT_FIELDS.items() if k == kind])
@@ -606,6 +610,11 @@ class Generator:
         self.funcs.append((name, params, rets))
         return "\n".join(lines)
 
+    def straight_next(self) -> bool:
+        """Is the kernel being written a small straight-line one (decided before its launch's shape)?"""
+        self._straight_next = self.rng.random() < 0.3
+        return self._straight_next
+
     def kernel(self, name: str) -> tuple:
         r = self.rng
         scope = _Scope()
@@ -614,8 +623,12 @@ class Generator:
                  f"xi: wp.array(dtype=wp.int32), out_f: wp.array(dtype={self.F}), "  # tools/fuzz_kernels.py's
                  "out_i: wp.array(dtype=wp.int32)):",  # reduce, which removes indented lines)
                  "    t = wp.tid()"]
-        self.straight = r.random() < 0.3
-        counts = (2, 1, 1) if self.straight else (NF, NV, NI)
+        rows = 0 if self.straight_next() else r.choice((0, 0, 0, 2, 4))
+        if rows:
+            lines[-1:] = ["    i, j = wp.tid()", f"    t = i * {rows} + j"]
+        self.straight = self._straight_next
+        # (a straight-line kernel interleaves only with few locals: 32 words, and a vec3d takes 6)
+        counts = ((2, 1 if self.precision == "float32" else 0, 1) if self.straight else (NF, NV, NI))
         for k in range(counts[0]):
             lines.append(f"    a{k} = xf[t * {NF} + {k}]")
             scope.vars[f"a{k}"] = "f"
@@ -654,14 +667,16 @@ class Generator:
                 ni += 1
         src = "\n".join(lines).replace("N_OUT_F", str(nf)).replace("N_OUT_I", str(ni))
         self.straight = False
-        return src, KernelInfo(name, nf, ni)
+        return src, KernelInfo(name, nf, ni, rows)
 
 
 def generate(seed: int, n_kernels: int = 4, n_funcs: int = 3, precision: str | None = None) -> Module:
     """One module of n_funcs @funcs and n_kernels kernels, the same for the same seed."""
     g = Generator(seed, precision)
     fields = "\n".join(f"    {f}: {dict(f=g.F, v=g.V, i='wp.int32')[k]}" for f, k in STRUCT_FIELDS.items())
-    parts = [f"@wp.struct\nclass S:\n{fields}"] + [g.func() for _ in range(n_funcs)]
+    consts = (f"C_F = wp.constant({g.F}({g.rng.uniform(-2, 2):.4f}))\nC_I = wp.constant({g.rng.randint(-9, 9)})\n"
+              f"C_V = wp.constant({g.V}({', '.join(f'{g.rng.uniform(-2, 2):.3f}' for _ in range(3))}))")
+    parts = [consts, f"@wp.struct\nclass S:\n{fields}"] + [g.func() for _ in range(n_funcs)]
     mod = Module("", g.precision)
     for k in range(n_kernels):
         src, info = g.kernel(f"k{seed}_{k}")

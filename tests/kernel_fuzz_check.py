@@ -84,7 +84,7 @@ class Runner:
 
     def forward(self, kernel, info, x: dict, n: int):
         args = self.arrays(x, info, n)
-        self.wp.launch(kernel, dim=n, inputs=args, device=self.device)
+        self.wp.launch(kernel, dim=_dim(info, n), inputs=args, device=self.device)
         return args[3].numpy()[:n * info.n_out_f], args[4].numpy()[:n * info.n_out_i]
 
     def gradient(self, kernel, info, x: dict, n: int, w: np.ndarray):
@@ -93,11 +93,15 @@ class Runner:
         args = self.arrays(x, info, n, requires_grad=True)
         tape = wp.Tape()
         with tape:
-            wp.launch(kernel, dim=n, inputs=args, device=self.device)
+            wp.launch(kernel, dim=_dim(info, n), inputs=args, device=self.device)
         seed_grad = np.zeros(max(n * info.n_out_f, 1), dtype=w.dtype)
         seed_grad[:w.size] = w
         tape.backward(grads={args[3]: wp.array(seed_grad, dtype=self.F, device=self.device)})
         return args[0].grad.numpy().copy(), args[1].grad.numpy().copy()
+
+
+def _dim(info, n: int):
+    return (n // info.rows, info.rows) if info.rows else n
 
 
 def _per_thread(a: np.ndarray, n: int) -> np.ndarray:

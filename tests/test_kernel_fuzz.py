@@ -14,7 +14,9 @@ import pytest
 import kernel_fuzz
 import kernel_fuzz_check
 
-SEEDS = list(range(1000, 1008))
+# float64 and float32 modules; 1004, 1008 and 1013 hold straight-line kernels small enough to run interleaved on a
+# GPU (test_some_kernels_run_interleaved_on_a_gpu: pick others if the generator changes)
+SEEDS = [1000, 1001, 1002, 1003, 1004, 1005, 1008, 1013]
 
 
 @pytest.fixture(scope="module")
@@ -49,7 +51,7 @@ def test_generator_is_deterministic_and_varied():
     text = "\n".join(sources)
     for construct in ("break", "continue", "while ", "elif ", " if ", "@wp.func", "wp.quat", "wp.mat33",
                       "range(wp.abs(", "return ", "wp.atomic_add(out_f", "xf[t * 4 + wp.abs(", " << ", " >> ",
-                      " = S()", ".v[", ": S"):
+                      " = S()", ".v[", ": S", "i, j = wp.tid()", "C_F", "C_V"):
         assert construct in text, construct
     assert len({t for t in kernel_fuzz.SMALL_INTS if f"wp.{t}(" in text}) >= 5  # other integer types
 
