@@ -104,6 +104,26 @@ def test_constant_folding_matches_runtime(device):
 
 
 @sk.kernel
+def k_unsigned_const_fold(x: sk.array(dtype=sk.uint64), out: sk.array(dtype=sk.uint64)):
+    # folded constants that wrap below zero and back (the compiler failed on them: "isfinite not supported";
+    # found by tools/fuzz_kernels.py), and the same arithmetic at run time
+    out[0] = (sk.uint64(2) - sk.uint64(4)) + sk.uint64(7)
+    out[1] = (x[0] - x[1]) + x[2]
+    out[2] = sk.uint64(sk.uint8(3) - sk.uint8(5) + sk.uint8(9))
+    out[3] = sk.uint64(0) - sk.uint64(1) - sk.uint64(1)
+
+
+def test_folded_unsigned_constants_wrap_as_at_run_time(device):
+    x = sk.array(np.array([2, 4, 7], dtype=np.uint64), dtype=sk.uint64, device=device)
+    out = sk.zeros(4, dtype=sk.uint64, device=device)
+    sk.launch(k_unsigned_const_fold, dim=1, inputs=[x, out], device=device)
+    with np.errstate(over="ignore"):
+        expected = [np.uint64(2) - np.uint64(4) + np.uint64(7), np.uint64(5),
+                    np.uint64(np.uint8(3) - np.uint8(5) + np.uint8(9)), np.uint64(0) - np.uint64(2)]
+    assert out.numpy().tolist() == [int(v) for v in expected]
+
+
+@sk.kernel
 def k_zero_div(a: sk.array(dtype=int), out: sk.array(dtype=int)):
     i = sk.tid()
     z = a[i] * 0

@@ -444,7 +444,10 @@ def scalar_value(value, t, exact=False):
         return bool(value)
     if T.is_int(t):
         bits = 8 * t._size
-        v = int(value) if np.isfinite(value) else 0
+        if isinstance(value, (int, np.integer)):  # (a folded uint64 may pass 2**64: np.isfinite refuses it)
+            v = int(value)
+        else:
+            v = int(value) if np.isfinite(value) else 0
         v &= (1 << bits) - 1
         return v - (1 << bits) if t._kind == "i" and v >= 1 << (bits - 1) else v
     if exact and isinstance(value, (int, float)) and not isinstance(value, bool):
