@@ -156,15 +156,20 @@ def check_gradient(seed, info, sk_run, sk_kernel, x, n, rng, reference=None) -> 
     dv = rng.standard_normal(x["xv"].shape)
     adjoint = _per_thread(gf * df, n).sum(axis=1) + _per_thread(gv * dv, n).sum(axis=1)
 
-    def directional(h):
-        def loss(sign):
-            xs = dict(x, xf=x["xf"] + sign * h * df, xv=x["xv"] + sign * h * dv)
-            f, _ = sk_run.forward(sk_kernel, info, xs, n)
-            return _per_thread(f * w, n).sum(axis=1)
-        return (loss(1) - loss(-1)) / (2 * h)
+    def loss(step):
+        xs = dict(x, xf=x["xf"] + step * df, xv=x["xv"] + step * dv)
+        f, _ = sk_run.forward(sk_kernel, info, xs, n)
+        return _per_thread(f * w, n).sum(axis=1)
 
-    fd = [directional(h) for h in STEPS]
-    smooth = np.abs(fd[0] - fd[1]) <= GRAD_TOL * (1 + np.abs(fd[0]))
+    at_x = loss(0.0)
+    fd, smooth = [], np.ones(n, dtype=bool)
+    for h in STEPS:
+        up, down = loss(h), loss(-h)
+        fd.append((up - down) / (2 * h))
+        # one-sided differences: a jump at x that both steps clear (argmin of a vector of rounding noise that
+        # is exactly zero in exact arithmetic, say) makes them disagree by the jump / h
+        smooth &= np.abs((up - at_x) - (at_x - down)) / h <= 1e-2 * (1 + np.abs(fd[-1]))
+    smooth &= np.abs(fd[0] - fd[1]) <= GRAD_TOL * (1 + np.abs(fd[0]))
     bad = (np.abs(adjoint - fd[0]) > GRAD_TOL * (1 + np.abs(fd[0]))) & smooth
     bad |= ~np.isfinite(adjoint) & smooth
     if reference is not None and (bad & ~np.isfinite(adjoint)).any():

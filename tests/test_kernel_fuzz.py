@@ -115,6 +115,16 @@ def test_fuzz_tool_runs_a_seed(tmp_path, quiet_warp, capsys):
     assert "1 modules: 0 simkit findings, 0 warp-lang errors" in capsys.readouterr().out
 
 
+def test_fuzz_tool_reads_each_kernels_outputs_and_launch_shape():
+    """reduce sizes the arrays from the module's text: as the generator did (an array too small for a remaining
+    atomic_add once the plain stores are gone corrupted the process's memory)."""
+    tool = _fuzz_tool()
+    for seed in range(6):
+        mod = kernel_fuzz.generate(seed)
+        for info in mod.kernels:
+            assert tool._kernel_info("import simkit as wp\n\n\n" + mod.source, info.name) == info
+
+
 def test_fuzz_tool_reduces_to_what_keeps_the_finding(tmp_path, monkeypatch, capsys):
     """The reduction keeps exactly the lines a (made-up) finding needs, and the blocks around them."""
     tool = _fuzz_tool()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -59,36 +60,37 @@ def cmd_run(args) -> int:
 
 
 def _kernel_info(source: str, name: str) -> kernel_fuzz.KernelInfo:
+    """The kernel's output strides and launch shape, read from the generated module (its unreduced text: the
+    arrays must keep their size while lines go, or a remaining atomic_add would write past them)."""
     seg = source[source.index(f"def {name}("):]
     seg = seg[:seg.find("\n@wp.") if "\n@wp." in seg else len(seg)]
+    strides = {arr: max([int(v) for v in re.findall(rf"{arr}(?:\[|, )t \* (\d+)", seg)], default=0)
+               for arr in ("out_f", "out_i")}
+    rows = re.search(r"t = i \* (\d+) \+ j", seg)
+    return kernel_fuzz.KernelInfo(name, strides["out_f"], strides["out_i"], int(rows.group(1)) if rows else 0)
 
-    def stride(arr):
-        key = f"{arr}[t * "
-        return int(seg[seg.index(key) + len(key):].split(" ")[0]) if key in seg else 0
-    return kernel_fuzz.KernelInfo(name, stride("out_f"), stride("out_i"))
 
-
-def _finding(source: str, name: str, seed: int, precision: str, kind: str, work: str, counter=[0]) -> bool:
+def _finding(source: str, name: str, info, seed: int, precision: str, kind: str, work: str, n: int = 16,
+             counter=[0]) -> bool:
     """Does the kernel `name` of this module text (simkit) still show a finding of `kind`?"""
     import numpy as np
     import simkit
     import warp
 
     counter[0] += 1
-    mod = kernel_fuzz.Module(source.split("\n", 3)[3], precision, [_kernel_info(source, name)])
-    info = mod.kernels[0]
+    mod = kernel_fuzz.Module(source.split("\n", 3)[3], precision, [info])
     try:
         sk_mod = check.load(mod, "simkit", f"{seed}_r{counter[0]}", work)
         sk_kernel = getattr(sk_mod, name)
-        x = check.inputs(seed, 16, precision)
+        x = check.inputs(seed, n, precision)
         rng = np.random.default_rng(seed + 1)
         sk_run = check.Runner(simkit, precision)
         if kind == "gradient":
-            sk_run.forward(sk_kernel, info, x, 16)
-            return bool(check.check_gradient(seed, info, sk_run, sk_kernel, x, 16, rng))
+            sk_run.forward(sk_kernel, info, x, n)
+            return bool(check.check_gradient(seed, info, sk_run, sk_kernel, x, n, rng))
         wp_mod = check.load(mod, "warp", f"{seed}_r{counter[0]}", work)
         return bool(check.check_forward(seed, info, sk_run, check.Runner(warp, precision), sk_kernel,
-                                        getattr(wp_mod, name), x, 16, precision, rng))
+                                        getattr(wp_mod, name), x, n, precision, rng))
     except Exception:  # noqa: BLE001 - a candidate that does not compile or run is not the finding
         return kind == "simkit-error"
 
@@ -134,7 +136,9 @@ def cmd_reduce(args) -> int:
         raise SystemExit("reduce: give the simkit copy of the module (its first line imports simkit)")
     precision = "float64" if "float64" in os.path.basename(args.file) else "float32"
     work = tempfile.mkdtemp(prefix="simkit_reduce_")
-    holds = lambda ls: _finding("\n".join(ls), args.kernel, args.seed, precision, args.kind, work)  # noqa: E731
+    info = _kernel_info(source, args.kernel)
+    holds = lambda ls: _finding("\n".join(ls), args.kernel, info, args.seed, precision, args.kind,  # noqa: E731
+                                work, args.threads)
     lines = source.split("\n")
     if not holds(lines):
         raise SystemExit(f"reduce: no {args.kind} finding in {args.kernel} of {args.file}")
@@ -178,6 +182,7 @@ def main(argv=None) -> int:
     d.add_argument("kernel")
     d.add_argument("--seed", type=int, required=True, help="the module's seed (it chose the inputs)")
     d.add_argument("--kind", default="gradient", choices=["gradient", "forward", "simkit-error"])
+    d.add_argument("--threads", type=int, default=16, help="launch size (the run's: 1024 for a GPU's finding)")
     args = p.parse_args(argv)
     return cmd_run(args) if args.cmd == "run" else cmd_reduce(args)
 
