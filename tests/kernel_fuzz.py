@@ -220,8 +220,8 @@ class Generator:
                              f"wp.determinant({e('m')})", f"wp.ddot({e('m')}, {e('m')})"))
         if choice == 25:
             return f"{e('q')}[{r.randrange(4)}]"
-        if choice == 26:
-            return f"{self.F}({e(r.choice('iw'))})"
+        if choice == 26:  # (w reduced: a float of 2**64 - 7 times 3 would not fit an int32 later, undefined in C++)
+            return f"{self.F}({e('i')})" if r.random() < 0.5 else f"{self.F}({e('w')} % {self.W}(97))"
         if choice == 27:
             return self.ternary(e(), e('b'), e())
         if choice == 28:
