@@ -11,6 +11,9 @@ Every kernel has the same signature: thread ``t`` reads ``xf[t * NF:(t + 1) * NF
 ``out_i[t * n_out_i:...]``. Threads share nothing, so a thread's outputs depend only on its own inputs (which
 makes per-thread finite differences possible).
 
+Jumps get an offset (comparisons, floor and the other rounding functions, step, argmin, float-to-int): an
+expression that is constant in exact arithmetic (the determinant of a skew matrix, cross(u, u)) is rounding
+noise in floating point, and two compilers' noise may fall on either side of a jump at zero for every input.
 Values stay bounded by construction, so no overflow, NaN or undefined behaviour can make the two compilers
 disagree: inputs lie in [-2, 2] (ints in [-50, 50]); an assignment that multiplies or nests squashes its value
 (tanh, sin, clamp, x / (1 + |x|), ...); integers are reduced modulo a small prime after products; divisors are
@@ -179,7 +182,7 @@ class Generator:
         if choice == 6:
             return f"(-{e()})"
         if choice == 7:
-            return f"wp.{r.choice(UNARY)}({e()})"
+            return f"wp.{r.choice(UNARY)}({e()} + {self.lit(0.05, 0.5)})"  # (offset: module docstring)
         if choice == 8:
             x = self.leaf("f", scope)
             return f"wp.sqrt({x} * {x} + {self.F}(0.5))" if r.random() < 0.5 else f"wp.exp(wp.tanh({e()}))"
@@ -204,7 +207,7 @@ class Generator:
         if choice == 17:
             return f"wp.smoothstep({self.F}(-1.0), {self.F}(1.0), {e()})"
         if choice == 18:
-            return f"wp.step({e()})"
+            return f"wp.step({e()} + {self.lit(0.05, 0.5)})"
         if choice == 19:
             return f"wp.copysign({e()}, {e()} + {self.lit(0.05, 0.5)})"
         if choice == 20:
@@ -229,7 +232,8 @@ class Generator:
         if choice == 29:
             if r.random() < 0.5:
                 return f"wp.{r.choice(('min', 'max'))}({e('v')})"
-            return f"{self.F}(wp.{r.choice(('argmin', 'argmax'))}({e('v')}))"
+            ties = f"{self.V}({self.F}(0.1), {self.F}(0.3), {self.F}(0.5))"  # (no exact ties: module docstring)
+            return f"{self.F}(wp.{r.choice(('argmin', 'argmax'))}({e('v')} + {ties}))"
         if choice == 30 and self.funcs:
             return self.call("f", scope, depth)
         if choice == 31:
@@ -359,7 +363,7 @@ class Generator:
                 return f"wp.{r.choice(('abs', 'sign'))}({e()})"
             return f"wp.{r.choice(('min', 'max'))}({e()}, {e()})"
         if choice == 8:
-            return f"wp.int32({e('f')} * {self.F}(3.0))"
+            return f"wp.int32({e('f')} * {self.F}(3.0) + {self.lit(0.05, 0.5)})"
         if choice == 9:
             return f"wp.clamp({e()}, -5, 5)"
         if choice == 10:
