@@ -11,6 +11,7 @@ the finding (the same kind, in the same kernel) remains, and prints the smallest
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import re
 import shutil
@@ -59,6 +60,9 @@ def cmd_run(args) -> int:
     return 1 if found else 0
 
 
+_CANDIDATES = itertools.count(1)
+
+
 def _kernel_info(source: str, name: str) -> kernel_fuzz.KernelInfo:
     """The kernel's output strides and launch shape, read from the generated module (its unreduced text: the
     arrays must keep their size while lines go, or a remaining atomic_add would write past them)."""
@@ -70,17 +74,16 @@ def _kernel_info(source: str, name: str) -> kernel_fuzz.KernelInfo:
     return kernel_fuzz.KernelInfo(name, strides["out_f"], strides["out_i"], int(rows.group(1)) if rows else 0)
 
 
-def _finding(source: str, name: str, info, seed: int, precision: str, kind: str, work: str, n: int = 16,
-             counter=[0]) -> bool:
+def _finding(source: str, name: str, info, seed: int, precision: str, kind: str, work: str, n: int = 16) -> bool:
     """Does the kernel `name` of this module text (simkit) still show a finding of `kind`?"""
     import numpy as np
     import simkit
     import warp
 
-    counter[0] += 1
+    tag = f"{seed}_r{next(_CANDIDATES)}"  # (each candidate is a module of its own)
     mod = kernel_fuzz.Module(source.split("\n", 3)[3], precision, [info])
     try:
-        sk_mod = check.load(mod, "simkit", f"{seed}_r{counter[0]}", work)
+        sk_mod = check.load(mod, "simkit", tag, work)
         sk_kernel = getattr(sk_mod, name)
         x = check.inputs(seed, n, precision)
         rng = np.random.default_rng(seed + 1)
@@ -88,7 +91,7 @@ def _finding(source: str, name: str, info, seed: int, precision: str, kind: str,
         if kind == "gradient":
             sk_run.forward(sk_kernel, info, x, n)
             return bool(check.check_gradient(seed, info, sk_run, sk_kernel, x, n, rng))
-        wp_mod = check.load(mod, "warp", f"{seed}_r{counter[0]}", work)
+        wp_mod = check.load(mod, "warp", tag, work)
         return bool(check.check_forward(seed, info, sk_run, check.Runner(warp, precision), sk_kernel,
                                         getattr(wp_mod, name), x, n, precision, rng))
     except Exception:  # noqa: BLE001 - a candidate that does not compile or run is not the finding

@@ -68,11 +68,6 @@ def _walk_no_nested_loops(node):
         yield from _walk_no_nested_loops(child)
 
 
-def _has_loop_jumps(node) -> bool:
-    """Is there a loop under node with a break or continue of its own?"""
-    return any(isinstance(n, (ast.For, ast.While)) and _jumps(n.body)[0] for n in ast.walk(node))
-
-
 def _has_return(stmts):
     return any(isinstance(n, ast.Return) for s in stmts for n in ast.walk(s))
 
@@ -122,9 +117,7 @@ class _Lowerer:
             return [a], True
         if isinstance(s, ast.If):
             brk, ret = _jumps([s]) if loop is not None else (False, _has_return([s]))
-            if not (brk or ret or _has_loop_jumps(s)):
-                return [s], False
-            # (also when only a loop inside the branches jumps: that loop is lowered too)
+            # (the branches are lowered even without a jump of this level: a loop in them may have its own)
             s.body = self.block(s.body, flags, loop) or [ast.Pass()]
             s.orelse = self.block(s.orelse, flags, loop)
             return [s], brk or ret
@@ -137,8 +130,7 @@ class _Lowerer:
         has_cont = any(isinstance(n, ast.Continue) for b in s.body for n in _walk_no_nested_loops(b))
         ret_inside = _has_return(s.body)
         if not (has_brk or has_cont or ret_inside):
-            if any(_has_loop_jumps(b) for b in s.body):  # a loop inside jumps: lower it
-                s.body = self.block(s.body, [], None)
+            s.body = self.block(s.body, [], None)  # (loops inside may have jumps of their own)
             return [s], False
         n = next(self.counter)
         info = {"brk": f"_sk_brk{n}", "cont": f"_sk_cont{n}"}
